@@ -1,0 +1,1 @@
+//! Benchmarks: declarations (`benchmarks/*.yaml`), the Encoder trait, protocols and metrics.

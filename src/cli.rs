@@ -1,0 +1,101 @@
+//! The command line: parse, call one library function, print. Exit codes: 0 success,
+//! 1 a check found problems (invalid recipe, corrupt dataset), 2 usage or setup error.
+
+use crate::settings::{FlagOverrides, Settings};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// harness: train, evaluate and compare multilingual sentence encoders from YAML recipes.
+#[derive(Debug, Parser)]
+#[command(name = "harness", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts; they override `harness.toml` and `HARNESS_*` variables.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Data directory where datasets are installed [env: HARNESS_DATA_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Mirror to fetch datasets from (directory or http(s) URL); repeat for several, in
+    /// order [env: HARNESS_MIRRORS]
+    #[arg(long = "mirror", global = true, value_name = "DIR|URL")]
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check recipes: schema, types, ranges, references. Exit 0 only when all are valid.
+    Validate(ValidateArgs),
+    /// List, verify and fetch the pinned datasets.
+    #[command(subcommand)]
+    Datasets(DatasetsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Recipe files (YAML)
+    #[arg(required = true)]
+    pub recipes: Vec<PathBuf>,
+    /// Print each resolved recipe (base ⊕ profile ⊕ --set) and its fingerprint
+    #[arg(long)]
+    pub resolved: bool,
+    /// Apply the named profile of each recipe
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatasetsCommand {
+    /// Name, licence, size and state (present / missing / corrupt) of every locked dataset
+    List,
+    /// Recompute the sha256 of every file; name each missing or changed one (exit 1 if any)
+    Verify {
+        /// Datasets to verify (default: all)
+        names: Vec<String>,
+    },
+    /// Install datasets into the data directory from a mirror, verifying every byte
+    Fetch {
+        /// Datasets to fetch (default: all)
+        names: Vec<String>,
+        /// Fetch from this directory or http(s) URL instead of the configured mirrors
+        #[arg(long, value_name = "DIR|URL")]
+        from: Option<String>,
+        /// Re-fetch files even when the installed copy verifies
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let flags = FlagOverrides {
+        data_dir: cli.global.data_dir.clone(),
+        mirrors: (!cli.global.mirrors.is_empty()).then(|| cli.global.mirrors.clone()),
+    };
+    let settings = Settings::load(&flags).map_err(|e| anyhow::anyhow!("settings: {e}"))?;
+    match cli.command {
+        Command::Validate(args) => crate::recipe::validate_command(&args, &settings),
+        Command::Datasets(cmd) => crate::data::fetch::datasets_command(&cmd, &settings),
+    }
+}

@@ -1,0 +1,1 @@
+//! Building training corpora from loaded records: language-pair selection and the contamination filter.

@@ -1,0 +1,88 @@
+//! Errors of the data layer. Every message names the file (and line where known) and says
+//! how to fix the problem.
+
+use std::path::PathBuf;
+
+/// Anything that can go wrong reading, verifying or fetching a dataset.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A file the loader or lock expects is not there (neither `name` nor `name.gz`).
+    #[error("{path}: file not found ({hint})")]
+    Missing { path: PathBuf, hint: String },
+
+    /// The operating system refused a read or write.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The bytes are not what the format promises (truncated gzip, bad UTF-8, wrong column
+    /// count, unparsable number...). `line` is 1-based when known.
+    #[error("{}: {detail}. Fix: {fix}", location(path, *line))]
+    Format {
+        path: PathBuf,
+        line: Option<usize>,
+        detail: String,
+        fix: String,
+    },
+
+    /// The file's size or sha256 differs from `datasets.lock`.
+    #[error("{path}: {detail} (expected {expected}, found {actual}). Fix: re-fetch it with `harness datasets fetch {dataset} --force`, or restore it from a mirror")]
+    Checksum {
+        dataset: String,
+        path: PathBuf,
+        detail: String,
+        expected: String,
+        actual: String,
+    },
+
+    /// A dataset name that the lock file does not know.
+    #[error("unknown dataset `{name}`{suggestion}. `harness datasets list` shows them all")]
+    UnknownDataset { name: String, suggestion: String },
+
+    /// The lock file itself is unreadable.
+    #[error("{path}: {detail}")]
+    Lock { path: PathBuf, detail: String },
+
+    /// Downloading or copying from a mirror failed.
+    #[error("fetching {what} from {mirror}: {detail}")]
+    Fetch {
+        what: String,
+        mirror: String,
+        detail: String,
+    },
+}
+
+fn location(path: &std::path::Path, line: Option<usize>) -> String {
+    match line {
+        Some(l) => format!("{}:{l}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+impl DataError {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        DataError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A format error at `path`, line `line` (1-based), with a fix.
+    pub fn format(
+        path: impl Into<PathBuf>,
+        line: Option<usize>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        DataError::Format {
+            path: path.into(),
+            line,
+            detail: detail.into(),
+            fix: fix.into(),
+        }
+    }
+}

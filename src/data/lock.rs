@@ -1,0 +1,1 @@
+//! `datasets.lock`: every dataset file pinned by size and sha256.

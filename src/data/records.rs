@@ -1,0 +1,105 @@
+//! Typed records every loader produces. Loaders convert each on-disk format into these; the
+//! benchmark protocols and the corpus builder only ever see these types.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Two sentences with a gold similarity score (STS, SICK-R): `score` on the dataset's own
+/// scale (0–5 for STS, 1–5 for SICK).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredPair {
+    pub sentence1: String,
+    pub sentence2: String,
+    pub score: f64,
+}
+
+/// Natural-language-inference label, in the order SentEval and XNLI use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NliLabel {
+    Entailment,
+    Neutral,
+    Contradiction,
+}
+
+impl NliLabel {
+    /// Class index: entailment 0, neutral 1, contradiction 2.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A premise/hypothesis pair with its gold label (XNLI, SNLI, SICK-E).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NliPair {
+    pub premise: String,
+    pub hypothesis: String,
+    pub label: NliLabel,
+}
+
+/// A text with a class label (SentEval classification, SIB-200, intents, reviews).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabeledText {
+    pub text: String,
+    pub label: String,
+}
+
+/// Two texts with a binary label (MRPC paraphrase).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabeledPair {
+    pub sentence1: String,
+    pub sentence2: String,
+    pub label: bool,
+}
+
+/// A sentence and its translation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Bitext {
+    pub source: String,
+    pub target: String,
+}
+
+/// A parallel corpus between two languages (ISO codes as the dataset spells them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParallelCorpus {
+    pub source_lang: String,
+    pub target_lang: String,
+    pub pairs: Vec<Bitext>,
+}
+
+/// A multi-way parallel set: line `i` of every language is the same sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultiWay {
+    /// Language code → its sentences, all of the same length.
+    pub lines: BTreeMap<String, Vec<String>>,
+}
+
+impl MultiWay {
+    /// Number of aligned lines.
+    pub fn len(&self) -> usize {
+        self.lines.values().next().map_or(0, Vec::len)
+    }
+
+    /// True when there are no lines.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A train/dev/test split of some record type; a missing split is empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Splits<T> {
+    pub train: Vec<T>,
+    pub dev: Vec<T>,
+    pub test: Vec<T>,
+}
+
+impl<T> Default for Splits<T> {
+    fn default() -> Self {
+        Splits {
+            train: Vec::new(),
+            dev: Vec::new(),
+            test: Vec::new(),
+        }
+    }
+}

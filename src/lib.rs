@@ -1,0 +1,10 @@
+//! harness — reproduce, extend and compare multilingual sentence-embedding systems from one
+//! YAML recipe. See `DESIGN.md` (in `../shared`) and the README for the architecture; the
+//! modules below follow it one concern each.
+
+pub mod bench;
+pub mod cli;
+pub mod data;
+pub mod fsutil;
+pub mod recipe;
+pub mod settings;
