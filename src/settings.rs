@@ -93,6 +93,7 @@ impl Settings {
 }
 
 #[cfg(test)]
+#[allow(clippy::result_large_err)] // figment::Jail's closure signature is fixed
 mod tests {
     use super::*;
 
