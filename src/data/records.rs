@@ -103,3 +103,70 @@ impl<T> Default for Splits<T> {
         }
     }
 }
+
+impl<T> Splits<T> {
+    /// The records of one split.
+    pub fn get(&self, split: Split) -> &[T] {
+        match split {
+            Split::Train => &self.train,
+            Split::Dev => &self.dev,
+            Split::Test => &self.test,
+        }
+    }
+}
+
+/// Which part of a dataset: training, development (also called validation or trial) or
+/// test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    Train,
+    Dev,
+    Test,
+}
+
+impl Split {
+    /// All three, in the order train, dev, test.
+    pub const ALL: [Split; 3] = [Split::Train, Split::Dev, Split::Test];
+
+    /// Lower-case name: `train`, `dev`, `test`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+}
+
+/// A SICK pair with both of its annotations: the relatedness score (1–5, SICK-R) and the
+/// entailment label (SICK-E). `id` is the release's `pair_ID`, shared by the SemEval-2014
+/// split files and the full release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SickPair {
+    pub id: u32,
+    pub sentence_a: String,
+    pub sentence_b: String,
+    pub relatedness: f64,
+    pub entailment: NliLabel,
+}
+
+impl SickPair {
+    /// The SICK-R view: sentences and relatedness score.
+    pub fn scored(&self) -> ScoredPair {
+        ScoredPair {
+            sentence1: self.sentence_a.clone(),
+            sentence2: self.sentence_b.clone(),
+            score: self.relatedness,
+        }
+    }
+
+    /// The SICK-E view: sentence A as premise, B as hypothesis, and the entailment label.
+    pub fn nli(&self) -> NliPair {
+        NliPair {
+            premise: self.sentence_a.clone(),
+            hypothesis: self.sentence_b.clone(),
+            label: self.entailment,
+        }
+    }
+}

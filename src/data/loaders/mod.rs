@@ -1,3 +1,14 @@
 //! One loader per on-disk format. Each takes the dataset's folder (inside the data
 //! directory) and returns typed records from [`crate::data::records`]; each has a test on
 //! the real files asserting the exact counts of that folder's SOURCE.txt.
+
+pub mod sick;
+pub mod snli;
+pub mod sts12_16;
+pub mod sts17;
+pub mod stsb_multi_mt;
+pub mod stsbenchmark;
+pub mod xnli;
+
+#[cfg(test)]
+pub(crate) mod test_support;
