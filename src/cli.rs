@@ -73,6 +73,18 @@ pub enum DatasetsCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Maintenance: regenerate datasets.lock by hashing every file of every dataset folder
+    Lock {
+        /// Folder with one sub-folder per dataset (e.g. ../shared/datasets)
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+        /// Lock file to write (atomically)
+        #[arg(long, value_name = "FILE", default_value = "datasets.lock")]
+        out: PathBuf,
+        /// Per-dataset metadata (version, licence, source, format), one table per folder
+        #[arg(long, value_name = "FILE", default_value = "datasets.meta.toml")]
+        meta: PathBuf,
+    },
 }
 
 /// Entry point of the binary.

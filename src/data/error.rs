@@ -46,6 +46,15 @@ pub enum DataError {
     #[error("{path}: {detail}")]
     Lock { path: PathBuf, detail: String },
 
+    /// No mirror gave a copy of a file that matches the lock; nothing was installed for it.
+    /// `attempts` has one line per mirror tried, saying why it failed.
+    #[error("{path}: no mirror gave a verified copy of this file of dataset `{dataset}`, so nothing was installed for it. Tried:\n{attempts}\nFix: check the mirrors (`--mirror DIR|URL`, or `mirrors` in harness.toml) and run `harness datasets fetch {dataset}` again (an interrupted download resumes), or fetch from a known-good copy with `harness datasets fetch {dataset} --from DIR|URL`")]
+    FetchFailed {
+        dataset: String,
+        path: PathBuf,
+        attempts: String,
+    },
+
     /// Downloading or copying from a mirror failed.
     #[error("fetching {what} from {mirror}: {detail}")]
     Fetch {

@@ -1,10 +1,925 @@
 //! Installing datasets from mirrors (directories or http(s) URLs), verified against the lock.
+//!
+//! A mirror is laid out like `../shared/datasets`: `<mirror>/<dataset>/<path>`. For every file
+//! the mirrors are tried in order; a copy is written to a temporary file beside its final
+//! place, its size and sha256 are checked against `datasets.lock`, and only then is it renamed
+//! into place. A copy that fails verification is reported and the next mirror is tried, so an
+//! installed file is always one the lock vouches for. Downloads go to `<file>.part`, which is
+//! kept when a transfer is cut and resumed with an HTTP `Range` request on the next attempt.
 
+use super::lock::{hash_file, DatasetEntry, FileEntry, Lock};
+use super::DataError;
 use crate::cli::DatasetsCommand;
 use crate::settings::Settings;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::fmt;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// `harness datasets list|verify|fetch`.
-pub fn datasets_command(_cmd: &DatasetsCommand, _settings: &Settings) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("harness datasets is not implemented yet")
+/// Where dataset files can be fetched from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mirror {
+    /// A local directory with one folder per dataset.
+    Dir(PathBuf),
+    /// An http(s) base URL (no trailing `/`) with one folder per dataset.
+    Http(String),
+}
+
+impl Mirror {
+    /// `http://…` and `https://…` are URLs; anything else is a directory.
+    pub fn parse(s: &str) -> Mirror {
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            Mirror::Http(s.trim_end_matches('/').to_string())
+        } else {
+            Mirror::Dir(PathBuf::from(s))
+        }
+    }
+
+    /// The mirrors configured in `settings`, in order.
+    pub fn from_settings(settings: &Settings) -> Vec<Mirror> {
+        settings.mirrors.iter().map(|m| Mirror::parse(m)).collect()
+    }
+}
+
+impl fmt::Display for Mirror {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mirror::Dir(p) => write!(f, "{}", p.display()),
+            Mirror::Http(u) => f.write_str(u),
+        }
+    }
+}
+
+/// How `fetch_dataset` behaves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FetchOptions {
+    /// Fetch every file again even when the installed copy verifies (the installed copy is
+    /// only replaced once the new one has verified).
+    pub force: bool,
+    /// Show a progress bar on stderr (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// What `fetch_dataset` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FetchReport {
+    pub dataset: String,
+    /// Files already installed and verified, left alone.
+    pub already_present: usize,
+    /// Files installed now: (path in the dataset, mirror it came from).
+    pub installed: Vec<(String, String)>,
+    /// Installed files that did not match the lock and were replaced by a verified copy.
+    pub replaced_corrupt: Vec<String>,
+    /// Bytes copied or downloaded.
+    pub bytes: u64,
+    /// Mirrors that failed for some file although a later mirror served it (bad copies,
+    /// broken transfers). Mirrors that merely lack a file are not listed.
+    pub warnings: Vec<String>,
+}
+
+/// The folder of dataset `name` in the data directory of `settings`, installed and complete:
+/// if any file is missing or has the wrong size (a cheap check, no hashing), the dataset is
+/// fetched from the configured mirrors first. This is how a dataset is "fetched on first use".
+pub fn ensure_dataset(settings: &Settings, name: &str) -> Result<PathBuf, DataError> {
+    let lock = Lock::embedded()?;
+    let entry = lock.get(name)?;
+    ensure_entry(entry, &settings.data_dir, &Mirror::from_settings(settings))
+}
+
+/// [`ensure_dataset`] for an explicit lock entry, data directory and mirror list.
+pub fn ensure_entry(
+    entry: &DatasetEntry,
+    data_dir: &Path,
+    mirrors: &[Mirror],
+) -> Result<PathBuf, DataError> {
+    let dir = data_dir.join(&entry.name);
+    let state = quick_state(entry, data_dir);
+    if state == DatasetState::Present {
+        return Ok(dir);
+    }
+    eprintln!(
+        "dataset `{}` is {state} in {}: fetching it",
+        entry.name,
+        data_dir.display()
+    );
+    let report = fetch_dataset(
+        entry,
+        data_dir,
+        mirrors,
+        FetchOptions {
+            force: false,
+            progress: true,
+        },
+    )?;
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(dir)
+}
+
+/// Installation state of a dataset judged by file existence and size only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatasetState {
+    /// Every file is there with the locked size.
+    Present,
+    /// `missing` of `of` files are absent (and none has a wrong size).
+    Missing { missing: usize, of: usize },
+    /// A file has the wrong size (or cannot be inspected).
+    Corrupt { path: String, detail: String },
+}
+
+impl fmt::Display for DatasetState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatasetState::Present => f.write_str("present"),
+            DatasetState::Missing { missing, of } if missing == of => f.write_str("missing"),
+            DatasetState::Missing { missing, of } => {
+                write!(f, "missing ({missing} of {of} files)")
+            }
+            DatasetState::Corrupt { path, detail } => write!(f, "corrupt ({path}: {detail})"),
+        }
+    }
+}
+
+/// Existence + size check of every file of `entry` under `data_dir` (fast: no hashing).
+pub fn quick_state(entry: &DatasetEntry, data_dir: &Path) -> DatasetState {
+    let dir = data_dir.join(&entry.name);
+    let mut missing = 0;
+    for f in &entry.file {
+        match std::fs::metadata(f.local_path(&dir)) {
+            Ok(m) if m.is_file() && m.len() == f.bytes => {}
+            Ok(m) if m.is_file() => {
+                return DatasetState::Corrupt {
+                    path: f.path.clone(),
+                    detail: format!("{} bytes, the lock says {}", m.len(), f.bytes),
+                }
+            }
+            Ok(_) => {
+                return DatasetState::Corrupt {
+                    path: f.path.clone(),
+                    detail: "not a regular file".into(),
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing += 1,
+            Err(e) => {
+                return DatasetState::Corrupt {
+                    path: f.path.clone(),
+                    detail: e.to_string(),
+                }
+            }
+        }
+    }
+    if missing == 0 {
+        DatasetState::Present
+    } else {
+        DatasetState::Missing {
+            missing,
+            of: entry.file.len(),
+        }
+    }
+}
+
+/// Checks one installed file against its lock entry by size and sha256.
+/// `Ok(None)` when it verifies; `Ok(Some(problem))` names the file and the fix.
+fn check_installed(
+    dataset: &str,
+    f: &FileEntry,
+    path: &Path,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Option<DataError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Some(DataError::Missing {
+                path: path.to_path_buf(),
+                hint: format!("fetch it with `harness datasets fetch {dataset}`"),
+            })
+        }
+        Err(e) => return Some(DataError::io(path, e)),
+    };
+    if !meta.is_file() {
+        return Some(DataError::Checksum {
+            dataset: dataset.into(),
+            path: path.to_path_buf(),
+            detail: "not a regular file".into(),
+            expected: "a file".into(),
+            actual: "something else".into(),
+        });
+    }
+    if meta.len() != f.bytes {
+        on_bytes(f.bytes);
+        return Some(DataError::Checksum {
+            dataset: dataset.into(),
+            path: path.to_path_buf(),
+            detail: "size differs from datasets.lock".into(),
+            expected: format!("{} bytes", f.bytes),
+            actual: format!("{} bytes", meta.len()),
+        });
+    }
+    match hash_file(path, on_bytes) {
+        Ok((_, sha)) if sha == f.sha256 => None,
+        Ok((_, sha)) => Some(DataError::Checksum {
+            dataset: dataset.into(),
+            path: path.to_path_buf(),
+            detail: "content changed: sha256 differs from datasets.lock".into(),
+            expected: format!("sha256 {}", f.sha256),
+            actual: format!("sha256 {sha}"),
+        }),
+        Err(e) => Some(e),
+    }
+}
+
+/// Recomputes the sha256 of every file of `entry` under `data_dir`. Returns one problem per
+/// missing or changed file (empty when everything verifies). A dataset whose folder does not
+/// exist at all gives a single "not installed" problem.
+pub fn verify_dataset(entry: &DatasetEntry, data_dir: &Path, pb: &ProgressBar) -> Vec<DataError> {
+    let dir = data_dir.join(&entry.name);
+    if !dir.is_dir() {
+        pb.inc(entry.total_bytes());
+        return vec![DataError::Missing {
+            path: dir,
+            hint: format!(
+                "dataset `{}` is not installed ({} files); fetch it with `harness datasets fetch {}`",
+                entry.name,
+                entry.file.len(),
+                entry.name
+            ),
+        }];
+    }
+    let mut problems = Vec::new();
+    for f in &entry.file {
+        let path = f.local_path(&dir);
+        let mut counted = 0;
+        let problem = check_installed(&entry.name, f, &path, &mut |n| {
+            counted += n;
+            pb.inc(n)
+        });
+        pb.inc(f.bytes.saturating_sub(counted));
+        problems.extend(problem);
+    }
+    problems
+}
+
+/// Why one mirror could not provide one file.
+enum Attempt {
+    /// The mirror does not have the file (no such file, HTTP 404): not worth a warning.
+    NotThere(String),
+    /// The mirror has it but the copy or transfer is bad: reported.
+    Bad(String),
+    /// A local problem (cannot write the data directory): stop, no other mirror helps.
+    Local(DataError),
+}
+
+/// Installs every file of `entry` into `data_dir/<name>/`, trying `mirrors` in order per file
+/// and verifying each copy before it is renamed into place. Files already installed and
+/// verified are skipped unless `opts.force`. On the first file that no mirror can provide,
+/// returns [`DataError::FetchFailed`]; files verified before that stay installed, and no
+/// partial or unverified file is ever left at a final path.
+pub fn fetch_dataset(
+    entry: &DatasetEntry,
+    data_dir: &Path,
+    mirrors: &[Mirror],
+    opts: FetchOptions,
+) -> Result<FetchReport, DataError> {
+    let dir = data_dir.join(&entry.name);
+    let mut report = FetchReport {
+        dataset: entry.name.clone(),
+        ..FetchReport::default()
+    };
+    // Phase 1: which files need fetching (hash what is installed, unless forced).
+    let mut todo: Vec<(&FileEntry, bool)> = Vec::new();
+    for f in &entry.file {
+        let path = f.local_path(&dir);
+        if opts.force {
+            todo.push((f, false));
+            continue;
+        }
+        match check_installed(&entry.name, f, &path, &mut |_| {}) {
+            None => report.already_present += 1,
+            Some(DataError::Missing { .. }) => todo.push((f, false)),
+            Some(DataError::Checksum { .. }) => todo.push((f, true)),
+            Some(other) => return Err(other),
+        }
+    }
+    if todo.is_empty() {
+        return Ok(report);
+    }
+    // Phase 2: fetch them.
+    let total: u64 = todo.iter().map(|(f, _)| f.bytes).sum();
+    let pb = progress_bar(total, opts.progress, &entry.name);
+    let agent = ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(15))
+        .timeout_read(Duration::from_secs(60))
+        .build();
+    for (f, was_corrupt) in todo {
+        let dest = f.local_path(&dir);
+        let mut attempts = Vec::new();
+        let mut done = None;
+        for mirror in mirrors {
+            let start = pb.position();
+            let result = match mirror {
+                Mirror::Dir(root) => {
+                    copy_verified(&f.local_path(&root.join(&entry.name)), f, &dest, &pb)
+                }
+                Mirror::Http(base) => {
+                    download_verified(&agent, &file_url(base, &entry.name, &f.path), f, &dest, &pb)
+                }
+            };
+            match result {
+                Ok(()) => {
+                    done = Some(mirror.to_string());
+                    break;
+                }
+                Err(Attempt::Local(e)) => {
+                    pb.finish_and_clear();
+                    return Err(e);
+                }
+                Err(Attempt::NotThere(why)) => {
+                    pb.set_position(start);
+                    attempts.push(format!("  - {mirror}: {why}"));
+                }
+                Err(Attempt::Bad(why)) => {
+                    pb.set_position(start);
+                    report
+                        .warnings
+                        .push(format!("{}/{} from {mirror}: {why}", entry.name, f.path));
+                    attempts.push(format!("  - {mirror}: {why}"));
+                }
+            }
+        }
+        match done {
+            Some(mirror) => {
+                report.bytes += f.bytes;
+                if was_corrupt {
+                    report.replaced_corrupt.push(f.path.clone());
+                }
+                report.installed.push((f.path.clone(), mirror));
+            }
+            None => {
+                pb.finish_and_clear();
+                if attempts.is_empty() {
+                    attempts.push("  - (no mirror is configured)".into());
+                }
+                return Err(DataError::FetchFailed {
+                    dataset: entry.name.clone(),
+                    path: dest,
+                    attempts: attempts.join("\n"),
+                });
+            }
+        }
+    }
+    pb.finish_and_clear();
+    Ok(report)
+}
+
+/// `base/<dataset>/<path>` with every path segment percent-encoded.
+fn file_url(base: &str, dataset: &str, path: &str) -> String {
+    let mut url = base.trim_end_matches('/').to_string();
+    for seg in std::iter::once(dataset).chain(path.split('/')) {
+        url.push('/');
+        for b in seg.bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                url.push(b as char);
+            } else {
+                url.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    url
+}
+
+/// Creates the directory that will hold `dest`.
+fn prepare_parent(dest: &Path) -> Result<&Path, Attempt> {
+    let dir = crate::fsutil::parent_dir(dest);
+    std::fs::create_dir_all(dir).map_err(|e| Attempt::Local(DataError::io(dir, e)))?;
+    Ok(dir)
+}
+
+/// Compares a finished copy with the lock: `None` when size and sha256 match.
+fn mismatch(f: &FileEntry, bytes: u64, sha: &str) -> Option<String> {
+    if bytes != f.bytes {
+        Some(format!(
+            "size {bytes} bytes, datasets.lock says {}: rejected",
+            f.bytes
+        ))
+    } else if sha != f.sha256 {
+        Some(format!(
+            "sha256 {sha}, datasets.lock says {}: rejected (corrupt copy)",
+            f.sha256
+        ))
+    } else {
+        None
+    }
+}
+
+/// Copies `src` to a temporary file beside `dest`, hashing on the way; renames it into place
+/// only when size and sha256 match the lock.
+fn copy_verified(src: &Path, f: &FileEntry, dest: &Path, pb: &ProgressBar) -> Result<(), Attempt> {
+    use sha2::{Digest, Sha256};
+    let mut input = match std::fs::File::open(src) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Attempt::NotThere(format!("{} not found", src.display())))
+        }
+        Err(e) => return Err(Attempt::Bad(format!("{}: {e}", src.display()))),
+    };
+    match input.metadata() {
+        Ok(m) if m.len() != f.bytes => {
+            return Err(Attempt::Bad(format!(
+                "{}: size {} bytes, datasets.lock says {}: rejected",
+                src.display(),
+                m.len(),
+                f.bytes
+            )))
+        }
+        Ok(_) => {}
+        Err(e) => return Err(Attempt::Bad(format!("{}: {e}", src.display()))),
+    }
+    let dir = prepare_parent(dest)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".harness-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Attempt::Local(DataError::io(dir, e)))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Attempt::Bad(format!("reading {}: {e}", src.display()))),
+        };
+        hasher.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .map_err(|e| Attempt::Local(DataError::io(tmp.path(), e)))?;
+        total += n as u64;
+        pb.inc(n as u64);
+    }
+    let sha = hex::encode(hasher.finalize());
+    if let Some(why) = mismatch(f, total, &sha) {
+        return Err(Attempt::Bad(format!("{}: {why}", src.display())));
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Attempt::Local(DataError::io(tmp.path(), e)))?;
+    tmp.persist(dest)
+        .map_err(|e| Attempt::Local(DataError::io(dest, e.error)))?;
+    Ok(())
+}
+
+/// `<dest>.part`, where a download accumulates until it verifies.
+pub fn part_path(dest: &Path) -> PathBuf {
+    let mut name = dest.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    dest.with_file_name(name)
+}
+
+/// How many times one mirror is asked again (resuming) after a transfer is cut, as long as
+/// each attempt makes progress.
+const RESUME_ATTEMPTS: usize = 4;
+
+/// Downloads `url` into `<dest>.part` (resuming from what is there with a `Range` request),
+/// verifies the whole file, then renames it to `dest`. A cut transfer keeps the `.part` file
+/// for the next attempt; a complete but wrong file is deleted.
+fn download_verified(
+    agent: &ureq::Agent,
+    url: &str,
+    f: &FileEntry,
+    dest: &Path,
+    pb: &ProgressBar,
+) -> Result<(), Attempt> {
+    prepare_parent(dest)?;
+    let part = part_path(dest);
+    let part_len = || std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+    let remove_part = || match std::fs::remove_file(&part) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Attempt::Local(DataError::io(&part, e))),
+    };
+    let start = pb.position();
+    let mut tries = 0;
+    loop {
+        let mut have = part_len();
+        if have > f.bytes {
+            remove_part()?;
+            have = 0;
+        }
+        pb.set_position(start + have);
+        if have == f.bytes {
+            break;
+        }
+        let mut request = agent.get(url);
+        if have > 0 {
+            request = request.set("Range", &format!("bytes={have}-"));
+        }
+        let response = match request.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(404 | 410, _)) => {
+                return Err(Attempt::NotThere(format!("{url}: not found (HTTP 404)")))
+            }
+            Err(ureq::Error::Status(416, _)) if have > 0 => {
+                // The server does not accept our range: start over.
+                remove_part()?;
+                tries += 1;
+                if tries >= RESUME_ATTEMPTS {
+                    return Err(Attempt::Bad(format!("{url}: range requests refused")));
+                }
+                continue;
+            }
+            Err(ureq::Error::Status(code, r)) => {
+                return Err(Attempt::Bad(format!(
+                    "{url}: HTTP {code} {}",
+                    r.status_text()
+                )))
+            }
+            Err(ureq::Error::Transport(t)) => return Err(Attempt::Bad(format!("{url}: {t}"))),
+        };
+        let append = match response.status() {
+            200 => false,
+            206 if content_range_start(&response) == Some(have) => have > 0,
+            206 => {
+                // A range we did not ask for: start over without one.
+                remove_part()?;
+                tries += 1;
+                if tries >= RESUME_ATTEMPTS {
+                    return Err(Attempt::Bad(format!("{url}: inconsistent range responses")));
+                }
+                continue;
+            }
+            code => {
+                return Err(Attempt::Bad(format!(
+                    "{url}: unexpected HTTP {code} {}",
+                    response.status_text()
+                )))
+            }
+        };
+        let mut out = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(&part)
+            .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
+        let before = if append { have } else { 0 };
+        pb.set_position(start + before);
+        let mut reader = response.into_reader();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut cut = None;
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    cut = Some(e.to_string());
+                    break;
+                }
+            };
+            // Unbuffered writes: whatever arrived is in the .part file if we are killed.
+            out.write_all(&buf[..n])
+                .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
+            pb.inc(n as u64);
+        }
+        drop(out);
+        let now = part_len();
+        if now >= f.bytes {
+            break;
+        }
+        tries += 1;
+        let why = cut.unwrap_or_else(|| "connection closed early".into());
+        if now <= before || tries >= RESUME_ATTEMPTS {
+            return Err(Attempt::Bad(format!(
+                "{url}: transfer interrupted after {now} of {} bytes ({why}); {} is kept and the next fetch resumes from it",
+                f.bytes,
+                part.display()
+            )));
+        }
+        // Progress was made: resume from where the transfer stopped.
+    }
+    let (bytes, sha) = hash_file(&part, &mut |_| {}).map_err(Attempt::Local)?;
+    if let Some(why) = mismatch(f, bytes, &sha) {
+        // A complete but wrong file is no use for resuming: delete it.
+        remove_part()?;
+        return Err(Attempt::Bad(format!("{url}: {why}")));
+    }
+    let file = std::fs::File::open(&part).map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
+    file.sync_all()
+        .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
+    std::fs::rename(&part, dest).map_err(|e| Attempt::Local(DataError::io(dest, e)))?;
+    Ok(())
+}
+
+/// The first byte position of a `Content-Range: bytes START-END/TOTAL` header.
+fn content_range_start(response: &ureq::Response) -> Option<u64> {
+    let value = response.header("Content-Range")?;
+    let rest = value.trim().strip_prefix("bytes")?.trim_start();
+    rest.split('-').next()?.trim().parse().ok()
+}
+
+/// A byte progress bar on stderr, hidden unless `enabled` and stderr is a terminal.
+fn progress_bar(total: u64, enabled: bool, message: &str) -> ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg:>20} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+    ) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(message.to_string());
+    pb
+}
+
+/// `12.3 MB` (decimal units).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1000.0;
+    let mut unit = 0;
+    while v >= 1000.0 && unit + 1 < UNITS.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// The lock entries named on the command line (all when none), in lock order as given.
+fn select<'a>(lock: &'a Lock, names: &[String]) -> Result<Vec<&'a DatasetEntry>, DataError> {
+    if names.is_empty() {
+        return Ok(lock.dataset.iter().collect());
+    }
+    let mut out: Vec<&DatasetEntry> = Vec::new();
+    for n in names {
+        let e = lock.get(n)?;
+        if !out.iter().any(|o| o.name == e.name) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// `harness datasets list|verify|fetch|lock`.
+pub fn datasets_command(cmd: &DatasetsCommand, settings: &Settings) -> anyhow::Result<ExitCode> {
+    if let DatasetsCommand::Lock { from, out, meta } = cmd {
+        return lock_command(from, out, meta, &mut std::io::stdout().lock());
+    }
+    let lock = Lock::embedded()?;
+    datasets_command_with(cmd, settings, &lock, &mut std::io::stdout().lock())
+}
+
+/// [`datasets_command`] with an explicit lock and output (for tests and embedding).
+/// Results go to `out`; warnings and progress go to stderr.
+pub fn datasets_command_with(
+    cmd: &DatasetsCommand,
+    settings: &Settings,
+    lock: &Lock,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        DatasetsCommand::List => list_command(lock, &settings.data_dir, out),
+        DatasetsCommand::Verify { names } => verify_command(lock, names, &settings.data_dir, out),
+        DatasetsCommand::Fetch { names, from, force } => {
+            let mirrors = match from {
+                Some(m) => vec![Mirror::parse(m)],
+                None => Mirror::from_settings(settings),
+            };
+            fetch_command(lock, names, &settings.data_dir, &mirrors, *force, out)
+        }
+        DatasetsCommand::Lock { from, out: o, meta } => lock_command(from, o, meta, out),
+    }
+}
+
+fn list_command(lock: &Lock, data_dir: &Path, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let width = lock
+        .names()
+        .iter()
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(4)
+        .max(7);
+    writeln!(out, "data directory: {}", data_dir.display())?;
+    writeln!(
+        out,
+        "{:<width$}  {:>6}  {:>9}  {:<10}  LICENCE",
+        "DATASET", "FILES", "SIZE", "STATE"
+    )?;
+    for d in &lock.dataset {
+        let state = quick_state(d, data_dir);
+        writeln!(
+            out,
+            "{:<width$}  {:>6}  {:>9}  {:<10}  {}",
+            d.name,
+            d.file.len(),
+            human_bytes(d.total_bytes()),
+            state.to_string(),
+            d.licence
+        )?;
+    }
+    let (files, bytes) = lock.totals();
+    writeln!(
+        out,
+        "{} datasets, {files} files, {} (`harness datasets verify` checks every sha256)",
+        lock.dataset.len(),
+        human_bytes(bytes)
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify_command(
+    lock: &Lock,
+    names: &[String],
+    data_dir: &Path,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let entries = select(lock, names)?;
+    let total: u64 = entries.iter().map(|d| d.total_bytes()).sum();
+    let files: usize = entries.iter().map(|d| d.file.len()).sum();
+    let pb = progress_bar(total, true, "verifying");
+    let mut problems = 0;
+    let mut bad_datasets = 0;
+    for d in &entries {
+        pb.set_message(d.name.clone());
+        let found = verify_dataset(d, data_dir, &pb);
+        if !found.is_empty() {
+            bad_datasets += 1;
+        }
+        for p in &found {
+            pb.suspend(|| writeln!(out, "{}: {p}", d.name))?;
+        }
+        problems += found.len();
+    }
+    pb.finish_and_clear();
+    if problems == 0 {
+        writeln!(
+            out,
+            "ok: {} datasets, {files} files, {} verified in {}",
+            entries.len(),
+            human_bytes(total),
+            data_dir.display()
+        )?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(
+            out,
+            "FAILED: {problems} problem(s) in {bad_datasets} of {} datasets ({files} files, {} checked in {})",
+            entries.len(),
+            human_bytes(total),
+            data_dir.display()
+        )?;
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn fetch_command(
+    lock: &Lock,
+    names: &[String],
+    data_dir: &Path,
+    mirrors: &[Mirror],
+    force: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let entries = select(lock, names)?;
+    let mut failed = 0;
+    for d in &entries {
+        let opts = FetchOptions {
+            force,
+            progress: true,
+        };
+        match fetch_dataset(d, data_dir, mirrors, opts) {
+            Ok(r) => {
+                for w in &r.warnings {
+                    eprintln!("warning: {w}");
+                }
+                for p in &r.replaced_corrupt {
+                    writeln!(
+                        out,
+                        "{}: replaced {p}, which did not match datasets.lock",
+                        d.name
+                    )?;
+                }
+                let mut from: Vec<&str> = r.installed.iter().map(|(_, m)| m.as_str()).collect();
+                from.dedup();
+                let from = if from.is_empty() {
+                    String::new()
+                } else {
+                    format!(" from {}", from.join(", "))
+                };
+                writeln!(
+                    out,
+                    "{}: {} file(s) installed ({}){from}, {} already present and verified",
+                    d.name,
+                    r.installed.len(),
+                    human_bytes(r.bytes),
+                    r.already_present
+                )?;
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        writeln!(
+            out,
+            "FAILED: {failed} of {} datasets could not be fetched completely (see above)",
+            entries.len()
+        )?;
+        return Ok(ExitCode::from(1));
+    }
+    writeln!(
+        out,
+        "ok: {} datasets in {}",
+        entries.len(),
+        data_dir.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harness datasets lock --from DIR`: hash every file of every dataset folder and write the
+/// lock (atomically) with metadata from `datasets.meta.toml`.
+fn lock_command(
+    from: &Path,
+    out_path: &Path,
+    meta_path: &Path,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let meta = super::lock::read_meta(meta_path)?;
+    let pb = if std::io::stderr().is_terminal() {
+        let pb = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} hashing {bytes} {bytes_per_sec}")
+        {
+            pb.set_style(style);
+        }
+        pb
+    } else {
+        ProgressBar::hidden()
+    };
+    let lock = super::lock::generate(from, &meta, &mut |n| pb.inc(n))?;
+    pb.finish_and_clear();
+    let text = lock.render();
+    // The written text must read back as exactly this lock.
+    let back = Lock::parse(&text, out_path.to_path_buf())?;
+    anyhow::ensure!(
+        back == lock,
+        "internal error: rendered lock does not round-trip"
+    );
+    crate::fsutil::write_atomic(out_path, text.as_bytes())
+        .map_err(|e| DataError::io(out_path, e))?;
+    let (files, bytes) = lock.totals();
+    writeln!(
+        out,
+        "wrote {}: {} datasets, {files} files, {bytes} bytes ({}). Rebuild harness to embed it.",
+        out_path.display(),
+        lock.dataset.len(),
+        human_bytes(bytes)
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirrors_parse_urls_and_directories() {
+        assert_eq!(
+            Mirror::parse("https://example.org/data/"),
+            Mirror::Http("https://example.org/data".into())
+        );
+        assert_eq!(
+            Mirror::parse("../shared/datasets"),
+            Mirror::Dir("../shared/datasets".into())
+        );
+    }
+
+    #[test]
+    fn urls_encode_each_segment() {
+        assert_eq!(
+            file_url("http://h/m/", "sts 17", "a b/c#.txt"),
+            "http://h/m/sts%2017/a%20b/c%23.txt"
+        );
+    }
+
+    #[test]
+    fn human_bytes_uses_decimal_units() {
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(15_794_343), "15.8 MB");
+    }
+
+    #[test]
+    fn part_file_sits_beside_the_final_file() {
+        assert_eq!(
+            part_path(Path::new("/d/x/a.tsv.gz")),
+            PathBuf::from("/d/x/a.tsv.gz.part")
+        );
+    }
 }
