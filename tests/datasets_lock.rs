@@ -6,14 +6,16 @@ use harness::data::lock::{generate, read_meta, Lock};
 use indicatif::ProgressBar;
 use std::path::Path;
 
+/// The real data is part of the test environment (`../shared` beside the clone): its
+/// absence is a failure, not a skip.
 fn shared() -> Option<std::path::PathBuf> {
     let dir = harness::data::shared_datasets_dir();
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: {} not found", dir.display());
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{} not found: clone harness beside ../shared or set HARNESS_SHARED_DATASETS",
+        dir.display()
+    );
+    Some(dir)
 }
 
 #[test]
