@@ -168,5 +168,44 @@ impl SickPair {
             hypothesis: self.sentence_b.clone(),
             label: self.entailment,
         }
+
+/// A labelled text of one language in a set translated from a pivot language (xSID: from
+/// English), with the index of the pivot item it translates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranslatedText {
+    pub text: String,
+    pub label: String,
+    /// 0-based index of the pivot-language item this translates; `None` when the dataset
+    /// gives no way to align it.
+    pub pivot: Option<usize>,
+    /// Which of several versions of the same pivot item this is, where a language has more
+    /// than one (xSID `no`: dialect writer `1`..`10` or `B`); `None` otherwise.
+    pub variant: Option<String>,
+}
+
+/// A pivot-aligned multilingual evaluation set: item `i` of every language translates
+/// pivot item `i`. A language may miss items (`[]`: partial coverage) or have several
+/// versions of one (dialect variants); each version keeps its own gold label.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PivotAligned {
+    /// The pivot language's code (e.g. `en`) and its items.
+    pub pivot_lang: String,
+    pub pivot: Vec<LabeledText>,
+    /// Language → per pivot index, the translations of that item (pivot itself included).
+    pub langs: BTreeMap<String, Vec<Vec<LabeledText>>>,
+}
+
+impl PivotAligned {
+    /// The translations of pivot item `i` in `lang` (empty when none or unknown language).
+    pub fn get(&self, lang: &str, i: usize) -> &[LabeledText] {
+        self.langs
+            .get(lang)
+            .and_then(|v| v.get(i))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The first translation of pivot item `i` in `lang`, if there is one.
+    pub fn first(&self, lang: &str, i: usize) -> Option<&LabeledText> {
+        self.get(lang, i).first()
     }
 }

@@ -2,13 +2,19 @@
 //! directory) and returns typed records from [`crate::data::records`]; each has a test on
 //! the real files asserting the exact counts of that folder's SOURCE.txt.
 
+pub mod cls_amazon;
+pub mod rfc4180;
+pub mod senteval;
+pub mod sib200;
 pub mod sick;
+pub mod slot_gated;
 pub mod snli;
 pub mod sts12_16;
 pub mod sts17;
 pub mod stsb_multi_mt;
 pub mod stsbenchmark;
 pub mod xnli;
+pub mod xsid;
 
 #[cfg(test)]
 pub(crate) mod test_support;
