@@ -168,6 +168,8 @@ impl SickPair {
             hypothesis: self.sentence_b.clone(),
             label: self.entailment,
         }
+    }
+}
 
 /// A labelled text of one language in a set translated from a pivot language (xSID: from
 /// English), with the index of the pivot item it translates.
