@@ -211,3 +211,41 @@ impl PivotAligned {
         self.get(lang, i).first()
     }
 }
+
+/// One conversation: its id and its turns (utterance texts) in order; speakers alternate.
+/// Adjacent turns give (message, response) pairs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub turns: Vec<String>,
+}
+
+/// A running-text document (a book) in one language: paragraphs in document order, each with
+/// its hard-wrapped lines joined by single spaces. Not sentence-split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    /// Language code as the dataset spells it (its folder name).
+    pub lang: String,
+    /// File name without compression suffix, e.g. `pg84.txt`.
+    pub name: String,
+    pub paragraphs: Vec<String>,
+}
+
+/// A sentence with the identifier its dataset gives it (BUCC `zh-000000001`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IdSentence {
+    pub id: String,
+    pub text: String,
+}
+
+/// A bitext-mining set (BUCC): two monolingual sentence collections with ids and the gold
+/// (source id, target id) pairs hidden among them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MiningSet {
+    pub source_lang: String,
+    pub target_lang: String,
+    pub source: Vec<IdSentence>,
+    pub target: Vec<IdSentence>,
+    /// Gold pairs (source id, target id), in file order.
+    pub gold: Vec<(String, String)>,
+}

@@ -2,7 +2,12 @@
 //! directory) and returns typed records from [`crate::data::records`]; each has a test on
 //! the real files asserting the exact counts of that folder's SOURCE.txt.
 
+pub mod bucc;
 pub mod cls_amazon;
+pub mod conversation;
+pub mod monolingual;
+pub mod multiway;
+pub mod parallel_pairs;
 pub mod rfc4180;
 pub mod senteval;
 pub mod sib200;
@@ -13,6 +18,8 @@ pub mod sts12_16;
 pub mod sts17;
 pub mod stsb_multi_mt;
 pub mod stsbenchmark;
+pub mod tatoeba;
+pub mod wmt_news;
 pub mod xnli;
 pub mod xsid;
 
