@@ -35,6 +35,8 @@ pub enum Command {
     /// List, verify and fetch the pinned datasets.
     #[command(subcommand)]
     Datasets(DatasetsCommand),
+    /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
+    Embed(EmbedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +89,25 @@ pub enum DatasetsCommand {
     },
 }
 
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Encoder spec: `hashed-ngrams[:dim=512,seed=1,buckets=20]` or `npy:PATH.npy`
+    #[arg(long, value_name = "ENC")]
+    pub encoder: String,
+    /// Sentences, one per line (UTF-8); row i of the output is line i
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// Output matrix (.npy, float32), written atomically
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Sentences handed to the encoder at once
+    #[arg(long, default_value_t = 1024)]
+    pub batch_size: usize,
+    /// Neither read nor write the embedding cache
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -118,5 +139,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Validate(args) => crate::recipe::validate_command(&args, &settings),
         Command::Datasets(cmd) => crate::data::fetch::datasets_command(&cmd, &settings),
+        Command::Embed(args) => crate::bench::embed::embed_command(&args, &settings),
     }
 }

@@ -1,2 +1,12 @@
 //! Benchmarks: declarations (`benchmarks/*.yaml`), the Encoder trait, protocols and metrics.
+pub mod cache;
+pub mod embed;
+pub mod encoder;
+pub mod error;
+pub mod hashed;
 pub mod matrix;
+pub mod npy;
+
+pub use cache::{CacheStats, CachedEncoder};
+pub use encoder::{open_encoder, Encoder};
+pub use error::BenchError;

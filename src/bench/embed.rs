@@ -1,0 +1,117 @@
+//! `harness embed`: encode a sentence file with any encoder into an `.npy` matrix, through
+//! the embedding cache.
+
+use super::cache::{CacheStats, CachedEncoder};
+use super::encoder::{open_encoder, read_sentences, Encoder};
+use super::error::BenchError;
+use super::matrix::Matrix;
+use super::npy::write_npy;
+use crate::settings::Settings;
+use std::path::Path;
+use std::time::Instant;
+
+/// Sentences handed to the cache at a time: each chunk becomes one cache segment, so a
+/// killed `embed` keeps what it finished, and the progress bar moves per chunk.
+const CHUNK: usize = 8192;
+
+/// What `embed` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbedSummary {
+    pub sentences: usize,
+    pub dim: usize,
+    /// `None` when the cache was bypassed.
+    pub cache: Option<CacheStats>,
+    pub seconds: f64,
+}
+
+/// Encodes every line of `input` with the encoder `spec` and writes the matrix to `out`
+/// (atomically). The rows of `out` follow the lines of `input`; naming them `X.txt` and
+/// `X.npy` makes the result usable as `npy:X.npy`.
+pub fn embed(
+    spec: &str,
+    input: &Path,
+    out: &Path,
+    settings: &Settings,
+    use_cache: bool,
+    batch_size: usize,
+) -> Result<EmbedSummary, BenchError> {
+    let start = Instant::now();
+    let encoder = open_encoder(spec, settings)?;
+    let sentences = read_sentences(input)?;
+    let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
+    let bar = progress_bar(refs.len());
+    let (matrix, cache) = if use_cache {
+        let cached = CachedEncoder::new(encoder, &settings.cache_dir).with_batch_size(batch_size);
+        let m = encode_chunks(&cached, &refs, &bar)?;
+        (m, Some(cached.stats()))
+    } else {
+        (encode_chunks(&encoder, &refs, &bar)?, None)
+    };
+    bar.finish_and_clear();
+    write_npy(out, &matrix)?;
+    Ok(EmbedSummary {
+        sentences: matrix.rows,
+        dim: matrix.cols,
+        cache,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn encode_chunks(
+    encoder: &dyn Encoder,
+    refs: &[&str],
+    bar: &indicatif::ProgressBar,
+) -> Result<Matrix, BenchError> {
+    let mut data = Vec::with_capacity(refs.len() * encoder.dim());
+    for chunk in refs.chunks(CHUNK) {
+        data.extend_from_slice(&encoder.encode(chunk)?.data);
+        bar.inc(chunk.len() as u64);
+    }
+    Ok(Matrix::from_vec(refs.len(), encoder.dim(), data))
+}
+
+/// A bar on stderr for inputs longer than one chunk (hidden when stderr is no terminal).
+fn progress_bar(n: usize) -> indicatif::ProgressBar {
+    if n <= CHUNK {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} embedding {pos}/{len} sentences [{bar:40}] {per_sec}, ETA {eta}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// The `embed` command: runs [`embed`] and prints one summary line.
+pub fn embed_command(
+    args: &crate::cli::EmbedArgs,
+    settings: &Settings,
+) -> anyhow::Result<std::process::ExitCode> {
+    let s = embed(
+        &args.encoder,
+        &args.input,
+        &args.out,
+        settings,
+        !args.no_cache,
+        args.batch_size,
+    )?;
+    let cache = match s.cache {
+        Some(c) => format!(
+            "{} cache hits, {} misses ({} distinct sentences encoded)",
+            c.hits, c.misses, c.encoded
+        ),
+        None => "cache not used".to_string(),
+    };
+    println!(
+        "wrote {} ({} × {}) in {:.2}s: {cache}",
+        args.out.display(),
+        s.sentences,
+        s.dim,
+        s.seconds
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}

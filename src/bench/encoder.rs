@@ -1,0 +1,144 @@
+//! The Encoder trait: anything that turns a batch of sentences into an `n × d` f32 matrix,
+//! with a stable fingerprint. Every benchmark protocol, the embedding cache and the trainer's
+//! evaluation go through it, so a trained model, a pretrained one, `hashed-ngrams` and
+//! precomputed `npy:` embeddings are all measured the same way.
+
+use super::error::BenchError;
+use super::hashed::HashedNgrams;
+use super::matrix::Matrix;
+use super::npy::NpyEncoder;
+use crate::settings::Settings;
+use std::path::Path;
+
+/// A sentence encoder as the benchmark runner sees it.
+///
+/// Contract: `encode` returns exactly one row per input sentence, in input order, each of
+/// `dim()` columns; equal sentences give equal rows; the result depends only on the
+/// sentence text and on what `fingerprint()` describes (never on batch composition), so
+/// rows can be cached under `(fingerprint, sentence)`.
+pub trait Encoder: Send + Sync {
+    /// Short human-readable name for reports and logs (e.g. `hashed-ngrams`).
+    fn name(&self) -> &str;
+    /// Stable identity of everything that determines the output (kind, version,
+    /// parameters, weights digest). Two encoders with equal fingerprints must produce
+    /// bit-identical rows; any change to the output must change it.
+    fn fingerprint(&self) -> String;
+    /// Embedding dimension `d`.
+    fn dim(&self) -> usize;
+    /// Encodes a batch: an `n × d` matrix, row `i` for `sentences[i]`.
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError>;
+}
+
+impl<T: Encoder + ?Sized> Encoder for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn fingerprint(&self) -> String {
+        (**self).fingerprint()
+    }
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
+        (**self).encode(sentences)
+    }
+}
+
+/// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
+/// did-you-mean messages).
+pub const ENCODER_KINDS: [(&str, &str); 2] = [
+    ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
+    ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
+];
+
+/// Opens the encoder a spec names:
+/// - `hashed-ngrams` or `hashed-ngrams:dim=D,seed=S,buckets=K` (see [`HashedNgrams`]);
+/// - `npy:PATH` — precomputed embeddings, `PATH` an `.npy` matrix and the sentences it
+///   was computed from in `PATH` with `.txt` replacing `.npy` (see [`NpyEncoder`]).
+///
+/// Unknown names get a did-you-mean error. (Pretrained model names, checkpoint paths and
+/// run directories are later arms of this match.)
+pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
+    let _ = settings; // used by the arms still to come (models_dir, runs_dir)
+    let (kind, rest) = match spec.split_once(':') {
+        Some((k, r)) => (k, Some(r)),
+        None => (spec, None),
+    };
+    match kind {
+        "hashed-ngrams" => Ok(Box::new(HashedNgrams::from_spec(spec, rest)?)),
+        "npy" => match rest {
+            Some(path) if !path.is_empty() => Ok(Box::new(NpyEncoder::open(Path::new(path))?)),
+            _ => Err(BenchError::bad_spec(
+                spec,
+                "`npy:` needs a path, e.g. `npy:embeddings/xnli.npy`",
+            )),
+        },
+        _ => Err(unknown_encoder(spec, kind)),
+    }
+}
+
+fn unknown_encoder(spec: &str, kind: &str) -> BenchError {
+    let best = ENCODER_KINDS
+        .iter()
+        .map(|(name, _)| (strsim::jaro_winkler(name, kind), *name))
+        .filter(|(s, _)| *s > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    BenchError::UnknownEncoder {
+        spec: spec.to_string(),
+        suggestion: best.map_or(String::new(), |(_, n)| format!(" (did you mean `{n}`?)")),
+        known: ENCODER_KINDS
+            .iter()
+            .map(|(_, form)| format!("`{form}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Reads a sentence list: one sentence per line, UTF-8, `\n` or `\r\n` line ends; a final
+/// line end does not start another sentence; empty lines are (empty) sentences, so line
+/// `i` (0-based) is always sentence `i`.
+pub fn read_sentences(path: &Path) -> Result<Vec<String>, BenchError> {
+    let bytes = std::fs::read(path).map_err(|e| BenchError::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        BenchError::format(
+            path,
+            format!("not UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
+            "re-save the file as UTF-8",
+        )
+    })?;
+    Ok(split_lines(&text))
+}
+
+/// Splits text into lines as [`read_sentences`] does.
+pub fn split_lines(text: &str) -> Vec<String> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if text.is_empty() {
+        return Vec::new();
+    }
+    body.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_encoder_suggests_the_nearest_name() {
+        let settings = Settings::default();
+        let err = open_encoder("hashed-ngram", &settings).err().unwrap();
+        let msg = err.to_string();
+        assert!(msg.contains("did you mean `hashed-ngrams`"), "{msg}");
+        let err = open_encoder("npy", &settings).err().unwrap();
+        assert!(err.to_string().contains("needs a path"), "{err}");
+    }
+
+    #[test]
+    fn lines_split_like_files_are_written() {
+        assert_eq!(split_lines(""), Vec::<String>::new());
+        assert_eq!(split_lines("a\n"), vec!["a"]);
+        assert_eq!(split_lines("a\r\n\nb"), vec!["a", "", "b"]);
+        assert_eq!(split_lines("\n"), vec![""]);
+    }
+}

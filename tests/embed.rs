@@ -1,0 +1,144 @@
+//! `harness embed` end to end, in-process: parse the command line, encode through the
+//! cache, write the `.npy`, and read it back as an `npy:` encoder.
+
+use clap::Parser;
+use harness::bench::embed::embed;
+use harness::bench::npy::read_npy;
+use harness::bench::{open_encoder, Encoder};
+use harness::cli::{run, Cli};
+use harness::settings::Settings;
+use std::time::Instant;
+
+fn settings(cache: &std::path::Path) -> Settings {
+    Settings {
+        cache_dir: cache.to_path_buf(),
+        ..Settings::default()
+    }
+}
+
+#[test]
+fn embed_writes_npy_hits_the_cache_and_round_trips_through_npy_encoder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("sents.txt");
+    std::fs::write(
+        &input,
+        "A man is playing a guitar.\nEin Mann spielt Gitarre.\n\n一个男人在弹吉他。\nA man is playing a guitar.\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("sents.npy");
+    let s = settings(&tmp.path().join("cache"));
+    let first = embed("hashed-ngrams", &input, &out, &s, true, 2).unwrap();
+    assert_eq!((first.sentences, first.dim), (5, 512));
+    let c = first.cache.unwrap();
+    assert_eq!((c.hits, c.misses, c.encoded), (0, 5, 4));
+    let m1 = read_npy(&out).unwrap();
+    let second = embed("hashed-ngrams", &input, &out, &s, true, 2).unwrap();
+    assert_eq!(second.cache.unwrap().hits, 5);
+    assert_eq!(
+        read_npy(&out).unwrap(),
+        m1,
+        "cached rows differ from fresh ones"
+    );
+    let direct = open_encoder("hashed-ngrams", &s).unwrap();
+    let refs = [
+        "A man is playing a guitar.",
+        "Ein Mann spielt Gitarre.",
+        "",
+        "一个男人在弹吉他。",
+        "A man is playing a guitar.",
+    ];
+    assert_eq!(direct.encode(&refs).unwrap(), m1);
+
+    // sents.npy + sents.txt is an `npy:` encoder.
+    let spec = format!("npy:{}", out.display());
+    let npy = open_encoder(&spec, &s).unwrap();
+    assert_eq!(
+        npy.encode(&refs[..4]).unwrap(),
+        m1.select_rows(&[0, 1, 2, 3])
+    );
+    let err = npy.encode(&["not there"]).unwrap_err().to_string();
+    assert!(
+        err.contains("sents.txt") && err.contains("not there"),
+        "{err}"
+    );
+}
+
+#[test]
+fn embed_command_parses_and_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.txt");
+    std::fs::write(&input, "one\ntwo\n").unwrap();
+    let out = tmp.path().join("out.npy");
+    let cli = Cli::parse_from([
+        "harness",
+        "embed",
+        "--encoder",
+        "hashed-ngrams:dim=32,seed=3",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-cache",
+    ]);
+    let code = run(cli).unwrap();
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let m = read_npy(&out).unwrap();
+    assert_eq!((m.rows, m.cols), (2, 32));
+
+    let cli = Cli::parse_from([
+        "harness",
+        "embed",
+        "--encoder",
+        "hashed-ngramz",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-cache",
+    ]);
+    let err = run(cli).unwrap_err().to_string();
+    assert!(err.contains("did you mean `hashed-ngrams`"), "{err}");
+}
+
+/// Speed of hashed-ngrams on the STS Benchmark test sentences (2,758). Run with
+/// `cargo test --release --test embed -- --ignored --nocapture hashed_ngrams_speed`.
+#[test]
+#[ignore = "timing; run by hand in release mode"]
+fn hashed_ngrams_speed() {
+    let path = harness::data::shared_datasets_dir().join("stsbenchmark/sts-test.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let sentences: Vec<&str> = text
+        .lines()
+        .flat_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            [f[5], f[6]]
+        })
+        .collect();
+    assert_eq!(sentences.len(), 2758);
+    let enc = open_encoder("hashed-ngrams", &Settings::default()).unwrap();
+    enc.encode(&sentences).unwrap(); // warm-up
+    let reps = 20;
+    let t = Instant::now();
+    for _ in 0..reps {
+        enc.encode(&sentences).unwrap();
+    }
+    let secs = t.elapsed().as_secs_f64() / reps as f64;
+    println!(
+        "hashed-ngrams: {} sentences in {:.1} ms = {:.0} sentences/s ({} threads)",
+        sentences.len(),
+        secs * 1e3,
+        sentences.len() as f64 / secs,
+        rayon::current_num_threads()
+    );
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let t = Instant::now();
+    one.install(|| enc.encode(&sentences).unwrap());
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "hashed-ngrams, 1 thread: {:.0} sentences/s",
+        sentences.len() as f64 / secs
+    );
+}
