@@ -1,1 +1,2 @@
 //! Benchmarks: declarations (`benchmarks/*.yaml`), the Encoder trait, protocols and metrics.
+pub mod registry;
