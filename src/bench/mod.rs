@@ -6,6 +6,7 @@ pub mod error;
 pub mod hashed;
 pub mod matrix;
 pub mod npy;
+pub mod registry;
 
 pub use cache::{CacheStats, CachedEncoder};
 pub use encoder::{open_encoder, Encoder};

@@ -1,0 +1,293 @@
+//! Benchmark declarations as data: one YAML file per benchmark in `benchmarks/` (dataset,
+//! protocol, split, languages, protocol parameters), groups in `benchmarks/groups.yaml`,
+//! and the report table specs' names from `benchmarks/tables/*.yaml`. All of it is
+//! compiled into the binary, so recipes are checked against the exact set a build runs.
+//! Adding a benchmark of an existing protocol is a YAML file, not code.
+
+use include_dir::{include_dir, Dir};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+static BENCHMARKS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/benchmarks");
+
+/// The protocols harness implements (`src/bench/protocols/`).
+pub const PROTOCOLS: &[&str] = &[
+    "sts",
+    "senteval-classification",
+    "xnli-zero-shot",
+    "mldoc",
+    "bucc-mining",
+    "tatoeba-search",
+    "multiway-search",
+    "retrieval-p1",
+    "intent-knn",
+    "sentiment-transfer",
+    "eigen-similarity",
+];
+
+/// The group that stands for every benchmark.
+pub const ALL: &str = "all";
+
+/// One benchmark, as declared in `benchmarks/<name>.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Benchmark {
+    pub name: String,
+    pub description: String,
+    /// Dataset name in `datasets.lock`.
+    pub dataset: String,
+    /// One of [`PROTOCOLS`].
+    pub protocol: String,
+    pub split: String,
+    /// Languages or language pairs evaluated (default: every one the dataset has).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
+    /// Protocol-specific parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// A problem with the declarations themselves, or an unknown name.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("benchmarks/{file}: {detail}")]
+    Declaration { file: String, detail: String },
+    #[error("unknown benchmark `{name}`{suggestion}. Known: {known}")]
+    Unknown {
+        name: String,
+        suggestion: String,
+        known: String,
+    },
+}
+
+/// Every benchmark, group and table spec name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registry {
+    benchmarks: BTreeMap<String, Benchmark>,
+    groups: BTreeMap<String, Vec<String>>,
+    tables: Vec<String>,
+}
+
+impl Registry {
+    /// The declarations compiled into this binary.
+    pub fn embedded() -> Result<Registry, RegistryError> {
+        let mut files = Vec::new();
+        for f in BENCHMARKS.files() {
+            let name = f.path().to_string_lossy().into_owned();
+            if name.ends_with(".yaml") {
+                files.push((name, f.contents_utf8().unwrap_or_default().to_string()));
+            }
+        }
+        let tables = BENCHMARKS
+            .get_dir("tables")
+            .map(|d| {
+                d.files()
+                    .filter(|f| f.path().extension().is_some_and(|e| e == "yaml"))
+                    .filter_map(|f| f.path().file_stem())
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self::from_files(&files, tables)
+    }
+
+    /// Builds a registry from `(file name, text)` pairs of the `benchmarks/` directory
+    /// (`groups.yaml` among them) and the table spec names.
+    pub fn from_files(
+        files: &[(String, String)],
+        mut tables: Vec<String>,
+    ) -> Result<Registry, RegistryError> {
+        let decl = |file: &str, detail: String| RegistryError::Declaration {
+            file: file.to_string(),
+            detail,
+        };
+        let mut benchmarks = BTreeMap::new();
+        let mut groups = BTreeMap::new();
+        for (file, text) in files {
+            if file == "groups.yaml" {
+                groups = serde_yaml::from_str::<BTreeMap<String, Vec<String>>>(text)
+                    .map_err(|e| decl(file, e.to_string()))?;
+                continue;
+            }
+            let b: Benchmark = serde_yaml::from_str(text).map_err(|e| decl(file, e.to_string()))?;
+            if format!("{}.yaml", b.name) != *file {
+                return Err(decl(
+                    file,
+                    format!("`name: {}` must match the file name", b.name),
+                ));
+            }
+            if !PROTOCOLS.contains(&b.protocol.as_str()) {
+                return Err(decl(
+                    file,
+                    format!(
+                        "unknown protocol `{}`{}; known: {}",
+                        b.protocol,
+                        did_you_mean(&b.protocol, PROTOCOLS),
+                        PROTOCOLS.join(", ")
+                    ),
+                ));
+            }
+            benchmarks.insert(b.name.clone(), b);
+        }
+        if groups.contains_key(ALL) {
+            return Err(decl("groups.yaml", format!("`{ALL}` is built in")));
+        }
+        for (g, members) in &groups {
+            if benchmarks.contains_key(g) {
+                return Err(decl(
+                    "groups.yaml",
+                    format!("group `{g}` has a benchmark's name"),
+                ));
+            }
+            for m in members {
+                if !benchmarks.contains_key(m) {
+                    return Err(decl(
+                        "groups.yaml",
+                        format!("group `{g}` names unknown benchmark `{m}`"),
+                    ));
+                }
+            }
+        }
+        groups.insert(ALL.to_string(), benchmarks.keys().cloned().collect());
+        tables.sort();
+        Ok(Registry {
+            benchmarks,
+            groups,
+            tables,
+        })
+    }
+
+    /// Every benchmark name, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.benchmarks.keys().map(String::as_str).collect()
+    }
+
+    /// Every group name (`all` included), sorted.
+    pub fn group_names(&self) -> Vec<&str> {
+        self.groups.keys().map(String::as_str).collect()
+    }
+
+    /// Members of a group.
+    pub fn group(&self, name: &str) -> Option<&[String]> {
+        self.groups.get(name).map(Vec::as_slice)
+    }
+
+    /// Report table spec names (`benchmarks/tables/*.yaml` stems), sorted.
+    pub fn tables(&self) -> &[String] {
+        &self.tables
+    }
+
+    /// The declaration of one benchmark.
+    pub fn get(&self, name: &str) -> Option<&Benchmark> {
+        self.benchmarks.get(name)
+    }
+
+    /// Expands benchmark and group names into benchmark names, in order, without
+    /// duplicates; an unknown name is an error with a did-you-mean.
+    pub fn expand(&self, names: &[String]) -> Result<Vec<String>, RegistryError> {
+        let mut out: Vec<String> = Vec::new();
+        for n in names {
+            let members: Vec<String> = if let Some(g) = self.groups.get(n) {
+                g.clone()
+            } else if self.benchmarks.contains_key(n) {
+                vec![n.clone()]
+            } else {
+                let mut known = self.names();
+                known.extend(self.group_names());
+                return Err(RegistryError::Unknown {
+                    name: n.clone(),
+                    suggestion: did_you_mean(n, &known),
+                    known: known.join(", "),
+                });
+            };
+            for m in members {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn did_you_mean(name: &str, known: &[&str]) -> String {
+    crate::recipe::check::suggest(name, known)
+        .map_or(String::new(), |s| format!(" (did you mean `{s}`?)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_declarations_load_and_cover_the_papers_benchmarks() {
+        let r = Registry::embedded().unwrap();
+        for n in [
+            "stsb-dev",
+            "stsb-test",
+            "sts12",
+            "sts13",
+            "sts14",
+            "sts15",
+            "sts16",
+            "sts17",
+            "sick-r",
+            "stsb-multi",
+            "mr",
+            "cr",
+            "subj",
+            "mpqa",
+            "trec",
+            "sst2",
+            "sst5",
+            "mrpc",
+            "xnli",
+            "sib200",
+            "bucc",
+            "tatoeba",
+            "newstest2012",
+            "flores200",
+            "retrieval-p1",
+            "xsid",
+            "atis",
+            "snips",
+            "sentiment",
+            "eigen-similarity",
+        ] {
+            assert!(r.get(n).is_some(), "{n} missing");
+        }
+        assert_eq!(r.names().len(), 30);
+        assert_eq!(r.group("senteval").unwrap().len(), 8);
+        assert_eq!(r.group(ALL).unwrap().len(), 30);
+        assert_eq!(r.get("bucc").unwrap().dataset, "bucc2018");
+        assert!(r.tables().is_empty());
+    }
+
+    #[test]
+    fn expand_resolves_groups_and_rejects_unknown_names_with_a_suggestion() {
+        let r = Registry::embedded().unwrap();
+        let names = ["xnli", "senteval", "mr"].map(String::from);
+        let got = r.expand(&names).unwrap();
+        assert_eq!(got[0], "xnli");
+        assert_eq!(got.len(), 9, "mr is not repeated");
+        let err = r.expand(&["tatoeb".to_string()]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `tatoeba`"), "{err}");
+    }
+
+    #[test]
+    fn declarations_name_datasets_the_shared_folder_has() {
+        // The lock may still be empty; the shared folder is the ground truth meanwhile.
+        let dir = crate::data::shared_datasets_dir();
+        if !dir.is_dir() {
+            return;
+        }
+        let r = Registry::embedded().unwrap();
+        for n in r.names() {
+            let ds = &r.get(n).unwrap().dataset;
+            assert!(
+                dir.join(ds).is_dir(),
+                "{n}: dataset folder `{ds}` not found"
+            );
+        }
+    }
+}

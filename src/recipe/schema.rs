@@ -1,0 +1,981 @@
+//! The recipe schema: serde types owned by harness (not burn's configs), every struct
+//! `deny_unknown_fields`, defaults declared here so the resolved recipe (and its
+//! fingerprint) always spells them out. Ranges and cross-references are checked in
+//! `check.rs`; this file only says what may be written where.
+//!
+//! Enums that select a kind (`encoder.kind`, `task.objective`) are deserialized by hand
+//! through [`de::tagged`] so that an error inside a variant names its exact key.
+
+use super::de::{self, tagged, DeError};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_yaml::Value;
+use std::collections::BTreeMap;
+
+/// A whole recipe, as resolved (base ⊕ recipe ⊕ profile ⊕ `--set`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// Short name; run directories are `runs/<name>-<fingerprint8>`.
+    #[serde(default)]
+    pub name: String,
+    /// The paper this recipe reproduces (file stem in `../shared/papers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper: Option<String>,
+    /// Seed of every random choice (initialisation, sampling, shuffling).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Tokenizer and named training corpora.
+    #[serde(default)]
+    pub data: Data,
+    /// Encoder, optional decoder, named heads. Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
+    /// Training tasks; empty for an evaluation-only recipe.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    /// Required when there are tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<Optimizer>,
+    /// Required when there are tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<Train>,
+    /// Benchmarks and benchmark groups (`benchmarks/*.yaml`, `benchmarks/groups.yaml`).
+    #[serde(default)]
+    pub evaluate: Vec<String>,
+    /// Report tables (`benchmarks/tables/*.yaml`).
+    #[serde(default)]
+    pub report: Vec<String>,
+    /// Recipe this one inherits from, relative to this file. Applied by the loader.
+    #[serde(default, skip_serializing)]
+    pub base: Option<String>,
+    /// Named sets of `dotted.key: value` overrides. Applied by the loader; not part of
+    /// the resolved recipe or its fingerprint.
+    #[serde(default, skip_serializing)]
+    pub profiles: BTreeMap<String, BTreeMap<String, Value>>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// Top-level keys, for suggestions where serde gives none.
+pub const TOP_LEVEL_KEYS: &[&str] = &[
+    "name",
+    "paper",
+    "seed",
+    "data",
+    "model",
+    "tasks",
+    "optimizer",
+    "train",
+    "evaluate",
+    "report",
+    "base",
+    "profiles",
+];
+
+// ---------------------------------------------------------------------------------------
+// data
+
+/// Tokenizer and corpora.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Data {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<Tokenizer>,
+    /// Named corpora; tasks refer to them by name.
+    #[serde(default)]
+    pub corpora: BTreeMap<String, Corpus>,
+}
+
+/// How text becomes ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tokenizer {
+    pub kind: TokenizerKind,
+    /// Vocabulary size (BPE merges, sentencepiece pieces, or kept words). Required for
+    /// every kind but `pretrained`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocab: Option<u32>,
+    /// Corpora the vocabulary is learned on (default: every corpus).
+    #[serde(default)]
+    pub train_on: Vec<String>,
+    #[serde(default)]
+    pub lowercase: bool,
+    /// `words` only: character n-gram orders hashed beside the words (multilingual USE: 3, 4).
+    #[serde(default)]
+    pub char_ngrams: Vec<u32>,
+    /// `words` only: hash buckets for the character n-grams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_buckets: Option<u32>,
+    /// `words` only: hash buckets for out-of-vocabulary words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oov_buckets: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerKind {
+    /// Joint byte-pair encoding learned on the training corpora (LASER).
+    Bpe,
+    /// Unigram sentencepiece model.
+    Sentencepiece,
+    /// Whitespace/treebank words, plus hashed character n-grams (multilingual USE, CBOW).
+    Words,
+    /// The pretrained encoder's own tokenizer.
+    Pretrained,
+}
+
+/// A named training corpus: one dataset, a selection of it, and the evaluation sets whose
+/// sentences must be filtered out of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corpus {
+    /// Dataset name (`datasets.lock`).
+    pub dataset: String,
+    /// Language pairs, spelled as the dataset's folders (`deu-eng`).
+    #[serde(default)]
+    pub pairs: Vec<String>,
+    /// Languages (monolingual or multilingual datasets: `en`, `de`, ...).
+    #[serde(default)]
+    pub languages: Vec<String>,
+    /// Dataset splits to read (`train`, `validation`, `test`...; default: the dataset's
+    /// training split).
+    #[serde(default)]
+    pub splits: Vec<String>,
+    /// Benchmarks (or groups) whose sentences are removed from this corpus.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Keep at most this many examples (after filtering), for quick runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_examples: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------
+// model
+
+/// Encoder, decoder, heads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    pub encoder: Encoder,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoder: Option<Decoder>,
+    /// Named heads on top of the sentence embedding; objectives refer to them by name.
+    #[serde(default)]
+    pub heads: BTreeMap<String, Head>,
+}
+
+/// How token pooling turns states into one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    Max,
+    Mean,
+    /// Concatenated final states of both directions.
+    Last,
+    /// The first token (`[CLS]`).
+    Cls,
+}
+
+/// The sentence encoder, selected by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Encoder {
+    Bilstm(BilstmEncoder),
+    Lstm(LstmEncoder),
+    Transformer(TransformerEncoder),
+    Cbow(CbowEncoder),
+    Hashed(HashedEncoder),
+    Pretrained(PretrainedEncoder),
+}
+
+pub const ENCODER_KINDS: &[&str] = &[
+    "bilstm",
+    "lstm",
+    "transformer",
+    "cbow",
+    "hashed",
+    "pretrained",
+];
+
+impl Encoder {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Encoder::Bilstm(_) => "bilstm",
+            Encoder::Lstm(_) => "lstm",
+            Encoder::Transformer(_) => "transformer",
+            Encoder::Cbow(_) => "cbow",
+            Encoder::Hashed(_) => "hashed",
+            Encoder::Pretrained(_) => "pretrained",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Encoder {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "kind", ENCODER_KINDS, |kind, rest| {
+            Some(match kind {
+                "bilstm" => de::from_value(rest).map(Encoder::Bilstm),
+                "lstm" => de::from_value(rest).map(Encoder::Lstm),
+                "transformer" => de::from_value(rest).map(Encoder::Transformer),
+                "cbow" => de::from_value(rest).map(Encoder::Cbow),
+                "hashed" => de::from_value(rest).map(Encoder::Hashed),
+                "pretrained" => de::from_value(rest).map(Encoder::Pretrained),
+                _ => return None,
+            })
+        })
+    }
+}
+
+/// Stacked BiLSTM (LASER; X-BiLSTM).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BilstmEncoder {
+    #[serde(default = "one")]
+    pub layers: u32,
+    /// Hidden size per direction; the sentence vector is `2 × hidden`.
+    #[serde(default = "d512")]
+    pub hidden: u32,
+    /// Token embedding size.
+    #[serde(default = "d320")]
+    pub embed: u32,
+    #[serde(default = "pool_max")]
+    pub pool: Pool,
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+/// Stacked LSTM, optionally bidirectional in its first layer (seq2seq + similarity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LstmEncoder {
+    #[serde(default = "one")]
+    pub layers: u32,
+    #[serde(default = "d512")]
+    pub hidden: u32,
+    /// Hidden size of the last layer when it differs from `hidden`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_hidden: Option<u32>,
+    #[serde(default = "d320")]
+    pub embed: u32,
+    #[serde(default)]
+    pub bidirectional_first: bool,
+    #[serde(default = "pool_mean")]
+    pub pool: Pool,
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+/// Transformer encoder with pooling (multilingual USE).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformerEncoder {
+    #[serde(default = "three")]
+    pub layers: u32,
+    #[serde(default = "d512")]
+    pub d_model: u32,
+    #[serde(default = "d2048")]
+    pub d_ff: u32,
+    #[serde(default = "eight")]
+    pub heads: u32,
+    #[serde(default = "pool_mean")]
+    pub pool: Pool,
+    #[serde(default = "tenth")]
+    pub dropout: f64,
+    /// Longest input in tokens; longer inputs are clipped.
+    #[serde(default = "d64")]
+    pub max_len: u32,
+}
+
+/// Average of word embeddings (X-CBOW).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CbowEncoder {
+    #[serde(default = "d300")]
+    pub embed: u32,
+    #[serde(default = "pool_mean")]
+    pub pool: Pool,
+    /// Languages whose embeddings stay fixed while training (X-CBOW keeps English fixed).
+    #[serde(default)]
+    pub frozen: Vec<String>,
+}
+
+/// Hashed word and character n-grams, averaged; needs no training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HashedEncoder {
+    #[serde(default = "word_ngrams")]
+    pub word_ngrams: Vec<u32>,
+    #[serde(default)]
+    pub char_ngrams: Vec<u32>,
+    #[serde(default = "buckets")]
+    pub buckets: u32,
+    #[serde(default = "d512")]
+    pub dim: u32,
+}
+
+/// A published encoder (`../shared/models`): a known name or a path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PretrainedEncoder {
+    /// `all-MiniLM-L6-v2`, `multilingual-e5-small`, or a path to a model directory.
+    pub name: String,
+    /// Fine-tune its weights (Emu); otherwise frozen.
+    #[serde(default)]
+    pub trainable: bool,
+    #[serde(default = "pool_mean")]
+    pub pool: Pool,
+}
+
+/// Pretrained encoder names harness knows without a path.
+pub const PRETRAINED_NAMES: &[&str] = &["all-MiniLM-L6-v2", "multilingual-e5-small"];
+
+/// The decoder, selected by `kind` (only `lstm` so far).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decoder {
+    Lstm(LstmDecoder),
+}
+
+impl<'de> Deserialize<'de> for Decoder {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "kind", &["lstm"], |kind, rest| match kind {
+            "lstm" => Some(de::from_value(rest).map(Decoder::Lstm)),
+            _ => None,
+        })
+    }
+}
+
+/// LSTM decoder without attention, initialised from the sentence embedding, with a
+/// target-language embedding concatenated to its input (LASER §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LstmDecoder {
+    #[serde(default = "one")]
+    pub layers: u32,
+    #[serde(default = "d512")]
+    pub hidden: u32,
+    #[serde(default = "d320")]
+    pub embed: u32,
+    /// Language-ID embedding size; 0 prepends a target-language token instead.
+    #[serde(default = "d32")]
+    pub lang_embed: u32,
+    /// Target languages the decoder translates into.
+    #[serde(default)]
+    pub targets: Vec<String>,
+}
+
+/// A head on the sentence embedding, selected by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Head {
+    /// Feed-forward layers, optionally ending in a softmax over `classes`.
+    Mlp(MlpHead),
+    /// L2-normalise, scale by `alpha`, then a softmax layer (Ranjan et al. 2017; Emu).
+    L2Softmax(L2SoftmaxHead),
+    /// Class centroids for the center loss (Wen et al. 2016; Emu).
+    Centers(CentersHead),
+    /// Language discriminator (Emu: WGAN critic).
+    Discriminator(DiscriminatorHead),
+}
+
+pub const HEAD_KINDS: &[&str] = &["mlp", "l2_softmax", "centers", "discriminator"];
+
+impl Head {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Head::Mlp(_) => "mlp",
+            Head::L2Softmax(_) => "l2_softmax",
+            Head::Centers(_) => "centers",
+            Head::Discriminator(_) => "discriminator",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "kind", HEAD_KINDS, |kind, rest| {
+            Some(match kind {
+                "mlp" => de::from_value(rest).map(Head::Mlp),
+                "l2_softmax" => de::from_value(rest).map(Head::L2Softmax),
+                "centers" => de::from_value(rest).map(Head::Centers),
+                "discriminator" => de::from_value(rest).map(Head::Discriminator),
+                _ => return None,
+            })
+        })
+    }
+}
+
+/// What an MLP head reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Features {
+    /// One sentence vector.
+    Single,
+    /// `(u, v, |u − v|, u ∗ v)` of two sentence vectors (InferSent; NLI).
+    Pair,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    Tanh,
+    Relu,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpHead {
+    /// Hidden layer sizes, bottom first (may be empty).
+    #[serde(default)]
+    pub hidden: Vec<u32>,
+    /// Output classes; absent for a projection head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<u32>,
+    #[serde(default = "features_single")]
+    pub features: Features,
+    #[serde(default = "tanh")]
+    pub activation: Activation,
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2SoftmaxHead {
+    /// Radius of the hypersphere the embeddings are projected on.
+    pub alpha: f64,
+    /// Output classes (default: the labels of the task's corpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CentersHead {
+    /// Classes (default: the labels of the task's corpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscriminatorHead {
+    #[serde(default)]
+    pub hidden: Vec<u32>,
+    #[serde(default)]
+    pub dropout: f64,
+    /// WGAN weight clipping to `[-clip, clip]`.
+    #[serde(default = "clip001")]
+    pub clip: f64,
+}
+
+// ---------------------------------------------------------------------------------------
+// tasks
+
+/// One training task: an objective over a corpus, with its share of the updates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub name: String,
+    pub corpus: String,
+    /// Relative sampling weight in the task mixture.
+    pub weight: f64,
+    /// Batch size of this task (default: `train.batch_size`).
+    pub batch_size: Option<u32>,
+    /// Tasks run in stages, lowest first (XNLI: train the English encoder, then align).
+    pub stage: u32,
+    /// The loss and its parameters (`objective:` and `params:` in YAML).
+    pub objective: Objective,
+}
+
+/// Every key a task may have.
+pub const TASK_KEYS: &[&str] = &[
+    "name",
+    "objective",
+    "corpus",
+    "weight",
+    "batch_size",
+    "stage",
+    "params",
+];
+
+fn quote_all(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|o| format!("`{o}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The task keys other than `objective` and `params`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskCommon {
+    name: String,
+    corpus: String,
+    #[serde(default = "one_f")]
+    weight: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    batch_size: Option<u32>,
+    #[serde(default = "one")]
+    stage: u32,
+}
+
+/// Every objective, with its parameters (`params:`); unknown parameters are rejected.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "objective", content = "params", rename_all = "snake_case")]
+pub enum Objective {
+    Seq2seqCe(Seq2seqCe),
+    L2Similarity(L2Similarity),
+    TranslationRanking(TranslationRanking),
+    ResponseRanking(ResponseRanking),
+    QuickThought(QuickThought),
+    NliClassification(NliClassification),
+    L2Softmax(HeadLoss),
+    CenterLoss(CenterLoss),
+    AdversarialLanguage(AdversarialLanguage),
+    AlignmentL2(AlignmentL2),
+}
+
+pub const OBJECTIVES: &[&str] = &[
+    "seq2seq_ce",
+    "l2_similarity",
+    "translation_ranking",
+    "response_ranking",
+    "quick_thought",
+    "nli_classification",
+    "l2_softmax",
+    "center_loss",
+    "adversarial_language",
+    "alignment_l2",
+];
+
+impl Objective {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Objective::Seq2seqCe(_) => "seq2seq_ce",
+            Objective::L2Similarity(_) => "l2_similarity",
+            Objective::TranslationRanking(_) => "translation_ranking",
+            Objective::ResponseRanking(_) => "response_ranking",
+            Objective::QuickThought(_) => "quick_thought",
+            Objective::NliClassification(_) => "nli_classification",
+            Objective::L2Softmax(_) => "l2_softmax",
+            Objective::CenterLoss(_) => "center_loss",
+            Objective::AdversarialLanguage(_) => "adversarial_language",
+            Objective::AlignmentL2(_) => "alignment_l2",
+        }
+    }
+
+    fn from_params(name: &str, params: &Value) -> Option<Result<Objective, DeError>> {
+        use Objective as O;
+        Some(match name {
+            "seq2seq_ce" => de::from_value(params).map(O::Seq2seqCe),
+            "l2_similarity" => de::from_value(params).map(O::L2Similarity),
+            "translation_ranking" => de::from_value(params).map(O::TranslationRanking),
+            "response_ranking" => de::from_value(params).map(O::ResponseRanking),
+            "quick_thought" => de::from_value(params).map(O::QuickThought),
+            "nli_classification" => de::from_value(params).map(O::NliClassification),
+            "l2_softmax" => de::from_value(params).map(O::L2Softmax),
+            "center_loss" => de::from_value(params).map(O::CenterLoss),
+            "adversarial_language" => de::from_value(params).map(O::AdversarialLanguage),
+            "alignment_l2" => de::from_value(params).map(O::AlignmentL2),
+            _ => return None,
+        })
+    }
+}
+
+impl Serialize for Task {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let common = TaskCommon {
+            name: self.name.clone(),
+            corpus: self.corpus.clone(),
+            weight: self.weight,
+            batch_size: self.batch_size,
+            stage: self.stage,
+        };
+        let Value::Mapping(mut m) = serde_yaml::to_value(&common).map_err(S::Error::custom)? else {
+            return Err(S::Error::custom("task did not serialize to a mapping"));
+        };
+        if let Value::Mapping(o) =
+            serde_yaml::to_value(&self.objective).map_err(S::Error::custom)?
+        {
+            m.extend(o);
+        }
+        let mut map = s.serialize_map(Some(m.len()))?;
+        for (k, v) in &m {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Task {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = Value::deserialize(d)?;
+        let Value::Mapping(mut m) = v else {
+            return Err(D::Error::custom(
+                "expected a task mapping: {name, objective, corpus, weight, params}",
+            ));
+        };
+        let objective = m.shift_remove("objective");
+        let params = m
+            .shift_remove("params")
+            .unwrap_or(Value::Mapping(Default::default()));
+        let params = if params.is_null() {
+            Value::Mapping(Default::default())
+        } else {
+            params
+        };
+        let common: TaskCommon = de::from_value(&Value::Mapping(m)).map_err(|mut e| {
+            // serde lists only TaskCommon's keys; name all of a task's.
+            if e.msg.starts_with("unknown field") {
+                let key = e.msg.split('`').nth(1).unwrap_or_default().to_string();
+                e.msg = format!(
+                    "unknown field `{key}`, expected one of {}",
+                    quote_all(TASK_KEYS)
+                );
+            }
+            D::Error::custom(e.encode())
+        })?;
+        let Some(objective) = objective else {
+            return Err(D::Error::missing_field("objective"));
+        };
+        let at = |key: &str, msg: String| {
+            D::Error::custom(
+                DeError {
+                    path: vec![de::Seg::Key(key.into())],
+                    msg,
+                }
+                .encode(),
+            )
+        };
+        let Value::String(name) = objective else {
+            return Err(at(
+                "objective",
+                format!("expected a string, one of {}", OBJECTIVES.join(", ")),
+            ));
+        };
+        let objective = match Objective::from_params(&name, &params) {
+            None => {
+                return Err(at(
+                    "objective",
+                    format!(
+                        "unknown variant `{name}`, expected one of {}",
+                        quote_all(OBJECTIVES)
+                    ),
+                ))
+            }
+            Some(r) => {
+                r.map_err(|e| D::Error::custom(e.under(&[de::Seg::Key("params".into())]).encode()))?
+            }
+        };
+        Ok(Task {
+            name: common.name,
+            corpus: common.corpus,
+            weight: common.weight,
+            batch_size: common.batch_size,
+            stage: common.stage,
+            objective,
+        })
+    }
+}
+
+/// Translation cross-entropy through the decoder (LASER; seq2seq).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seq2seqCe {
+    /// Train both directions of every pair in each batch (seq2seq §2.1).
+    #[serde(default)]
+    pub both_directions: bool,
+    #[serde(default)]
+    pub label_smoothing: f64,
+}
+
+/// Squared L2 distance between the encodings of aligned sentences, times `alpha`
+/// (seq2seq §2.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Similarity {
+    #[serde(default = "one_f")]
+    pub alpha: f64,
+    /// Task whose batches this loss is added to (same pairs, one backward pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
+}
+
+/// In-batch softmax ranking of translations (Guo et al. 2018; multilingual USE §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranslationRanking {
+    /// Hard negatives appended per example.
+    #[serde(default)]
+    pub hard_negatives: u32,
+    /// Rank in both directions (source→target and target→source).
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// Additive margin on the positive score.
+    #[serde(default)]
+    pub margin: f64,
+}
+
+/// Conversational response ranking (multilingual USE §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseRanking {
+    /// Projection head applied on the response side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+/// Predict the previous and next sentence (modified Quick-Thought; multilingual USE §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuickThought {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// Sentences of context on each side.
+    #[serde(default = "one")]
+    pub context: u32,
+}
+
+/// 3-way NLI classification through a pair-feature head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NliClassification {
+    pub head: String,
+}
+
+/// A loss computed by one head (L2-constrained softmax).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadLoss {
+    pub head: String,
+}
+
+/// Center loss, added with weight `lambda` (Emu eq. 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CenterLoss {
+    pub head: String,
+    pub lambda: f64,
+    /// Learning rate of the centroid updates.
+    #[serde(default = "half")]
+    pub center_lr: f64,
+}
+
+/// Adversarial language training against a discriminator head (Emu §2.3, Algorithm 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdversarialLanguage {
+    pub head: String,
+    /// Weight of the adversarial term in the encoder's loss (Emu eq. 4).
+    pub lambda: f64,
+    /// Discriminator updates per encoder update.
+    #[serde(default = "five")]
+    pub critic_steps: u32,
+    /// Learning rate of the discriminator's own Adam.
+    #[serde(default = "lr_1e4")]
+    pub lr: f64,
+}
+
+/// Align a target-language encoder to a frozen English one on parallel data (XNLI §4.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlignmentL2 {
+    /// Weight of the negative (contrastive) terms.
+    #[serde(default = "quarter")]
+    pub lambda: f64,
+    /// Random negatives per pair.
+    #[serde(default = "one")]
+    pub negatives: u32,
+    /// Language of the frozen side.
+    #[serde(default = "english")]
+    pub pivot: String,
+    /// Fine-tune the target side's token embeddings.
+    #[serde(default = "yes")]
+    pub tune_embeddings: bool,
+}
+
+// ---------------------------------------------------------------------------------------
+// optimizer, train
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Optimizer {
+    pub kind: OptimizerKind,
+    /// Learning rate (> 0).
+    pub lr: f64,
+    #[serde(default = "betas")]
+    pub betas: [f64; 2],
+    /// Adam ε. Defaults to PyTorch's 1e-8 (burn's own default is 1e-5).
+    #[serde(default = "eps")]
+    pub eps: f64,
+    #[serde(default)]
+    pub weight_decay: f64,
+    /// Clip the gradient's global norm to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_clip: Option<f64>,
+    /// Dropout applied throughout the model.
+    #[serde(default)]
+    pub dropout: f64,
+    #[serde(default)]
+    pub schedule: Schedule,
+    /// Multiplier on the token-embedding gradients (multilingual USE uses 100).
+    #[serde(default = "one_f")]
+    pub embedding_grad_scale: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    Adam,
+    Adamw,
+    Sgd,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    #[serde(default = "constant")]
+    pub kind: ScheduleKind,
+    /// Linear warm-up steps.
+    #[serde(default)]
+    pub warmup: u64,
+    /// `exponential`: factor per epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<f64>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            kind: ScheduleKind::Constant,
+            warmup: 0,
+            decay: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    Constant,
+    Linear,
+    InverseSqrt,
+    Exponential,
+}
+
+/// Length of training and its cadence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Train {
+    /// Optimizer updates (exactly one of `steps`, `epochs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<u32>,
+    /// Batch by tokens (LASER) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_tokens: Option<u32>,
+    /// ... or by examples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    /// Longest training sentence in tokens; longer ones are clipped.
+    #[serde(default = "d64")]
+    pub max_len: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_every: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<u64>,
+    /// `<benchmark>` or `<benchmark>.<metric>` used to keep the best checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_metric: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------
+// defaults (serde needs functions)
+
+fn one() -> u32 {
+    1
+}
+fn three() -> u32 {
+    3
+}
+fn five() -> u32 {
+    5
+}
+fn eight() -> u32 {
+    8
+}
+fn d32() -> u32 {
+    32
+}
+fn d64() -> u32 {
+    64
+}
+fn d300() -> u32 {
+    300
+}
+fn d320() -> u32 {
+    320
+}
+fn d512() -> u32 {
+    512
+}
+fn d2048() -> u32 {
+    2048
+}
+fn buckets() -> u32 {
+    1 << 18
+}
+fn word_ngrams() -> Vec<u32> {
+    vec![1, 2]
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn half() -> f64 {
+    0.5
+}
+fn quarter() -> f64 {
+    0.25
+}
+fn tenth() -> f64 {
+    0.1
+}
+fn clip001() -> f64 {
+    0.01
+}
+fn lr_1e4() -> f64 {
+    1e-4
+}
+fn eps() -> f64 {
+    1e-8
+}
+fn betas() -> [f64; 2] {
+    [0.9, 0.999]
+}
+fn yes() -> bool {
+    true
+}
+fn english() -> String {
+    "en".into()
+}
+fn pool_max() -> Pool {
+    Pool::Max
+}
+fn pool_mean() -> Pool {
+    Pool::Mean
+}
+fn features_single() -> Features {
+    Features::Single
+}
+fn tanh() -> Activation {
+    Activation::Tanh
+}
+fn constant() -> ScheduleKind {
+    ScheduleKind::Constant
+}
