@@ -35,6 +35,8 @@ pub enum Command {
     /// List, verify and fetch the pinned datasets.
     #[command(subcommand)]
     Datasets(DatasetsCommand),
+    /// Build a recipe's training corpora and report what the contamination filter removed.
+    Corpora(CorporaArgs),
     /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
     Embed(EmbedArgs),
 }
@@ -51,6 +53,18 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub profile: Option<String>,
     /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CorporaArgs {
+    /// Recipe file (YAML)
+    pub recipe: PathBuf,
+    /// Apply this profile of the recipe
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Override one key: `--set data.corpora.pairs.pairs=[deu-eng]` (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
 }
@@ -139,6 +153,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Validate(args) => crate::recipe::validate_command(&args, &settings),
         Command::Datasets(cmd) => crate::data::fetch::datasets_command(&cmd, &settings),
+        Command::Corpora(args) => crate::data::build::corpora_command(&args, &settings),
         Command::Embed(args) => crate::bench::embed::embed_command(&args, &settings),
     }
 }

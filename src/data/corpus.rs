@@ -255,6 +255,172 @@ pub fn bucc2018_sentences(dir: &Path) -> Result<EvalSentences, DataError> {
         .collect())
 }
 
+/// Every sentence an evaluation dataset can show an encoder (all splits, both sides of
+/// every pair, every language), for the contamination filter. `dir` is the installed
+/// dataset folder. Training-only datasets (parallel corpora, conversations, books) have
+/// no evaluation sentences and give an error naming the dataset.
+pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, DataError> {
+    use crate::data::loaders::{
+        cls_amazon, senteval, sib200, sick, slot_gated, sts12_16, sts17, stsb_multi_mt,
+        stsbenchmark, xnli, xsid,
+    };
+    use crate::data::records::{ScoredPair, Split};
+    fn scored(e: &mut EvalSentences, pairs: &[ScoredPair]) {
+        e.extend(pairs.iter().flat_map(|p| [&p.sentence1, &p.sentence2]));
+    }
+    let mut e = EvalSentences::new();
+    match dataset {
+        "tatoeba-laser-v1" => return tatoeba_sentences(dir),
+        "newstest2012" => return newstest2012_sentences(dir),
+        "flores200-devtest" => return flores200_sentences(dir),
+        "bucc2018" => return bucc2018_sentences(dir),
+        "xnli" => {
+            for lang in xnli::LANGUAGES {
+                for split in [Split::Dev, Split::Test] {
+                    let pairs = xnli::load(dir, lang, split)?;
+                    e.extend(pairs.iter().flat_map(|p| [&p.premise, &p.hypothesis]));
+                }
+            }
+        }
+        "snli" => {
+            for split in [Split::Dev, Split::Test] {
+                let pairs = crate::data::loaders::snli::load(dir, split)?;
+                e.extend(pairs.iter().flat_map(|p| [&p.premise, &p.hypothesis]));
+            }
+        }
+        "stsbenchmark" => {
+            for split in Split::ALL {
+                scored(&mut e, &stsbenchmark::load(dir, split)?);
+            }
+        }
+        "sts12-16" => {
+            for year in sts12_16::YEARS {
+                for subset in sts12_16::load(dir, year)? {
+                    scored(&mut e, &subset.pairs);
+                }
+            }
+        }
+        "sts17" => {
+            for track in &sts17::TRACKS {
+                scored(&mut e, &sts17::load(dir, track)?);
+            }
+        }
+        "stsb-multi-mt" => {
+            for lang in stsb_multi_mt::LANGUAGES {
+                for split in Split::ALL {
+                    scored(&mut e, &stsb_multi_mt::load(dir, lang, split)?);
+                }
+            }
+        }
+        "sick" => {
+            for split in Split::ALL {
+                let pairs = sick::load(dir, split)?;
+                e.extend(pairs.iter().flat_map(|p| [&p.sentence_a, &p.sentence_b]));
+            }
+        }
+        "senteval" => {
+            for task in senteval::Task::ALL {
+                let s = senteval::load(dir, task)?;
+                e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
+            }
+            let m = senteval::load_mrpc(dir)?;
+            e.extend(
+                m.train
+                    .iter()
+                    .chain(&m.dev)
+                    .chain(&m.test)
+                    .flat_map(|p| [&p.sentence1, &p.sentence2]),
+            );
+        }
+        "sib200" => {
+            for lang in sib200::languages(dir)? {
+                let s = sib200::load(dir, &lang)?;
+                e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
+            }
+        }
+        "xsid" => {
+            for lang in xsid::languages(dir)? {
+                for split in [xsid::Split::Test, xsid::Split::Valid] {
+                    e.extend(xsid::load(dir, &lang, split)?.iter().map(|t| &t.text));
+                }
+            }
+        }
+        "atis" | "snips" => {
+            let s = slot_gated::load(dir)?;
+            e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
+        }
+        "cls-amazon-reviews" => {
+            for lang in cls_amazon::LANGUAGES {
+                let s = cls_amazon::load(dir, lang)?;
+                e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
+            }
+        }
+        other => {
+            return Err(DataError::format(
+                dir,
+                None,
+                format!(
+                    "dataset `{other}` is not an evaluation set, so it has no sentences to exclude"
+                ),
+                "name benchmarks (e.g. `tatoeba`, `xnli`) in the corpus's `exclude:` list",
+            ))
+        }
+    }
+    Ok(e)
+}
+
+/// A training corpus of parallel pairs after the contamination filter.
+#[derive(Debug, Clone)]
+pub struct BuiltParallel {
+    /// One corpus per language pair, in the recipe's order.
+    pub corpora: Vec<ParallelCorpus>,
+    /// Kept/removed pairs per language pair.
+    pub report: ContaminationReport,
+    /// Distinct normalised evaluation sentences the filter compared against.
+    pub excluded_sentences: usize,
+}
+
+/// Loads the language pairs of a parallel dataset (`parallel-pairs`, `wmt-news-parallel`;
+/// pairs spelled as the dataset's folders, e.g. `deu-eng`) from `dir` and removes every pair
+/// that shares a sentence with `eval`.
+pub fn build_parallel(
+    dataset: &str,
+    dir: &Path,
+    pairs: &[String],
+    eval: &EvalSentences,
+) -> Result<BuiltParallel, DataError> {
+    use crate::data::loaders::{parallel_pairs, wmt_news};
+    let mut corpora = Vec::with_capacity(pairs.len());
+    for pair in pairs {
+        let Some((lang, "eng")) = pair.split_once('-') else {
+            return Err(DataError::format(
+                dir,
+                None,
+                format!("language pair `{pair}` is not of the form `xxx-eng`"),
+                "spell pairs as the dataset's folders, e.g. `deu-eng`",
+            ));
+        };
+        corpora.push(match dataset {
+            "parallel-pairs" => parallel_pairs::load_language(dir, lang)?,
+            "wmt-news-parallel" => wmt_news::load_language(dir, lang)?,
+            other => {
+                return Err(DataError::format(
+                    dir,
+                    None,
+                    format!("dataset `{other}` is not a parallel corpus"),
+                    "use `parallel-pairs` or `wmt-news-parallel` for translation pairs",
+                ))
+            }
+        });
+    }
+    let (corpora, report) = filter_contaminated(corpora, eval);
+    Ok(BuiltParallel {
+        corpora,
+        report,
+        excluded_sentences: eval.len(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

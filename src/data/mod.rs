@@ -2,6 +2,7 @@
 //! building (contamination filter). Everything reads from the data directory, which
 //! `datasets fetch` fills from the mirrors (by default `../shared/datasets`).
 
+pub mod build;
 pub mod corpus;
 pub mod error;
 pub mod fetch;
