@@ -1,2 +1,3 @@
 //! Benchmarks: declarations (`benchmarks/*.yaml`), the Encoder trait, protocols and metrics.
+pub mod classify;
 pub mod matrix;
