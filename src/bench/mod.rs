@@ -1,5 +1,6 @@
 //! Benchmarks: declarations (`benchmarks/*.yaml`), the Encoder trait, protocols and metrics.
 pub mod cache;
+pub mod classify;
 pub mod embed;
 pub mod encoder;
 pub mod error;
