@@ -37,6 +37,8 @@ pub enum Command {
     Datasets(DatasetsCommand),
     /// Build a recipe's training corpora and report what the contamination filter removed.
     Corpora(CorporaArgs),
+    /// Evaluate an encoder on benchmarks; one result JSON per benchmark and a summary.
+    Eval(EvalArgs),
     /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
     Embed(EmbedArgs),
 }
@@ -55,6 +57,22 @@ pub struct ValidateArgs {
     /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Encoder: `hashed-ngrams`, `npy:PATH.npy`, ...
+    #[arg(long)]
+    pub encoder: String,
+    /// Benchmarks or groups, comma-separated (`stsb-test,senteval`, `all`)
+    #[arg(long, default_value = "all")]
+    pub bench: String,
+    /// Directory for the result files (default: runs/eval-<encoder>-<fingerprint>/results)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Root seed of every random choice of the protocols
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -154,6 +172,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Validate(args) => crate::recipe::validate_command(&args, &settings),
         Command::Datasets(cmd) => crate::data::fetch::datasets_command(&cmd, &settings),
         Command::Corpora(args) => crate::data::build::corpora_command(&args, &settings),
+        Command::Eval(args) => crate::bench::runner::eval_command(&args, &settings),
         Command::Embed(args) => crate::bench::embed::embed_command(&args, &settings),
     }
 }

@@ -47,6 +47,18 @@ pub enum BenchError {
     /// An encoder broke its contract or failed while encoding.
     #[error("encoder `{name}`: {detail}")]
     Encoder { name: String, detail: String },
+
+    /// A dataset could not be installed or read.
+    #[error(transparent)]
+    Data(#[from] crate::data::DataError),
+
+    /// A benchmark declaration's `params` do not fit its protocol.
+    #[error("benchmarks/{benchmark}.yaml: params: {detail}")]
+    Params { benchmark: String, detail: String },
+
+    /// A protocol could not produce a score (e.g. a classifier failed to train).
+    #[error("benchmark `{benchmark}`: {detail}")]
+    Protocol { benchmark: String, detail: String },
 }
 
 impl BenchError {

@@ -7,7 +7,9 @@ pub mod error;
 pub mod hashed;
 pub mod matrix;
 pub mod npy;
+pub mod protocols;
 pub mod registry;
+pub mod runner;
 
 pub use cache::{CacheStats, CachedEncoder};
 pub use encoder::{open_encoder, Encoder};
