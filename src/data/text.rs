@@ -110,6 +110,156 @@ pub fn read_lines_in(dir: &Path, name: &str, encoding: Encoding) -> Result<Vec<S
     read_lines(&resolve(dir, name)?, encoding)
 }
 
+/// Reads `path` (plain or `.gz`) into one string, each line (see [`decode_lines`]: BOM
+/// dropped, CRLF made LF) ended by `\n`.
+pub fn read_text(path: &Path, encoding: Encoding) -> Result<String, DataError> {
+    let lines = read_lines(path, encoding)?;
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// The shape of a CSV file read by [`read_csv`] (RFC 4180 quoting, as Python's `csv`
+/// module and pandas write it: a field holding the delimiter, `"` or a line break is
+/// wrapped in `"…"` with inner quotes doubled; a `"` inside an unquoted field is literal).
+#[derive(Debug, Clone, Copy)]
+pub struct CsvFormat {
+    /// The field separator, `b','` or `b'\t'`.
+    pub delimiter: u8,
+    /// The column names: every record has exactly this many fields.
+    pub columns: &'static [&'static str],
+    /// Whether the first line is a header equal to `columns` (checked, not returned).
+    pub header: bool,
+    /// Whether a quoted field may hold a line break; if not, every record is one line.
+    pub multiline: bool,
+}
+
+/// Reads `path` (plain or `.gz`, UTF-8, see [`read_text`]) as CSV: each record with the
+/// 1-based line it starts on. Errors name the file and line.
+pub fn read_csv(path: &Path, format: &CsvFormat) -> Result<Vec<(usize, Vec<String>)>, DataError> {
+    parse_csv(path, &read_text(path, Encoding::Utf8)?, format)
+}
+
+/// Parses CSV `text` (LF line ends, as [`read_text`] gives) with the csv crate; see
+/// [`read_csv`]. `path` is only for error messages.
+pub fn parse_csv(
+    path: &Path,
+    text: &str,
+    format: &CsvFormat,
+) -> Result<Vec<(usize, Vec<String>)>, DataError> {
+    const FIX: &str =
+        "the file is truncated or corrupt; re-fetch it with `harness datasets fetch --force`";
+    let bad = |line: Option<usize>, detail: String| DataError::format(path, line, detail, FIX);
+    if let Some((line, detail)) = strict_check(text, format) {
+        return Err(bad(Some(line), detail));
+    }
+    let csv_error = |e: csv::Error| {
+        let line = e.position().map(|p| p.line() as usize);
+        bad(line, format!("unreadable CSV ({e})"))
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(format.header)
+        .delimiter(format.delimiter)
+        .quoting(true)
+        .flexible(true)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_reader(text.as_bytes());
+    let tab = format.delimiter == b'\t';
+    if format.header {
+        let found = reader.headers().map_err(csv_error)?;
+        if !found.iter().eq(format.columns.iter().copied()) {
+            let sep = if tab { "<TAB>" } else { "," };
+            let found = match found.is_empty() {
+                true => "an empty file".to_string(),
+                false => format!("`{}`", found.iter().collect::<Vec<_>>().join(sep)),
+            };
+            let expected = format.columns.join(sep);
+            return Err(bad(
+                Some(1),
+                format!("expected the header `{expected}`, found {found}"),
+            ));
+        }
+    }
+    let mut records = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(csv_error)?;
+        let line = record.position().map_or(1, |p| p.line() as usize);
+        if record.len() != format.columns.len() {
+            return Err(bad(
+                Some(line),
+                format!(
+                    "expected {} {}-separated fields ({}), found {}",
+                    format.columns.len(),
+                    if tab { "tab" } else { "comma" },
+                    format.columns.join(", "),
+                    record.len()
+                ),
+            ));
+        }
+        records.push((line, record.iter().map(str::to_owned).collect()));
+    }
+    Ok(records)
+}
+
+/// What the csv crate accepts quietly but a file written by Python's `csv` module or
+/// pandas never holds, so it means corruption; returns the line and the problem:
+/// - text between a closing quote and the next delimiter (the csv crate, like Python's
+///   default reader, reads `"a"x` as `ax`; Python's `strict=True` rejects it);
+/// - a quoted field still open at the end of the file (the csv crate and Python's default
+///   reader let it swallow the rest of the file; `strict=True` rejects it), or, without
+///   `format.multiline`, at the end of its line;
+/// - an empty line (the csv crate skips it, and then gives the next record the empty
+///   line's number; Python reads it as a record with no fields, which these formats
+///   never have).
+fn strict_check(text: &str, format: &CsvFormat) -> Option<(usize, String)> {
+    enum State {
+        LineStart,
+        FieldStart,
+        Unquoted,
+        Quoted,
+        AfterQuote,
+    }
+    use State::*;
+    let delimiter = char::from(format.delimiter);
+    let (mut state, mut line, mut opened) = (LineStart, 1, 1);
+    for c in text.chars() {
+        state = match (state, c) {
+            (LineStart, '\n') => return Some((line, "empty line where a record should be".into())),
+            (LineStart | FieldStart, '"') => {
+                opened = line;
+                Quoted
+            }
+            (Quoted, '"') => AfterQuote,
+            (Quoted, '\n') if !format.multiline => {
+                return Some((
+                    line,
+                    "a quoted field is not closed before the end of the line".into(),
+                ))
+            }
+            (Quoted, _) | (AfterQuote, '"') => Quoted,
+            (_, '\n') => LineStart,
+            (_, c) if c == delimiter => FieldStart,
+            (AfterQuote, c) => {
+                return Some((
+                    line,
+                    format!(
+                        "unexpected `{}` after the closing quote of a field",
+                        c.escape_debug()
+                    ),
+                ))
+            }
+            _ => Unquoted,
+        };
+        if c == '\n' {
+            line += 1;
+        }
+    }
+    matches!(state, Quoted).then(|| (opened, "a quoted field is never closed".into()))
+}
+
 /// Splits a tab-separated line without any quote handling (several datasets contain
 /// unescaped `"` inside fields, which a CSV parser would merge across rows) and checks the
 /// field count lies in `min..=max`.
@@ -199,6 +349,71 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let msg = resolve(dir.path(), "nope.tsv").unwrap_err().to_string();
         assert!(msg.contains("nope.tsv") && msg.contains(".gz"), "{msg}");
+    }
+
+    const THREE: CsvFormat = CsvFormat {
+        delimiter: b',',
+        columns: &["a", "b", "c"],
+        header: false,
+        multiline: false,
+    };
+
+    fn csv_line(line: &str, delimiter: u8) -> Result<Vec<String>, DataError> {
+        let format = CsvFormat { delimiter, ..THREE };
+        let text = format!("{line}\n");
+        Ok(parse_csv(Path::new("f.csv"), &text, &format)?.remove(0).1)
+    }
+
+    #[test]
+    fn csv_plain_quoted_and_doubled_quotes() {
+        assert_eq!(csv_line("1,a b,5", b',').unwrap(), vec!["1", "a b", "5"]);
+        assert_eq!(
+            csv_line("1,\"x, \"\"y\"\"\",5", b',').unwrap(),
+            vec!["1", "x, \"y\"", "5"]
+        );
+        assert_eq!(
+            csv_line("997\thealth\t\"\"\"We\"\" he\"", b'\t').unwrap(),
+            vec!["997", "health", "\"We\" he"]
+        );
+        assert_eq!(csv_line("a,,", b',').unwrap(), vec!["a", "", ""]);
+        // A quote inside an unquoted field is literal.
+        assert_eq!(csv_line("a,b\"c,d", b',').unwrap(), vec!["a", "b\"c", "d"]);
+    }
+
+    #[test]
+    fn csv_malformed_lines_name_file_and_line() {
+        for line in ["1,\"open,5", "1,\"x\"y,5", "1,2", "1,2,3,4", ""] {
+            let text = format!("1,2,3\n4,5,6\n{line}\n7,8,9\n");
+            let err = parse_csv(Path::new("f.csv"), &text, &THREE).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("f.csv:3"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn csv_multiline_header_and_record_lines() {
+        let format = CsvFormat {
+            header: true,
+            multiline: true,
+            ..THREE
+        };
+        let text = "a,b,c\n1,\"x\ny\",2\n3,4,5\n";
+        let records = parse_csv(Path::new("f.csv"), text, &format).unwrap();
+        assert_eq!(records[0], (2, vec!["1".into(), "x\ny".into(), "2".into()]));
+        assert_eq!(records[1].0, 4);
+        for (text, needle) in [
+            ("a,b,x\n", "f.csv:1: expected the header `a,b,c`"),
+            ("", "found an empty file"),
+            (
+                "a,b,c\n1,2,3\n\"open,5\n6,7,8\n",
+                "f.csv:3: a quoted field is never closed",
+            ),
+        ] {
+            let msg = parse_csv(Path::new("f.csv"), text, &format)
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(needle), "{msg}");
+        }
     }
 
     #[test]

@@ -4,13 +4,13 @@
 //!
 //! Format (see the folder's SOURCE.txt): comma-separated CSV without header, RFC 4180
 //! quoting, UTF-8, columns `row_id,review_text,stars`; no field has a line break. Parsed
-//! as Python's `csv` module (default dialect) reads it, see [`super::rfc4180`]. Records keep the review text and the
-//! star digit as the label; [`binary`] applies the CLS-style protocol that SOURCE.txt
-//! suggests (1-2 negative, 4-5 positive, 3 dropped).
+//! as Python's `csv` module (default dialect) reads it, with the csv crate through
+//! [`read_csv`]. Records keep the review text and the star digit as the label;
+//! [`binary`] applies the CLS-style protocol that SOURCE.txt suggests (1-2 negative, 4-5
+//! positive, 3 dropped).
 
-use super::rfc4180::split_line;
 use crate::data::records::{LabeledText, Splits};
-use crate::data::text::{read_lines, resolve, Encoding};
+use crate::data::text::{read_csv, resolve, CsvFormat};
 use crate::data::DataError;
 use std::path::Path;
 
@@ -22,6 +22,14 @@ pub const STARS: [&str; 5] = ["1", "2", "3", "4", "5"];
 
 const FIX: &str =
     "the file is truncated or corrupt; re-fetch it with `harness datasets fetch --force`";
+
+/// A split file: no header, one record per line.
+const FORMAT: CsvFormat = CsvFormat {
+    delimiter: b',',
+    columns: &["row_id", "review_text", "stars"],
+    header: false,
+    multiline: false,
+};
 
 /// Loads `marc/<lang>/{train,dev,test}.csv` (train and dev are both drawn from MARC's
 /// train split; test is MARC's full test split). Labels are star digits `"1"`..`"5"`.
@@ -54,15 +62,13 @@ pub fn binary(reviews: &[LabeledText]) -> Vec<LabeledText> {
 
 fn csv_file(dir: &Path, name: &str) -> Result<Vec<LabeledText>, DataError> {
     let path = resolve(dir, name)?;
-    read_lines(&path, Encoding::Utf8)?
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut f = split_line(&path, i + 1, line, ',', 3)?;
+    read_csv(&path, &FORMAT)?
+        .into_iter()
+        .map(|(line, mut f)| {
             if f[0].parse::<u32>().is_err() || !STARS.contains(&f[2].as_str()) {
                 return Err(DataError::format(
                     &path,
-                    Some(i + 1),
+                    Some(line),
                     format!(
                         "expected `row_id,review_text,stars` with stars 1-5, found row_id `{}` and stars `{}`",
                         f[0], f[2]

@@ -8,7 +8,6 @@ pub mod conversation;
 pub mod monolingual;
 pub mod multiway;
 pub mod parallel_pairs;
-pub mod rfc4180;
 pub mod senteval;
 pub mod sib200;
 pub mod sick;

@@ -5,13 +5,13 @@
 //! Format (see the folder's SOURCE.txt): UTF-8, one header line `index_id<TAB>category<TAB>text`,
 //! written by `pandas.to_csv(sep='\t')`, so a text containing `"` is CSV-quoted with inner
 //! quotes doubled; parsed as `pandas.read_csv(sep='\t')` reads it back (RFC 4180 quoting
-//! with a tab delimiter, see [`super::rfc4180`]). Every row has exactly
-//! three fields. Row `k` of a split is the translation of row `k` of the same split in every
-//! other language (same `index_id` and category), so the returned vectors align by index.
+//! with a tab delimiter, read with the csv crate through [`read_csv`]). Every row has
+//! exactly three fields and no field holds a line break. Row `k` of a split is the
+//! translation of row `k` of the same split in every other language (same `index_id` and
+//! category), so the returned vectors align by index.
 
-use super::rfc4180::split_line;
 use crate::data::records::{LabeledText, Splits};
-use crate::data::text::{read_lines, resolve, Encoding};
+use crate::data::text::{read_csv, read_lines, resolve, CsvFormat, Encoding};
 use crate::data::DataError;
 use std::path::Path;
 
@@ -20,6 +20,14 @@ pub const SPLITS: [&str; 3] = ["train", "dev", "test"];
 
 const FIX: &str =
     "the file is truncated or corrupt; re-fetch it with `harness datasets fetch --force`";
+
+/// A split file: header `index_id<TAB>category<TAB>text`, one record per line.
+const FORMAT: CsvFormat = CsvFormat {
+    delimiter: b'\t',
+    columns: &["index_id", "category", "text"],
+    header: true,
+    multiline: false,
+};
 
 /// Language folders present in `dir` (e.g. `eng_Latn`), sorted.
 pub fn languages(dir: &Path) -> Result<Vec<String>, DataError> {
@@ -58,31 +66,13 @@ pub fn load(dir: &Path, lang: &str) -> Result<Splits<LabeledText>, DataError> {
 
 fn split_file(dir: &Path, name: &str, labels: &[String]) -> Result<Vec<LabeledText>, DataError> {
     let path = resolve(dir, name)?;
-    let lines = read_lines(&path, Encoding::Utf8)?;
-    match lines.first() {
-        Some(h) if h == "index_id\tcategory\ttext" => {}
-        other => {
-            return Err(DataError::format(
-                &path,
-                Some(1),
-                format!(
-                    "expected the header `index_id<TAB>category<TAB>text`, found {:?}",
-                    other.map(String::as_str).unwrap_or("an empty file")
-                ),
-                FIX,
-            ))
-        }
-    }
-    lines
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(i, line)| {
-            let mut f = split_line(&path, i + 1, line, '\t', 3)?;
+    read_csv(&path, &FORMAT)?
+        .into_iter()
+        .map(|(line, mut f)| {
             if f[0].trim().parse::<u32>().is_err() || !labels.iter().any(|l| *l == f[1]) {
                 return Err(DataError::format(
                     &path,
-                    Some(i + 1),
+                    Some(line),
                     format!(
                         "expected a numeric index_id and a category from labels.txt, found `{}` and `{}`",
                         f[0], f[1]

@@ -6,12 +6,12 @@
 //! which reads them with `csv.reader(..., delimiter=",", quotechar='"')` into
 //! `sentence1, sentence2, similarity_score`. Unlike the other STS files these are real
 //! RFC-4180 CSV (Excel dialect: fields with commas or quotes are wrapped in `"…"`, a quote
-//! inside is doubled), CRLF line ends, no header; the csv crate is not a dependency, so
-//! [`parse_csv_record`] does that small job. Row `i` matches row `i` of the STS Benchmark
+//! inside is doubled, a quoted field may span lines), CRLF line ends, no header; read with
+//! the csv crate through [`text::read_csv`]. Row `i` matches row `i` of the STS Benchmark
 //! split (same score).
 
 use crate::data::records::{ScoredPair, Split};
-use crate::data::text::{self, Encoding};
+use crate::data::text::{self, CsvFormat};
 use crate::data::DataError;
 use std::path::Path;
 
@@ -31,121 +31,28 @@ pub fn load(dir: &Path, lang: &str, split: Split) -> Result<Vec<ScoredPair>, Dat
     read_file(&path)
 }
 
+/// A file: no header, quoted fields may hold line breaks.
+const FORMAT: CsvFormat = CsvFormat {
+    delimiter: b',',
+    columns: &["sentence1", "sentence2", "score"],
+    header: false,
+    multiline: true,
+};
+
 /// Reads one STSb Multi MT CSV file (plain or `.gz`).
 pub fn read_file(path: &Path) -> Result<Vec<ScoredPair>, DataError> {
-    let lines = text::read_lines(path, Encoding::Utf8)?;
-    let mut pairs = Vec::with_capacity(lines.len());
-    let mut i = 0;
-    while i < lines.len() {
-        let start = i + 1;
-        // A quoted field may span lines: join until the record is complete.
-        let mut record = lines[i].clone();
-        let fields = loop {
-            match parse_csv_record(&record) {
-                Ok(fields) => break fields,
-                Err(CsvError::OpenQuote) if i + 1 < lines.len() => {
-                    i += 1;
-                    record.push('\n');
-                    record.push_str(&lines[i]);
-                }
-                Err(e) => {
-                    return Err(DataError::format(
-                        path,
-                        Some(start),
-                        e.to_string(),
-                        "the file is truncated or corrupt; re-fetch it with `harness datasets fetch --force`",
-                    ))
-                }
-            }
-        };
-        i += 1;
-        if fields.len() != 3 {
-            return Err(DataError::format(
-                path,
-                Some(start),
-                format!(
-                    "expected 3 comma-separated fields (sentence1, sentence2, score), found {}",
-                    fields.len()
-                ),
-                "the file is truncated or corrupt; re-fetch it with `harness datasets fetch --force`",
-            ));
-        }
-        let score = text::parse_f64(path, start, &fields[2], "similarity score")?;
-        let mut fields = fields.into_iter();
-        pairs.push(ScoredPair {
-            sentence1: fields.next().unwrap(),
-            sentence2: fields.next().unwrap(),
-            score,
-        });
-    }
-    Ok(pairs)
-}
-
-/// Why a CSV record could not be split.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CsvError {
-    /// The record ends inside a quoted field.
-    OpenQuote,
-    /// A closing quote is followed by something other than a comma.
-    AfterQuote(char),
-}
-
-impl std::fmt::Display for CsvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CsvError::OpenQuote => write!(f, "a quoted field is never closed"),
-            CsvError::AfterQuote(c) => {
-                write!(f, "unexpected `{c}` after the closing quote of a field")
-            }
-        }
-    }
-}
-
-/// Splits one CSV record (Excel dialect, `,` separator, `"` quotes doubled inside quoted
-/// fields). A quote inside an unquoted field is kept literally, as Python's csv does.
-pub fn parse_csv_record(record: &str) -> Result<Vec<String>, CsvError> {
-    let mut fields = Vec::new();
-    let mut chars = record.chars().peekable();
-    loop {
-        let mut field = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    None => return Err(CsvError::OpenQuote),
-                    Some('"') => {
-                        if chars.peek() == Some(&'"') {
-                            chars.next();
-                            field.push('"');
-                        } else {
-                            break;
-                        }
-                    }
-                    Some(c) => field.push(c),
-                }
-            }
-            match chars.next() {
-                None => {
-                    fields.push(field);
-                    return Ok(fields);
-                }
-                Some(',') => fields.push(field),
-                Some(c) => return Err(CsvError::AfterQuote(c)),
-            }
-        } else {
-            loop {
-                match chars.next() {
-                    None => {
-                        fields.push(field);
-                        return Ok(fields);
-                    }
-                    Some(',') => break,
-                    Some(c) => field.push(c),
-                }
-            }
-            fields.push(field);
-        }
-    }
+    text::read_csv(path, &FORMAT)?
+        .into_iter()
+        .map(|(line, fields)| {
+            let score = text::parse_f64(path, line, &fields[2], "similarity score")?;
+            let mut fields = fields.into_iter();
+            Ok(ScoredPair {
+                sentence1: fields.next().unwrap(),
+                sentence2: fields.next().unwrap(),
+                score,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -207,6 +114,14 @@ mod tests {
         assert_eq!(en[0].score, 5.0);
     }
 
+    /// The fields of the one record in `record` (the error message when it is malformed).
+    fn parse_csv_record(record: &str) -> Result<Vec<String>, String> {
+        match text::parse_csv(Path::new("x.csv"), &format!("{record}\n"), &FORMAT) {
+            Ok(mut records) => Ok(records.remove(0).1),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     #[test]
     fn csv_quoting() {
         assert_eq!(parse_csv_record("a,b,1").unwrap(), vec!["a", "b", "1"]);
@@ -215,8 +130,12 @@ mod tests {
             vec!["a, \"x\"", "b\"c", "2.5"]
         );
         assert_eq!(parse_csv_record(",,").unwrap(), vec!["", "", ""]);
-        assert_eq!(parse_csv_record("\"a,b"), Err(CsvError::OpenQuote));
-        assert_eq!(parse_csv_record("\"a\"x,b"), Err(CsvError::AfterQuote('x')));
+        assert!(parse_csv_record("\"a,b")
+            .unwrap_err()
+            .contains("never closed"));
+        assert!(parse_csv_record("\"a\"x,b")
+            .unwrap_err()
+            .contains("unexpected `x` after the closing quote"));
     }
 
     const ROWS: &str = "\"One, two\",\"He said \"\"hi\"\"\",3.8\r\nplain,\"multi\nline\",1\r\n";
