@@ -67,7 +67,7 @@ pub struct EvalArgs {
     /// Benchmarks or groups, comma-separated (`stsb-test,senteval`, `all`)
     #[arg(long, default_value = "all")]
     pub bench: String,
-    /// Directory for the result files (default: runs/eval-<encoder>-<fingerprint>/results)
+    /// Directory for the result files (default: `runs/eval-<encoder>-<fingerprint>/results`)
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Root seed of every random choice of the protocols

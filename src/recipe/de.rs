@@ -51,7 +51,7 @@ const MARK: char = '\u{1}';
 const SEP: char = '\u{2}';
 
 impl DeError {
-    /// The text form that survives `de::Error::custom` (see [`DeError::custom`]).
+    /// The text form that survives `de::Error::custom`.
     pub fn encode(&self) -> String {
         let segs: Vec<String> = self
             .path
