@@ -461,7 +461,7 @@ fn search_block(
 
 /// `c = queries[q0..q0+qn] · keys[k0..k0+kn]ᵀ`, row-major `qn × kn`.
 #[allow(clippy::too_many_arguments)]
-fn gemm_nt(
+pub(crate) fn gemm_nt(
     queries: &Matrix,
     q0: usize,
     qn: usize,

@@ -5,6 +5,9 @@
 //! file starts with a comment naming its reference: the paper section, and the reference
 //! implementation's file where one exists.
 
+pub mod eigen;
+pub mod intent;
+pub mod retrieval;
 pub mod sts;
 
 use super::encoder::Encoder;
@@ -84,6 +87,16 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
+/// The random stream of one named part of a benchmark (a language pair, a direction): the
+/// 64-bit FNV-1a hash of `label`. With [`crate::bench::classify::mlp::seeded_rng`]`(ctx.seed,
+/// stream_of(label))` each part draws from its own stream, so adding or reordering the
+/// declaration's languages leaves the other parts' draws unchanged.
+pub fn stream_of(label: &str) -> u64 {
+    label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// A protocol's entry point.
 pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
 
@@ -92,6 +105,58 @@ pub fn protocol(name: &str) -> Option<Protocol> {
     let table: BTreeMap<&str, Protocol> = BTreeMap::from([
         // Each protocol module registers itself here: ("name", module::run as Protocol).
         ("sts", sts::run as Protocol),
+        ("eigen-similarity", eigen::run as Protocol),
+        ("intent-knn", intent::run as Protocol),
+        ("retrieval-p1", retrieval::run as Protocol),
     ]);
     table.get(name).copied()
+}
+
+/// Shared by the protocols' real-data tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{protocol, Context, Outcome};
+    use crate::bench::cache::CachedEncoder;
+    use crate::bench::encoder::open_encoder;
+    use crate::bench::registry::Registry;
+    use crate::settings::Settings;
+    use std::time::Instant;
+
+    /// Runs the declared benchmark `name` on the shared dataset with the encoder `spec`
+    /// behind an embedding cache in a temporary folder (as the runner does: a sentence
+    /// shared by two language pairs is encoded once), twice; asserts both outcomes are
+    /// identical and returns the first with the two wall times in seconds. The second run
+    /// reads every embedding from the cache, so its time is the protocol's own.
+    pub fn run_real(name: &str, spec: &str) -> (Outcome, f64, f64) {
+        let registry = Registry::embedded().unwrap();
+        let bench = registry.get(name).unwrap();
+        let dir = crate::data::shared_datasets_dir().join(&bench.dataset);
+        let cache = tempfile::tempdir().unwrap();
+        let encoder = CachedEncoder::new(
+            open_encoder(spec, &Settings::default()).unwrap(),
+            cache.path(),
+        );
+        let ctx = Context {
+            benchmark: bench,
+            dataset_dir: &dir,
+            encoder: &encoder,
+            seed: 1,
+        };
+        let run = protocol(&bench.protocol).unwrap();
+        let start = Instant::now();
+        let first = run(&ctx).unwrap();
+        let t1 = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let second = run(&ctx).unwrap();
+        let t2 = start.elapsed().as_secs_f64();
+        eprintln!(
+            "{name} with {spec}: {} = {:.4} (first run {t1:.1} s, second {t2:.1} s)\n{}\nnotes: {:#?}",
+            first.main_metric,
+            first.main_score,
+            serde_json::to_string_pretty(&first.scores).unwrap(),
+            first.notes
+        );
+        assert_eq!(first, second, "{name}: the second run differs");
+        (first, t1, t2)
+    }
 }
