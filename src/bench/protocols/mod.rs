@@ -5,6 +5,10 @@
 //! file starts with a comment naming its reference: the paper section, and the reference
 //! implementation's file where one exists.
 
+pub mod bucc;
+pub mod multiway;
+pub mod tatoeba;
+
 use super::encoder::Encoder;
 use super::error::BenchError;
 use super::matrix::Matrix;
@@ -89,6 +93,9 @@ pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
 pub fn protocol(name: &str) -> Option<Protocol> {
     let table: BTreeMap<&str, Protocol> = BTreeMap::from([
         // Each protocol module registers itself here: ("name", module::run as Protocol).
+        ("bucc-mining", bucc::run as Protocol),
+        ("multiway-search", multiway::run as Protocol),
+        ("tatoeba-search", tatoeba::run as Protocol),
     ]);
     table.get(name).copied()
 }
