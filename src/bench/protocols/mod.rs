@@ -5,10 +5,13 @@
 //! file starts with a comment naming its reference: the paper section, and the reference
 //! implementation's file where one exists.
 
+pub mod bucc;
 pub mod eigen;
 pub mod intent;
+pub mod multiway;
 pub mod retrieval;
 pub mod sts;
+pub mod tatoeba;
 
 use super::encoder::Encoder;
 use super::error::BenchError;
@@ -104,10 +107,13 @@ pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
 pub fn protocol(name: &str) -> Option<Protocol> {
     let table: BTreeMap<&str, Protocol> = BTreeMap::from([
         // Each protocol module registers itself here: ("name", module::run as Protocol).
-        ("sts", sts::run as Protocol),
+        ("bucc-mining", bucc::run as Protocol),
         ("eigen-similarity", eigen::run as Protocol),
         ("intent-knn", intent::run as Protocol),
+        ("multiway-search", multiway::run as Protocol),
         ("retrieval-p1", retrieval::run as Protocol),
+        ("sts", sts::run as Protocol),
+        ("tatoeba-search", tatoeba::run as Protocol),
     ]);
     table.get(name).copied()
 }
