@@ -5,6 +5,13 @@
 //! file starts with a comment naming its reference: the paper section, and the reference
 //! implementation's file where one exists.
 
+pub mod mldoc;
+pub mod sentiment;
+pub mod xnli;
+
+#[cfg(test)]
+pub(crate) mod fake_encoder;
+
 use super::encoder::Encoder;
 use super::error::BenchError;
 use super::matrix::Matrix;
@@ -89,6 +96,21 @@ pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
 pub fn protocol(name: &str) -> Option<Protocol> {
     let table: BTreeMap<&str, Protocol> = BTreeMap::from([
         // Each protocol module registers itself here: ("name", module::run as Protocol).
+        ("mldoc", mldoc::run as Protocol),
+        ("sentiment-transfer", sentiment::run as Protocol),
+        ("xnli-zero-shot", xnli::run as Protocol),
     ]);
     table.get(name).copied()
+}
+
+/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
+/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
+/// unrelated streams; the same root and tag always give the same seed.
+pub fn sub_seed(root: u64, tag: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in tag.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    super::hashed::splitmix64(root ^ super::hashed::splitmix64(h))
 }
