@@ -8,10 +8,16 @@
 pub mod bucc;
 pub mod eigen;
 pub mod intent;
+pub mod mldoc;
 pub mod multiway;
 pub mod retrieval;
+pub mod sentiment;
 pub mod sts;
 pub mod tatoeba;
+pub mod xnli;
+
+#[cfg(test)]
+pub(crate) mod fake_encoder;
 
 use super::encoder::Encoder;
 use super::error::BenchError;
@@ -110,10 +116,13 @@ pub fn protocol(name: &str) -> Option<Protocol> {
         ("bucc-mining", bucc::run as Protocol),
         ("eigen-similarity", eigen::run as Protocol),
         ("intent-knn", intent::run as Protocol),
+        ("mldoc", mldoc::run as Protocol),
         ("multiway-search", multiway::run as Protocol),
         ("retrieval-p1", retrieval::run as Protocol),
+        ("sentiment-transfer", sentiment::run as Protocol),
         ("sts", sts::run as Protocol),
         ("tatoeba-search", tatoeba::run as Protocol),
+        ("xnli-zero-shot", xnli::run as Protocol),
     ]);
     table.get(name).copied()
 }
@@ -165,4 +174,11 @@ pub(crate) mod test_support {
         assert_eq!(first, second, "{name}: the second run differs");
         (first, t1, t2)
     }
+}
+
+/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
+/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
+/// unrelated streams; the same root and tag always give the same seed.
+pub fn sub_seed(root: u64, tag: &str) -> u64 {
+    super::hashed::splitmix64(root ^ super::hashed::splitmix64(stream_of(tag)))
 }

@@ -1,0 +1,81 @@
+//! Test support for the protocols: a tiny, perfectly cross-lingual fake encoder and a
+//! benchmark declaration builder.
+//!
+//! The fake encoder reads whitespace tokens: `cK` (K < 8) adds the unit vector `e_K`, `neg`
+//! adds `e_8`, `nW` (any W) adds a small deterministic noise vector in dimensions 9..16, and
+//! every other token (a language tag such as `de:`) is ignored. So a sentence means the same
+//! in every "language", and classes built from the `cK` tokens are separable.
+
+use crate::bench::encoder::Encoder;
+use crate::bench::error::BenchError;
+use crate::bench::matrix::Matrix;
+use crate::bench::registry::Benchmark;
+use std::collections::BTreeMap;
+
+pub(crate) const DIM: usize = 16;
+
+pub(crate) struct FakeEncoder;
+
+impl Encoder for FakeEncoder {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn fingerprint(&self) -> String {
+        "fake-v1".into()
+    }
+    fn dim(&self) -> usize {
+        DIM
+    }
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
+        let mut m = Matrix::zeros(sentences.len(), DIM);
+        for (i, s) in sentences.iter().enumerate() {
+            let row = m.row_mut(i);
+            for tok in s.split_whitespace() {
+                if tok == "neg" {
+                    row[8] += 1.0;
+                } else if let Some(k) = tok.strip_prefix('c').and_then(|k| k.parse::<usize>().ok())
+                {
+                    row[k % 8] += 1.0;
+                } else if let Some(w) = tok.strip_prefix('n').and_then(|w| w.parse::<u64>().ok()) {
+                    let mut h = crate::bench::hashed::splitmix64(w);
+                    for v in &mut row[9..DIM] {
+                        *v += ((h & 0xff) as f32 / 255.0 - 0.5) * 0.3;
+                        h >>= 8;
+                    }
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// A benchmark declaration with these params (YAML text of a mapping).
+pub(crate) fn bench(
+    name: &str,
+    dataset: &str,
+    protocol: &str,
+    languages: &[&str],
+    params_yaml: &str,
+) -> Benchmark {
+    let params: BTreeMap<String, serde_yaml::Value> = if params_yaml.trim().is_empty() {
+        BTreeMap::new()
+    } else {
+        serde_yaml::from_str(params_yaml).unwrap()
+    };
+    Benchmark {
+        name: name.into(),
+        description: "test".into(),
+        dataset: dataset.into(),
+        protocol: protocol.into(),
+        split: "test".into(),
+        languages: languages.iter().map(|s| s.to_string()).collect(),
+        params,
+    }
+}
+
+/// Writes `dir/name`, creating folders.
+pub(crate) fn write(dir: &std::path::Path, name: &str, contents: &str) {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, contents).unwrap();
+}
