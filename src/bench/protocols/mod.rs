@@ -5,6 +5,8 @@
 //! file starts with a comment naming its reference: the paper section, and the reference
 //! implementation's file where one exists.
 
+pub mod senteval;
+
 use super::encoder::Encoder;
 use super::error::BenchError;
 use super::matrix::Matrix;
@@ -89,6 +91,7 @@ pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
 pub fn protocol(name: &str) -> Option<Protocol> {
     let table: BTreeMap<&str, Protocol> = BTreeMap::from([
         // Each protocol module registers itself here: ("name", module::run as Protocol).
+        ("senteval-classification", senteval::run as Protocol),
     ]);
     table.get(name).copied()
 }
