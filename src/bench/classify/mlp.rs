@@ -452,9 +452,20 @@ fn dropout_mask(len: usize, p: f32, rng: &mut ChaCha8Rng) -> Vec<f32> {
 
 /// Summed cross-entropy of the rows (f64) and `scale · (softmax − onehot)`.
 fn softmax_cross_entropy(mut logits: Matrix, y: &[usize], scale: f32) -> (f64, Matrix) {
+    let cols = logits.cols;
+    let loss = softmax_cross_entropy_rows(&mut logits.data, cols, y.iter().copied(), scale);
+    (loss, logits)
+}
+
+/// [`softmax_cross_entropy`] in place on row-major `cols`-wide rows, one label per row.
+fn softmax_cross_entropy_rows(
+    logits: &mut [f32],
+    cols: usize,
+    labels: impl Iterator<Item = usize>,
+    scale: f32,
+) -> f64 {
     let mut loss = 0.0f64;
-    for (r, &label) in y.iter().enumerate() {
-        let row = logits.row_mut(r);
+    for (row, label) in logits.chunks_exact_mut(cols).zip(labels) {
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let mut sum = 0.0f64;
         for v in row.iter_mut() {
@@ -469,7 +480,179 @@ fn softmax_cross_entropy(mut logits: Matrix, y: &[usize], scale: f32) -> (f64, M
         }
         row[label] -= scale;
     }
-    (loss, logits)
+    loss
+}
+
+/// Lanes of the dot product below: independent partial sums, which the compiler keeps in
+/// SIMD registers.
+const LANES: usize = 32;
+
+/// `Σ a_i b_i` in f32: `LANES` partial sums over the chunks, a fixed-order reduction, then the
+/// remainder. Deterministic (no dependence on threads or alignment), and the same bits in
+/// [`dot_avx2`]: every lane is a separate multiply and add, never fused (Rust does not
+/// contract `a * b + c` into an FMA).
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut acc = [0.0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..LANES {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    dot_finish(acc, ra, rb)
+}
+
+/// The lanes' reduction (a fixed pairwise tree) plus the remainder, shared by both dots.
+#[inline(always)]
+fn dot_finish(mut acc: [f32; LANES], ra: &[f32], rb: &[f32]) -> f32 {
+    let mut width = LANES / 2;
+    while width > 0 {
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+        width /= 2;
+    }
+    let mut sum = acc[0];
+    for (x, y) in ra.iter().zip(rb) {
+        sum += x * y;
+    }
+    sum
+}
+
+/// [`dot`] with its 32 lanes in four 256-bit registers (the compiler vectorises the portable
+/// loop poorly): four independent addition chains.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::{
+        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+    };
+    const _: () = assert!(LANES == 32);
+    let len = a.len().min(b.len());
+    let full = len / LANES * LANES;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc: [__m256; 4] = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i < full {
+        for (r, reg) in acc.iter_mut().enumerate() {
+            // SAFETY: i + 32 <= full <= the length of both slices.
+            let prod = _mm256_mul_ps(
+                _mm256_loadu_ps(pa.add(i + 8 * r)),
+                _mm256_loadu_ps(pb.add(i + 8 * r)),
+            );
+            *reg = _mm256_add_ps(*reg, prod);
+        }
+        i += LANES;
+    }
+    let mut lanes = [0.0f32; LANES];
+    for (r, reg) in acc.iter().enumerate() {
+        _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * r), *reg);
+    }
+    dot_finish(lanes, &a[full..len], &b[full..len])
+}
+
+/// `out += alpha · x`.
+#[inline(always)]
+fn axpy(alpha: f32, x: &[f32], out: &mut [f32]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o += alpha * v;
+    }
+}
+
+/// Which implementation of the gradient [`train`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    /// The logistic-regression kernel where it applies, else the generic one.
+    Auto,
+    /// Gather the batch, then forward and backward through [`gemm`] (any network).
+    #[cfg_attr(not(test), allow(dead_code))] // the reference the tests compare against
+    Generic,
+}
+
+/// Whether the logistic-regression kernel computes this network: one `Linear`, no dropout.
+fn logreg_kernel_applies(spec: &MlpSpec) -> bool {
+    spec.hidden.is_empty() && spec.input_dropout == 0.0
+}
+
+/// The gradient of `scale · Σ CE` of multinomial logistic regression over rows `batch` of
+/// `x` (into `grad`, overwritten), and the summed loss: the generic forward and backward
+/// passes computed row by row straight from `x`, without gathering the batch, packing
+/// operands or allocating. A SentEval fit is thousands of 64-row steps of a `C × d` linear
+/// layer, where GEMM's packing dominated. Equal to the generic path up to the order of the
+/// additions in the dot products (the same sums, differently associated).
+///
+/// On x86-64 with AVX2 the same code is compiled for 256-bit vectors (chosen at run time);
+/// its results are bit-identical to the baseline build's (see [`dot`]).
+fn logreg_gradient(
+    model: &Mlp,
+    x: &Matrix,
+    y: &[usize],
+    batch: &[usize],
+    scale: f32,
+    grad: &mut [f32],
+    logits: &mut Vec<f32>,
+) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { logreg_gradient_avx2(model, x, y, batch, scale, grad, logits) };
+    }
+    logreg_gradient_body(model, x, y, batch, scale, grad, logits, dot)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn logreg_gradient_avx2(
+    model: &Mlp,
+    x: &Matrix,
+    y: &[usize],
+    batch: &[usize],
+    scale: f32,
+    grad: &mut [f32],
+    logits: &mut Vec<f32>,
+) -> f64 {
+    // SAFETY: this function only runs where AVX2 is available.
+    let dot = |a: &[f32], b: &[f32]| unsafe { dot_avx2(a, b) };
+    logreg_gradient_body(model, x, y, batch, scale, grad, logits, dot)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn logreg_gradient_body(
+    model: &Mlp,
+    x: &Matrix,
+    y: &[usize],
+    batch: &[usize],
+    scale: f32,
+    grad: &mut [f32],
+    logits: &mut Vec<f32>,
+    dot: impl Fn(&[f32], &[f32]) -> f32,
+) -> f64 {
+    let (k, d) = (model.n_classes, model.n_in);
+    let (w, b) = model.params.split_at(k * d);
+    logits.clear();
+    for &i in batch {
+        let xi = x.row(i);
+        for c in 0..k {
+            logits.push(b[c] + dot(&w[c * d..(c + 1) * d], xi));
+        }
+    }
+    let loss = softmax_cross_entropy_rows(logits, k, batch.iter().map(|&i| y[i]), scale);
+    let (gw, gb) = grad.split_at_mut(k * d);
+    gw.fill(0.0);
+    gb.fill(0.0);
+    for (&i, delta) in batch.iter().zip(logits.chunks_exact(k)) {
+        let xi = x.row(i);
+        for c in 0..k {
+            axpy(delta[c], xi, &mut gw[c * d..(c + 1) * d]);
+            gb[c] += delta[c];
+        }
+    }
+    loss
 }
 
 /// How the per-row losses of a batch are combined.
@@ -638,6 +821,10 @@ fn check_data(x: &Matrix, y: &[usize], n_classes: usize, what: &str) -> Result<(
 
 /// Trains a network of shape `spec` on `(x, y)` (labels `0..n_classes`), evaluating on `dev`
 /// as [`TrainConfig::eval_every`] says; returns the model chosen by [`TrainConfig::selection`].
+///
+/// Logistic regression without input dropout trains through a dedicated kernel (see
+/// `logreg_gradient`): the same algorithm and random streams as the generic path, results
+/// equal up to float rounding.
 pub fn train(
     spec: &MlpSpec,
     cfg: &TrainConfig,
@@ -645,6 +832,18 @@ pub fn train(
     y: &[usize],
     n_classes: usize,
     dev: Option<(&Matrix, &[usize])>,
+) -> Result<(Mlp, TrainReport), ClassifyError> {
+    train_with(spec, cfg, x, y, n_classes, dev, Kernel::Auto)
+}
+
+fn train_with(
+    spec: &MlpSpec,
+    cfg: &TrainConfig,
+    x: &Matrix,
+    y: &[usize],
+    n_classes: usize,
+    dev: Option<(&Matrix, &[usize])>,
+    kernel: Kernel,
 ) -> Result<(Mlp, TrainReport), ClassifyError> {
     check_data(x, y, n_classes, "training data")?;
     if x.rows == 0 {
@@ -673,6 +872,10 @@ pub fn train(
     let mut model = Mlp::new(spec, x.cols, n_classes, cfg.seed);
     let mut adam = Adam::new(model.params.len(), cfg);
     let mut grad = vec![0.0f32; model.params.len()];
+    // The logistic-regression kernel draws no dropout masks, as the generic path draws none
+    // for this network: both consume the same random streams.
+    let fast = kernel == Kernel::Auto && logreg_kernel_applies(spec);
+    let mut buf = Vec::with_capacity(cfg.batch_size * n_classes);
     let mut shuffle_rng = seeded_rng(cfg.seed, STREAM_SHUFFLE);
     let mut dropout_rng = seeded_rng(cfg.seed, STREAM_DROPOUT);
     let mut report = TrainReport {
@@ -696,11 +899,15 @@ pub fn train(
             order.shuffle(&mut shuffle_rng);
             let mut loss_sum = 0.0;
             for batch in order.chunks(cfg.batch_size) {
-                let xb = x.select_rows(batch);
-                let yb: Vec<usize> = batch.iter().map(|&i| y[i]).collect();
-                let trace = model.forward_train(xb, Some(&mut dropout_rng));
                 let scale = cfg.reduction.scale(batch.len());
-                loss_sum += model.backward(trace, &yb, scale, &mut grad);
+                if fast {
+                    loss_sum += logreg_gradient(&model, x, y, batch, scale, &mut grad, &mut buf);
+                } else {
+                    let xb = x.select_rows(batch);
+                    let yb: Vec<usize> = batch.iter().map(|&i| y[i]).collect();
+                    let trace = model.forward_train(xb, Some(&mut dropout_rng));
+                    loss_sum += model.backward(trace, &yb, scale, &mut grad);
+                }
                 adam.step(&mut model.params, &grad, lr);
             }
             epoch += 1;
@@ -1025,6 +1232,109 @@ mod tests {
             pool.install(|| train(&spec, &cfg, &x, &y, 2, None).unwrap().0)
         };
         assert_eq!(run(1).params(), run(3).params());
+    }
+
+    /// `blobs` spread over `d` features (not a multiple of the dot product's lanes).
+    fn wide_blobs(
+        n_per_class: usize,
+        n_classes: usize,
+        d: usize,
+        seed: u64,
+    ) -> (Matrix, Vec<usize>) {
+        let (x, y) = blobs(n_per_class, n_classes, 2.5, seed);
+        let mut rng = seeded_rng(seed, 98);
+        let data = (0..x.rows)
+            .flat_map(|r| {
+                let (a, b) = (x.row(r)[0], x.row(r)[1]);
+                (0..d)
+                    .map(|j| if j % 2 == 0 { a } else { b } * 0.2 + rng.random::<f32>() - 0.5)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        (Matrix::from_vec(x.rows, d, data), y)
+    }
+
+    #[test]
+    fn the_logreg_kernel_gradient_equals_the_generic_backward_pass() {
+        let (x, y) = wide_blobs(9, 3, 37, 4);
+        let model = Mlp::new(&MlpSpec::logreg(), 37, 3, 8);
+        let batch: Vec<usize> = vec![5, 0, 26, 13, 13, 2, 19];
+        let xb = x.select_rows(&batch);
+        let yb: Vec<usize> = batch.iter().map(|&i| y[i]).collect();
+        for reduction in [Reduction::Sum, Reduction::Mean] {
+            let (want_loss, want) = model.loss_and_gradient(&xb, &yb, reduction, None);
+            let mut got = vec![f32::NAN; want.len()];
+            let scale = reduction.scale(batch.len());
+            let loss_sum =
+                logreg_gradient(&model, &x, &y, &batch, scale, &mut got, &mut Vec::new());
+            let loss = match reduction {
+                Reduction::Sum => loss_sum,
+                Reduction::Mean => loss_sum / batch.len() as f64,
+            };
+            assert!((loss - want_loss).abs() < 1e-6 * (1.0 + want_loss.abs()));
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-5 * (1.0 + w.abs()), "{g} vs {w}");
+            }
+        }
+        assert_eq!(dot(&[1.0; 40], &[0.5; 40]), 20.0);
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_avx2_build_of_the_logreg_kernel_gives_the_baseline_bits() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let (x, y) = wide_blobs(20, 4, 75, 9);
+        let model = Mlp::new(&MlpSpec::logreg(), 75, 4, 2);
+        let batch: Vec<usize> = (0..x.rows).rev().step_by(3).collect();
+        let mut base = vec![0.0f32; model.params().len()];
+        let mut wide = base.clone();
+        let a = logreg_gradient_body(&model, &x, &y, &batch, 1.0, &mut base, &mut Vec::new(), dot);
+        // SAFETY: AVX2 was detected above.
+        let b = unsafe {
+            logreg_gradient_avx2(&model, &x, &y, &batch, 1.0, &mut wide, &mut Vec::new())
+        };
+        assert_eq!(a.to_bits(), b.to_bits());
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&base), bits(&wide));
+        for len in [0, 5, 16, 37, 64, 75, 512] {
+            let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
+            // SAFETY: AVX2 was detected above.
+            let wide = unsafe { dot_avx2(&a, &b) };
+            assert_eq!(dot(&a, &b).to_bits(), wide.to_bits(), "len {len}");
+        }
+    }
+
+    #[test]
+    fn training_through_the_logreg_kernel_matches_the_generic_path() {
+        let (x, y) = wide_blobs(40, 3, 53, 6);
+        let (dx, dy) = wide_blobs(15, 3, 53, 7);
+        for (reduction, weight_decay) in [(Reduction::Sum, 1e-3), (Reduction::Mean, 1e-5)] {
+            let cfg = TrainConfig {
+                epochs: 8,
+                eval_every: 2,
+                batch_size: 11,
+                weight_decay,
+                reduction,
+                seed: 3,
+                selection: Selection::Last,
+                ..TrainConfig::default()
+            };
+            let spec = MlpSpec::logreg();
+            let dev = Some((&dx, dy.as_slice()));
+            let (fast, fr) = train_with(&spec, &cfg, &x, &y, 3, dev, Kernel::Auto).unwrap();
+            let (slow, sr) = train_with(&spec, &cfg, &x, &y, 3, dev, Kernel::Generic).unwrap();
+            for (a, b) in fast.params().iter().zip(slow.params()) {
+                assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+            }
+            assert_ne!(fast.params(), Mlp::new(&spec, 53, 3, 3).params());
+            assert_eq!(fr.dev_accuracy, sr.dev_accuracy);
+            for (a, b) in fr.train_loss.iter().zip(&sr.train_loss) {
+                assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()));
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,9 @@
 //! through ChaCha8 streams rather than PyTorch's and NumPy's generators. With a given seed the
 //! results are bit-identical from run to run and independent of the number of threads.
 //!
-//! Every matrix product goes through the private [`gemm`] below.
+//! Every matrix product goes through the private [`gemm`] below, except the training steps of
+//! logistic regression, which have their own kernel (`mlp::logreg_gradient`: thousands of
+//! 64-row steps of a `C × d` layer, where GEMM's packing cost more than the arithmetic).
 
 pub mod mlp;
 pub mod senteval;

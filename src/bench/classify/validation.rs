@@ -20,8 +20,10 @@
 //! as Adam's weight decay. (`[2**t for t in range(-2, 4)]` and `range(-1, 6)` in that file are
 //! the `C` grids of its scikit-learn path, which this module does not implement.)
 //!
-//! Independent fits (penalty × fold) run in parallel with rayon; each is deterministic, so the
-//! results do not depend on the number of threads.
+//! Independent fits (penalty × fold) run in parallel with rayon, and the inner k-fold's final
+//! fit of one outer fold runs alongside the penalty scan of the next; each fit is
+//! deterministic and results are collected in a fixed order, so they do not depend on the
+//! number of threads.
 
 use super::mlp::{seeded_rng, STREAM_FOLDS};
 use super::senteval::{SentEvalClassifier, ValidationSource};
@@ -244,14 +246,19 @@ pub fn inner_kfold_classifier(
         fold_test_accuracies: Vec::new(),
         test_predictions: vec![0; x.rows],
     };
-    let mut dev_results = Vec::new();
-    for fold in &outer {
+    // Each outer fold: the penalty scan (its fits in parallel), then the final fit of the
+    // chosen penalty. The final fit of fold i runs alongside the scan of fold i + 1. Every
+    // fit is deterministic and the results are collected in fold order, so the outcome does
+    // not depend on the number of threads.
+    let scan = |i: usize| -> Result<(Matrix, Vec<usize>, Vec<f64>), ClassifyError> {
+        let fold = &outer[i];
         let (tx, ty) = (x.select_rows(&fold.train), pick(y, &fold.train));
-        let (ex, ey) = (x.select_rows(&fold.test), pick(y, &fold.test));
         let inner = stratified_kfold(&ty, cfg.kfold, Some(cfg.fold_seed))?;
         let scores = kfold_scores(cfg, &tx, &ty, n_classes, &inner)?;
+        Ok((tx, ty, scores))
+    };
+    let finish = |i: usize, tx: Matrix, ty: Vec<usize>, scores: Vec<f64>| {
         let best = best_index(&scores);
-        dev_results.push(scores[best]);
         let (model, _, _) = cfg.classifier.fit(
             &tx,
             &ty,
@@ -259,7 +266,33 @@ pub fn inner_kfold_classifier(
             cfg.regs[best],
             ValidationSource::Split(cfg.final_validation_split),
         )?;
-        let predictions = model.predict(&ex);
+        Ok::<_, ClassifyError>((
+            i,
+            scores,
+            best,
+            model.predict(&x.select_rows(&outer[i].test)),
+        ))
+    };
+    let mut dev_results = Vec::new();
+    let mut pending = None;
+    for i in 0..=outer.len() {
+        let (done, next) = rayon::join(
+            || {
+                pending
+                    .take()
+                    .map(|(j, tx, ty, scores)| finish(j, tx, ty, scores))
+            },
+            || (i < outer.len()).then(|| scan(i)),
+        );
+        if let Some((tx, ty, scores)) = next.transpose()? {
+            pending = Some((i, tx, ty, scores));
+        }
+        let Some((j, scores, best, predictions)) = done.transpose()? else {
+            continue;
+        };
+        let fold = &outer[j];
+        dev_results.push(scores[best]);
+        let ey = pick(y, &fold.test);
         result
             .fold_test_accuracies
             .push(round2(100.0 * super::accuracy(&predictions, &ey)));
@@ -478,6 +511,20 @@ mod tests {
             final_validation_split: 0.1,
             ..SentEvalConfig::default()
         }
+    }
+
+    #[test]
+    fn the_inner_kfold_gives_the_same_result_on_one_thread_and_on_many() {
+        let cfg = small_config();
+        let (x, y) = data(60, 7);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| inner_kfold_classifier(&x, &y, 2, &cfg).unwrap())
+        };
+        assert_eq!(run(1), run(3));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod intent;
 pub mod mldoc;
 pub mod multiway;
 pub mod retrieval;
+pub mod senteval;
 pub mod sentiment;
 pub mod sts;
 pub mod tatoeba;
@@ -119,6 +120,7 @@ pub fn protocol(name: &str) -> Option<Protocol> {
         ("mldoc", mldoc::run as Protocol),
         ("multiway-search", multiway::run as Protocol),
         ("retrieval-p1", retrieval::run as Protocol),
+        ("senteval-classification", senteval::run as Protocol),
         ("sentiment-transfer", sentiment::run as Protocol),
         ("sts", sts::run as Protocol),
         ("tatoeba-search", tatoeba::run as Protocol),
