@@ -129,6 +129,13 @@ pub fn protocol(name: &str) -> Option<Protocol> {
     table.get(name).copied()
 }
 
+/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
+/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
+/// unrelated streams; the same root and tag always give the same seed.
+pub fn sub_seed(root: u64, tag: &str) -> u64 {
+    super::hashed::splitmix64(root ^ super::hashed::splitmix64(stream_of(tag)))
+}
+
 /// Shared by the protocols' real-data tests.
 #[cfg(test)]
 pub(crate) mod test_support {
@@ -176,11 +183,4 @@ pub(crate) mod test_support {
         assert_eq!(first, second, "{name}: the second run differs");
         (first, t1, t2)
     }
-}
-
-/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
-/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
-/// unrelated streams; the same root and tag always give the same seed.
-pub fn sub_seed(root: u64, tag: &str) -> u64 {
-    super::hashed::splitmix64(root ^ super::hashed::splitmix64(stream_of(tag)))
 }
