@@ -146,14 +146,14 @@ pub(crate) fn argmax(values: &[f32]) -> usize {
     best
 }
 
-/// Fraction of equal entries.
+/// Fraction of equal entries ([`crate::bench::metrics::accuracy`]), but 0 on an empty set.
 pub fn accuracy(predicted: &[usize], truth: &[usize]) -> f64 {
-    assert_eq!(predicted.len(), truth.len(), "accuracy: length mismatch");
+    // 0, not metrics' NaN, on an empty set: early stopping compares dev accuracies with
+    // `>=`, which NaN would silently break.
     if truth.is_empty() {
         return 0.0;
     }
-    let correct = predicted.iter().zip(truth).filter(|(p, t)| p == t).count();
-    correct as f64 / truth.len() as f64
+    crate::bench::metrics::accuracy(predicted, truth)
 }
 
 /// NumPy's `round(x, 2)`: half to even at the second decimal.

@@ -603,10 +603,9 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::encoder::Encoder;
-    use crate::bench::protocols::multiway::test_support;
+    use crate::bench::protocols::fake_encoder::TableEncoder;
+    use crate::bench::protocols::test_support::{run_real_with, Reuse};
     use crate::bench::registry::Registry;
-    use std::sync::Mutex;
 
     fn c(src: usize, trg: usize, score: f64) -> Candidate {
         Candidate { src, trg, score }
@@ -830,33 +829,6 @@ mod tests {
         assert_eq!(cv.prf.f1, 1.0);
     }
 
-    /// Looks sentences up in a table; records how many rows it was asked for.
-    struct Table {
-        rows: HashMap<String, Vec<f32>>,
-        asked: Mutex<usize>,
-    }
-    impl Encoder for Table {
-        fn name(&self) -> &str {
-            "table"
-        }
-        fn fingerprint(&self) -> String {
-            "table".into()
-        }
-        fn dim(&self) -> usize {
-            3
-        }
-        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
-            *self.asked.lock().unwrap() += sentences.len();
-            Ok(Matrix::from_rows(
-                &sentences
-                    .iter()
-                    .map(|s| self.rows[*s].clone())
-                    .collect::<Vec<_>>(),
-                3,
-            ))
-        }
-    }
-
     #[test]
     fn end_to_end_on_a_tiny_set_with_a_repeated_sentence() {
         // Three true pairs on distinct axes, a repeated source sentence ("dup", gold with t2)
@@ -874,10 +846,7 @@ mod tests {
         .into_iter()
         .map(|(k, r)| (k.to_string(), r))
         .collect();
-        let enc = Table {
-            rows,
-            asked: Mutex::new(0),
-        };
+        let enc = TableEncoder::new(3, rows);
         let ids = |p: &str, t: &[&str]| -> Vec<IdSentence> {
             t.iter()
                 .enumerate()
@@ -911,7 +880,7 @@ mod tests {
             ..BuccParams::default()
         };
         let r = evaluate_set(&ctx, &set, &params).unwrap();
-        assert_eq!(*enc.asked.lock().unwrap(), 3 + 4, "unique sentences only");
+        assert_eq!(enc.asked(), 3 + 4, "unique sentences only");
         let s = &r.scores;
         assert_eq!(s["source_unique"], 3);
         assert_eq!(s["source_repeated_lines"], 2);
@@ -977,7 +946,7 @@ mod tests {
     /// Debug-build smoke test on the real sample set (hashed-ngrams of dimension 16).
     #[test]
     fn real_bucc_sample_small_dim() {
-        let (o, secs) = test_support::run_twice("bucc", None, 16, run);
+        let (o, secs, _) = run_real_with("bucc", None, "hashed-ngrams:dim=16", Reuse::Memory);
         report(&o, secs, "dim 16");
         check(&o);
     }
@@ -987,7 +956,7 @@ mod tests {
     #[test]
     #[ignore]
     fn full_bucc_sample_hashed_ngrams() {
-        let (o, secs) = test_support::run_twice("bucc", None, 512, run);
+        let (o, secs, _) = run_real_with("bucc", None, "hashed-ngrams:dim=512", Reuse::Memory);
         report(&o, secs, "hashed-ngrams");
         check(&o);
     }

@@ -10,7 +10,8 @@ use crate::bench::encoder::Encoder;
 use crate::bench::error::BenchError;
 use crate::bench::matrix::Matrix;
 use crate::bench::registry::Benchmark;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) const DIM: usize = 16;
 
@@ -49,6 +50,46 @@ impl Encoder for FakeEncoder {
     }
 }
 
+/// Looks sentences up in a table of fixed rows of length `dim` (an unknown sentence
+/// panics) and counts how many sentences it was asked to embed.
+pub(crate) struct TableEncoder {
+    pub rows: HashMap<String, Vec<f32>>,
+    dim: usize,
+    asked: AtomicUsize,
+}
+
+impl TableEncoder {
+    pub fn new(dim: usize, rows: HashMap<String, Vec<f32>>) -> Self {
+        TableEncoder {
+            rows,
+            dim,
+            asked: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many sentences `encode` has been given so far.
+    pub fn asked(&self) -> usize {
+        self.asked.load(Ordering::SeqCst)
+    }
+}
+
+impl Encoder for TableEncoder {
+    fn name(&self) -> &str {
+        "table"
+    }
+    fn fingerprint(&self) -> String {
+        "table".into()
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
+        self.asked.fetch_add(sentences.len(), Ordering::SeqCst);
+        let rows: Vec<Vec<f32>> = sentences.iter().map(|s| self.rows[*s].clone()).collect();
+        Ok(Matrix::from_rows(&rows, self.dim))
+    }
+}
+
 /// A benchmark declaration with these params (YAML text of a mapping).
 pub(crate) fn bench(
     name: &str,
@@ -71,6 +112,19 @@ pub(crate) fn bench(
         languages: languages.iter().map(|s| s.to_string()).collect(),
         params,
     }
+}
+
+/// The params of the declared (embedded registry) benchmark `name`, parsed as its
+/// protocol parses them ([`Context::params`](crate::bench::protocols::Context::params)).
+pub(crate) fn declared_params<P: serde::de::DeserializeOwned>(name: &str) -> P {
+    let registry = crate::bench::registry::Registry::embedded().unwrap();
+    let ctx = crate::bench::protocols::Context {
+        benchmark: registry.get(name).unwrap(),
+        dataset_dir: std::path::Path::new("."),
+        encoder: &FakeEncoder,
+        seed: 0,
+    };
+    ctx.params().unwrap()
 }
 
 /// Writes `dir/name`, creating folders.

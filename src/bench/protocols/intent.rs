@@ -339,28 +339,10 @@ fn load(ctx: &Context) -> Result<BTreeMap<String, Vec<Item>>, BenchError> {
 mod tests {
     use super::*;
     use crate::bench::encoder::Encoder;
+    use crate::bench::protocols::fake_encoder::TableEncoder;
     use crate::bench::protocols::test_support::run_real;
     use crate::bench::registry::Benchmark;
     use crate::data::shared_datasets_dir;
-
-    /// Looks sentences up in a table; unknown sentences are an error.
-    struct Table(HashMap<String, Vec<f32>>);
-
-    impl Encoder for Table {
-        fn name(&self) -> &str {
-            "table"
-        }
-        fn fingerprint(&self) -> String {
-            "table".into()
-        }
-        fn dim(&self) -> usize {
-            2
-        }
-        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
-            let rows: Vec<Vec<f32>> = sentences.iter().map(|s| self.0[*s].clone()).collect();
-            Ok(Matrix::from_rows(&rows, 2))
-        }
-    }
 
     fn item(text: &str, label: &str, pivot: usize) -> Item {
         Item {
@@ -394,17 +376,20 @@ mod tests {
         };
         std::fs::write(dir.path().join("en.test.conll"), text(&en, false)).unwrap();
         std::fs::write(dir.path().join("de.test.conll"), text(&de, true)).unwrap();
-        let enc = Table(HashMap::from(
-            [
-                ("a0", [1.0, 0.0]),
-                ("d0", [1.0, 0.0]),
-                ("d1", [0.9, 0.1]),
-                ("a1", [0.9, 0.1]),
-                ("d2", [0.0, 1.0]),
-                ("a2", [0.0, 1.0]),
-            ]
-            .map(|(t, v)| (t.to_string(), v.to_vec())),
-        ));
+        let enc = TableEncoder::new(
+            2,
+            HashMap::from(
+                [
+                    ("a0", [1.0, 0.0]),
+                    ("d0", [1.0, 0.0]),
+                    ("d1", [0.9, 0.1]),
+                    ("a1", [0.9, 0.1]),
+                    ("d2", [0.0, 1.0]),
+                    ("a2", [0.0, 1.0]),
+                ]
+                .map(|(t, v)| (t.to_string(), v.to_vec())),
+            ),
+        );
         let bench = Benchmark {
             name: "tiny-xsid".into(),
             description: String::new(),

@@ -324,7 +324,7 @@ mod tests {
     use super::*;
     use crate::bench::cache::CachedEncoder;
     use crate::bench::hashed::HashedNgrams;
-    use crate::bench::protocols::fake_encoder::{bench, write, FakeEncoder};
+    use crate::bench::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
     use crate::bench::Encoder;
     use std::path::Path;
 
@@ -368,14 +368,10 @@ mod tests {
 
     #[test]
     fn the_declared_params_parse_to_the_reference_defaults() {
-        let registry = crate::bench::registry::Registry::embedded().unwrap();
-        let ctx = Context {
-            benchmark: registry.get("sib200").unwrap(),
-            dataset_dir: std::path::Path::new("."),
-            encoder: &FakeEncoder,
-            seed: 0,
-        };
-        assert_eq!(ctx.params::<MldocParams>().unwrap(), MldocParams::default());
+        assert_eq!(
+            declared_params::<MldocParams>("sib200"),
+            MldocParams::default()
+        );
     }
 
     #[test]

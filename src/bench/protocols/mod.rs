@@ -141,27 +141,106 @@ pub fn sub_seed(root: u64, tag: &str) -> u64 {
 pub(crate) mod test_support {
     use super::{protocol, Context, Outcome};
     use crate::bench::cache::CachedEncoder;
-    use crate::bench::encoder::open_encoder;
-    use crate::bench::registry::Registry;
+    use crate::bench::encoder::{open_encoder, Encoder};
+    use crate::bench::error::BenchError;
+    use crate::bench::matrix::Matrix;
+    use crate::bench::registry::{Benchmark, Registry};
     use crate::settings::Settings;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
     use std::time::Instant;
 
-    /// Runs the declared benchmark `name` on the shared dataset with the encoder `spec`
-    /// behind an embedding cache in a temporary folder (as the runner does: a sentence
-    /// shared by two language pairs is encoded once), twice; asserts both outcomes are
-    /// identical and returns the first with the two wall times in seconds. The second run
-    /// reads every embedding from the cache, so its time is the protocol's own.
+    /// Remembers the rows an inner encoder gave, so a second run re-checks the protocol's
+    /// determinism without paying for the embeddings again.
+    pub struct Memo<E> {
+        inner: E,
+        rows: Mutex<HashMap<String, Vec<f32>>>,
+    }
+
+    impl<E: Encoder> Memo<E> {
+        pub fn new(inner: E) -> Self {
+            Memo {
+                inner,
+                rows: Mutex::new(HashMap::new()),
+            }
+        }
+    }
+
+    impl<E: Encoder> Encoder for Memo<E> {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn fingerprint(&self) -> String {
+            self.inner.fingerprint()
+        }
+        fn dim(&self) -> usize {
+            self.inner.dim()
+        }
+        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
+            let missing: Vec<&str> = {
+                let rows = self.rows.lock().unwrap();
+                sentences
+                    .iter()
+                    .copied()
+                    .filter(|s| !rows.contains_key(*s))
+                    .collect()
+            };
+            if !missing.is_empty() {
+                let m = self.inner.encode(&missing)?;
+                let mut rows = self.rows.lock().unwrap();
+                for (i, s) in missing.iter().enumerate() {
+                    rows.insert(s.to_string(), m.row(i).to_vec());
+                }
+            }
+            let rows = self.rows.lock().unwrap();
+            let dim = self.dim();
+            Ok(Matrix::from_rows(
+                &sentences
+                    .iter()
+                    .map(|s| rows[*s].clone())
+                    .collect::<Vec<_>>(),
+                dim,
+            ))
+        }
+    }
+
+    /// Where [`run_real_with`] keeps the first run's embeddings for the second.
+    pub enum Reuse {
+        /// A [`CachedEncoder`] in a temporary folder, as the runner does (a sentence shared
+        /// by two language pairs is encoded once).
+        Disk,
+        /// A [`Memo`] in memory (cheaper in debug builds).
+        Memory,
+    }
+
+    /// [`run_real_with`] on the declared languages, reusing embeddings through the disk cache.
     pub fn run_real(name: &str, spec: &str) -> (Outcome, f64, f64) {
-        let registry = Registry::embedded().unwrap();
-        let bench = registry.get(name).unwrap();
+        run_real_with(name, None, spec, Reuse::Disk)
+    }
+
+    /// Runs the declared benchmark `name` (with `languages` replacing the declared ones when
+    /// given) on the shared dataset with the encoder `spec`, twice; asserts both outcomes are
+    /// identical and returns the first with the two wall times in seconds. The second run
+    /// reuses every embedding of the first (see [`Reuse`]), so its time is the protocol's own.
+    pub fn run_real_with(
+        name: &str,
+        languages: Option<&[&str]>,
+        spec: &str,
+        reuse: Reuse,
+    ) -> (Outcome, f64, f64) {
+        let mut bench: Benchmark = Registry::embedded().unwrap().get(name).unwrap().clone();
+        if let Some(l) = languages {
+            bench.languages = l.iter().map(|s| s.to_string()).collect();
+        }
         let dir = crate::data::shared_datasets_dir().join(&bench.dataset);
+        let inner = open_encoder(spec, &Settings::default()).unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let encoder = CachedEncoder::new(
-            open_encoder(spec, &Settings::default()).unwrap(),
-            cache.path(),
-        );
+        let encoder: Box<dyn Encoder> = match reuse {
+            Reuse::Disk => Box::new(CachedEncoder::new(inner, cache.path())),
+            Reuse::Memory => Box::new(Memo::new(inner)),
+        };
         let ctx = Context {
-            benchmark: bench,
+            benchmark: &bench,
             dataset_dir: &dir,
             encoder: &encoder,
             seed: 1,

@@ -203,135 +203,13 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     })
 }
 
-/// Shared by the real-data tests of the nearest-neighbour protocols.
-#[cfg(test)]
-pub(crate) mod test_support {
-    use crate::bench::encoder::Encoder;
-    use crate::bench::error::BenchError;
-    use crate::bench::hashed::{HashedNgrams, HashedParams};
-    use crate::bench::matrix::Matrix;
-    use crate::bench::protocols::{Context, Outcome};
-    use crate::bench::registry::{Benchmark, Registry};
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::time::Instant;
-
-    /// Remembers the rows an inner encoder gave, so a second run re-checks the protocol's
-    /// determinism without paying for the embeddings again.
-    pub struct Memo<E> {
-        inner: E,
-        rows: Mutex<HashMap<String, Vec<f32>>>,
-    }
-
-    impl<E: Encoder> Memo<E> {
-        pub fn new(inner: E) -> Self {
-            Memo {
-                inner,
-                rows: Mutex::new(HashMap::new()),
-            }
-        }
-    }
-
-    impl<E: Encoder> Encoder for Memo<E> {
-        fn name(&self) -> &str {
-            self.inner.name()
-        }
-        fn fingerprint(&self) -> String {
-            self.inner.fingerprint()
-        }
-        fn dim(&self) -> usize {
-            self.inner.dim()
-        }
-        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
-            let missing: Vec<&str> = {
-                let rows = self.rows.lock().unwrap();
-                sentences
-                    .iter()
-                    .copied()
-                    .filter(|s| !rows.contains_key(*s))
-                    .collect()
-            };
-            if !missing.is_empty() {
-                let m = self.inner.encode(&missing)?;
-                let mut rows = self.rows.lock().unwrap();
-                for (i, s) in missing.iter().enumerate() {
-                    rows.insert(s.to_string(), m.row(i).to_vec());
-                }
-            }
-            let rows = self.rows.lock().unwrap();
-            let dim = self.dim();
-            Ok(Matrix::from_rows(
-                &sentences
-                    .iter()
-                    .map(|s| rows[*s].clone())
-                    .collect::<Vec<_>>(),
-                dim,
-            ))
-        }
-    }
-
-    /// Runs benchmark `name` (its declaration, with `languages` replaced when given) on the
-    /// shared dataset with hashed-ngrams of dimension `dim`, twice; asserts both runs are
-    /// identical and returns the outcome and the first run's wall time.
-    pub fn run_twice(
-        name: &str,
-        languages: Option<&[&str]>,
-        dim: usize,
-        protocol: fn(&Context) -> Result<Outcome, BenchError>,
-    ) -> (Outcome, f64) {
-        let mut bench: Benchmark = Registry::embedded().unwrap().get(name).unwrap().clone();
-        if let Some(l) = languages {
-            bench.languages = l.iter().map(|s| s.to_string()).collect();
-        }
-        let dir = crate::data::shared_datasets_dir().join(&bench.dataset);
-        let enc = Memo::new(HashedNgrams::new(HashedParams {
-            dim,
-            ..HashedParams::default()
-        }));
-        let ctx = Context {
-            benchmark: &bench,
-            dataset_dir: &dir,
-            encoder: &enc,
-            seed: 1,
-        };
-        let t = Instant::now();
-        let a = protocol(&ctx).unwrap();
-        let secs = t.elapsed().as_secs_f64();
-        let b = protocol(&ctx).unwrap();
-        assert_eq!(a, b, "{name}: a second run gives identical numbers");
-        (a, secs)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::encoder::Encoder;
-    use crate::bench::registry::{Benchmark, Registry};
+    use crate::bench::protocols::fake_encoder::{declared_params, TableEncoder};
+    use crate::bench::protocols::test_support::{run_real_with, Reuse};
+    use crate::bench::registry::Benchmark;
     use std::collections::HashMap;
-
-    /// Sentences → fixed rows.
-    struct Table(HashMap<String, Vec<f32>>);
-    impl Encoder for Table {
-        fn name(&self) -> &str {
-            "table"
-        }
-        fn fingerprint(&self) -> String {
-            "table".into()
-        }
-        fn dim(&self) -> usize {
-            2
-        }
-        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
-            Ok(Matrix::from_rows(
-                &sentences
-                    .iter()
-                    .map(|s| self.0[*s].clone())
-                    .collect::<Vec<_>>(),
-                2,
-            ))
-        }
-    }
 
     #[test]
     fn three_language_matrix_with_a_fake_encoder() {
@@ -366,7 +244,7 @@ mod tests {
             languages: vec!["all".into()],
             params: [("files".to_string(), serde_yaml::Value::from("t.{lang}"))].into(),
         };
-        let enc = Table(table);
+        let enc = TableEncoder::new(2, table);
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: dir.path(),
@@ -407,7 +285,8 @@ mod tests {
     /// unoptimised code embeds fast enough).
     #[test]
     fn real_newstest2012_and_flores_small_dim() {
-        let (o, secs) = test_support::run_twice("newstest2012", None, 16, run);
+        let (o, secs, _) =
+            run_real_with("newstest2012", None, "hashed-ngrams:dim=16", Reuse::Memory);
         eprintln!("newstest2012 dim 16 ({secs:.1} s): {:.2}", o.main_score);
         assert_eq!(o.scores["lines"], 3003);
         assert_eq!(o.scores["pairs"], 20);
@@ -415,7 +294,12 @@ mod tests {
         // wiring and determinism, the ignored `full_` test the numbers.
         assert!((50.0..99.97).contains(&o.main_score), "{}", o.main_score);
         let langs = ["eng_Latn", "fra_Latn", "zho_Hans"];
-        let (o, secs) = test_support::run_twice("flores200", Some(&langs), 16, run);
+        let (o, secs, _) = run_real_with(
+            "flores200",
+            Some(&langs),
+            "hashed-ngrams:dim=16",
+            Reuse::Memory,
+        );
         eprintln!("flores200 dim 16 ({secs:.1} s): {:.2}", o.main_score);
         assert_eq!(o.scores["lines"], 1012);
         assert!((50.0..99.9).contains(&o.main_score), "{}", o.main_score);
@@ -426,7 +310,8 @@ mod tests {
     #[test]
     #[ignore]
     fn full_newstest2012_and_flores200_hashed_ngrams() {
-        let (o, secs) = test_support::run_twice("newstest2012", None, 512, run);
+        let (o, secs, _) =
+            run_real_with("newstest2012", None, "hashed-ngrams:dim=512", Reuse::Memory);
         eprintln!(
             "newstest2012 hashed-ngrams ({secs:.1} s): average {:.2}\n{}\nrows {}\ncols {}",
             o.main_score,
@@ -439,7 +324,7 @@ mod tests {
         // far from LASER's ~1 %.
         assert!((2.0..80.0).contains(&o.main_score), "{}", o.main_score);
 
-        let (o, secs) = test_support::run_twice("flores200", None, 512, run);
+        let (o, secs, _) = run_real_with("flores200", None, "hashed-ngrams:dim=512", Reuse::Memory);
         eprintln!(
             "flores200 (15 XNLI languages) hashed-ngrams ({secs:.1} s): average {:.2}\nrows {}",
             o.main_score, o.scores["row_average"],
@@ -453,17 +338,8 @@ mod tests {
 
     #[test]
     fn declared_params_parse() {
-        let r = Registry::embedded().unwrap();
         for name in ["newstest2012", "flores200"] {
-            let b = r.get(name).unwrap();
-            let enc = Table(HashMap::new());
-            let ctx = Context {
-                benchmark: b,
-                dataset_dir: std::path::Path::new("."),
-                encoder: &enc,
-                seed: 0,
-            };
-            let p: MultiwayParams = ctx.params().unwrap();
+            let p: MultiwayParams = declared_params(name);
             assert!(p.files.contains("{lang}"), "{name}");
         }
     }

@@ -280,21 +280,14 @@ mod tests {
     use super::*;
     use crate::bench::cache::CachedEncoder;
     use crate::bench::hashed::HashedNgrams;
-    use crate::bench::protocols::fake_encoder::{bench, write, FakeEncoder};
+    use crate::bench::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
     use crate::bench::Encoder;
     use std::path::Path;
 
     #[test]
     fn the_declared_params_parse_to_the_reference_defaults() {
-        let registry = crate::bench::registry::Registry::embedded().unwrap();
-        let ctx = Context {
-            benchmark: registry.get("sentiment").unwrap(),
-            dataset_dir: std::path::Path::new("."),
-            encoder: &FakeEncoder,
-            seed: 0,
-        };
         assert_eq!(
-            ctx.params::<SentimentParams>().unwrap(),
+            declared_params::<SentimentParams>("sentiment"),
             SentimentParams::default()
         );
     }

@@ -133,33 +133,10 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::encoder::Encoder;
-    use crate::bench::matrix::Matrix;
-    use crate::bench::protocols::multiway::test_support;
+    use crate::bench::protocols::fake_encoder::{declared_params, TableEncoder};
+    use crate::bench::protocols::test_support::{run_real_with, Reuse};
     use crate::bench::registry::Registry;
     use std::collections::HashMap;
-
-    struct Table(HashMap<String, Vec<f32>>);
-    impl Encoder for Table {
-        fn name(&self) -> &str {
-            "table"
-        }
-        fn fingerprint(&self) -> String {
-            "table".into()
-        }
-        fn dim(&self) -> usize {
-            4
-        }
-        fn encode(&self, sentences: &[&str]) -> Result<Matrix, BenchError> {
-            Ok(Matrix::from_rows(
-                &sentences
-                    .iter()
-                    .map(|s| self.0[*s].clone())
-                    .collect::<Vec<_>>(),
-                4,
-            ))
-        }
-    }
 
     #[test]
     fn a_planted_wrong_neighbour_gives_the_expected_error_rates() {
@@ -178,7 +155,7 @@ mod tests {
             t.insert(format!("xx{i}"), e(i, 0.5));
         }
         t.insert("xx2".into(), vec![0.8, 0.0, 0.6, 0.0]);
-        let enc = Table(t);
+        let enc = TableEncoder::new(4, t);
         let bench = Registry::embedded()
             .unwrap()
             .get("tatoeba")
@@ -198,10 +175,10 @@ mod tests {
         assert_eq!(r.mean(), 12.5);
         // Exactly tied neighbours go to the lower index: xx3 equal to xx1 (and en3 equal to
         // en1) makes line 3 retrieve line 1 both ways.
-        let mut t = enc.0.clone();
+        let mut t = enc.rows.clone();
         t.insert("xx3".into(), e(1, 0.5));
         t.insert("en3".into(), e(1, 2.0));
-        let enc = Table(t);
+        let enc = TableEncoder::new(4, t);
         let ctx = Context {
             encoder: &enc,
             ..ctx
@@ -246,7 +223,7 @@ mod tests {
     /// dimension 16 (fast enough unoptimised).
     #[test]
     fn real_tatoeba_112_languages_small_dim() {
-        let (o, secs) = test_support::run_twice("tatoeba", None, 16, run);
+        let (o, secs, _) = run_real_with("tatoeba", None, "hashed-ngrams:dim=16", Reuse::Memory);
         eprintln!("tatoeba dim 16 ({secs:.1} s): {}", o.scores["summary"]);
         let pl = &o.scores["per_language"];
         assert_eq!(pl["tzl"]["pairs"], 104);
@@ -284,7 +261,7 @@ mod tests {
     #[test]
     #[ignore]
     fn full_tatoeba_112_languages_hashed_ngrams() {
-        let (o, secs) = test_support::run_twice("tatoeba", None, 512, run);
+        let (o, secs, _) = run_real_with("tatoeba", None, "hashed-ngrams:dim=512", Reuse::Memory);
         let s = &o.scores["summary"];
         eprintln!("tatoeba hashed-ngrams ({secs:.1} s): {s}");
         let pl = &o.scores["per_language"];
@@ -301,18 +278,9 @@ mod tests {
 
     #[test]
     fn declared_params_parse() {
-        let bench = Registry::embedded()
-            .unwrap()
-            .get("tatoeba")
-            .unwrap()
-            .clone();
-        let enc = Table(HashMap::new());
-        let ctx = Context {
-            benchmark: &bench,
-            dataset_dir: std::path::Path::new("."),
-            encoder: &enc,
-            seed: 1,
-        };
-        assert_eq!(ctx.params::<TatoebaParams>().unwrap(), TatoebaParams {});
+        assert_eq!(
+            declared_params::<TatoebaParams>("tatoeba"),
+            TatoebaParams {}
+        );
     }
 }

@@ -359,7 +359,7 @@ mod tests {
     use super::*;
     use crate::bench::cache::CachedEncoder;
     use crate::bench::hashed::HashedNgrams;
-    use crate::bench::protocols::fake_encoder::{bench, write, FakeEncoder};
+    use crate::bench::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
     use crate::bench::Encoder;
 
     /// A synthetic NLI pair of concept `k` and label `l`: entailment repeats the concept,
@@ -425,14 +425,7 @@ mod tests {
 
     #[test]
     fn the_declared_params_parse_to_the_reference_defaults() {
-        let registry = crate::bench::registry::Registry::embedded().unwrap();
-        let ctx = Context {
-            benchmark: registry.get("xnli").unwrap(),
-            dataset_dir: std::path::Path::new("."),
-            encoder: &FakeEncoder,
-            seed: 0,
-        };
-        assert_eq!(ctx.params::<XnliParams>().unwrap(), XnliParams::default());
+        assert_eq!(declared_params::<XnliParams>("xnli"), XnliParams::default());
     }
 
     #[test]
