@@ -215,19 +215,7 @@ fn texts(records: &[LabeledText]) -> Vec<&str> {
 
 /// F1 (percent, rounded) of class 1, scikit-learn's `f1_score(y, yhat)` (0 when undefined).
 fn f1_positive(truth: &[usize], predicted: &[usize]) -> f64 {
-    let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
-    for (&t, &p) in truth.iter().zip(predicted) {
-        match (t == 1, p == 1) {
-            (true, true) => tp += 1,
-            (false, true) => fp += 1,
-            (true, false) => fn_ += 1,
-            (false, false) => {}
-        }
-    }
-    if tp == 0 {
-        return 0.0;
-    }
-    round2(100.0 * (2 * tp) as f64 / (2 * tp + fp + fn_) as f64)
+    round2(100.0 * crate::bench::metrics::Prf::binary(predicted, truth, &1).f1)
 }
 
 /// Runs one SentEval task (see the module documentation).
