@@ -9,7 +9,7 @@
 //! number, so nothing is stripped, dropped or deduplicated here. Normalisation for matching
 //! happens in [`crate::data::corpus`].
 
-use crate::data::records::MultiWay;
+use crate::data::records::{Bitext, MultiWay, ParallelCorpus};
 use crate::data::text::{self, Encoding};
 use crate::data::DataError;
 use std::collections::BTreeMap;
@@ -44,6 +44,23 @@ pub fn read_aligned(files: &[(String, PathBuf)]) -> Result<MultiWay, DataError> 
         lines.insert(lang.clone(), l);
     }
     Ok(MultiWay { lines })
+}
+
+/// Reads two line-aligned files (`lang` and English) into a `lang`→`eng` corpus, pairs in
+/// line order. A line-count mismatch is an error naming both files.
+pub fn read_parallel(lang: &str, xxx: PathBuf, eng: PathBuf) -> Result<ParallelCorpus, DataError> {
+    let mut mw = read_aligned(&[("x".to_string(), xxx), ("eng".to_string(), eng)])?;
+    let src = mw.lines.remove("x").unwrap_or_default();
+    let tgt = mw.lines.remove("eng").unwrap_or_default();
+    Ok(ParallelCorpus {
+        source_lang: lang.to_string(),
+        target_lang: "eng".to_string(),
+        pairs: src
+            .into_iter()
+            .zip(tgt)
+            .map(|(source, target)| Bitext { source, target })
+            .collect(),
+    })
 }
 
 /// The newstest2012 languages as owned strings (`cs de en es fr`).

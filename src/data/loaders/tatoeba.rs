@@ -8,8 +8,8 @@
 //! file (no stripping, no deduplication); the English side differs per language (this is
 //! not a multi-way set).
 
-use super::multiway::{list_dir, read_aligned};
-use crate::data::records::{Bitext, ParallelCorpus};
+use super::multiway::{list_dir, read_parallel};
+use crate::data::records::ParallelCorpus;
 use crate::data::text;
 use crate::data::DataError;
 use std::path::Path;
@@ -36,18 +36,7 @@ pub fn languages(dir: &Path) -> Result<Vec<String>, DataError> {
 pub fn load_language(dir: &Path, lang: &str) -> Result<ParallelCorpus, DataError> {
     let xxx = text::resolve(dir, &format!("tatoeba.{lang}-eng.{lang}"))?;
     let eng = text::resolve(dir, &format!("tatoeba.{lang}-eng.eng"))?;
-    let mut mw = read_aligned(&[(lang.to_string(), xxx), ("eng".to_string(), eng)])?;
-    let src = mw.lines.remove(lang).unwrap_or_default();
-    let tgt = mw.lines.remove("eng").unwrap_or_default();
-    Ok(ParallelCorpus {
-        source_lang: lang.to_string(),
-        target_lang: "eng".to_string(),
-        pairs: src
-            .into_iter()
-            .zip(tgt)
-            .map(|(source, target)| Bitext { source, target })
-            .collect(),
-    })
+    read_parallel(lang, xxx, eng)
 }
 
 /// Loads every language in `dir`, in [`languages`] order.
@@ -61,6 +50,7 @@ pub fn load_all(dir: &Path) -> Result<Vec<ParallelCorpus>, DataError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::records::Bitext;
     use crate::data::shared_datasets_dir;
     use std::io::Write;
 

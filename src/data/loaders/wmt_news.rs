@@ -9,8 +9,8 @@
 //! 2008–2011 and 2013 are multi-way across cs/de/en/es/fr, so one English sentence can occur
 //! in several language pairs; nothing is deduplicated here.
 
-use super::multiway::{list_dir, read_aligned};
-use crate::data::records::{Bitext, ParallelCorpus};
+use super::multiway::{list_dir, read_parallel};
+use crate::data::records::ParallelCorpus;
 use crate::data::text;
 use crate::data::DataError;
 use std::path::Path;
@@ -45,18 +45,7 @@ pub fn load_set(dir: &Path, lang: &str, set: &str) -> Result<ParallelCorpus, Dat
     let pair_dir = dir.join(format!("{lang}-eng"));
     let xxx = text::resolve(&pair_dir, &format!("{set}.{lang}"))?;
     let eng = text::resolve(&pair_dir, &format!("{set}.eng"))?;
-    let mut mw = read_aligned(&[("x".to_string(), xxx), ("eng".to_string(), eng)])?;
-    let src = mw.lines.remove("x").unwrap_or_default();
-    let tgt = mw.lines.remove("eng").unwrap_or_default();
-    Ok(ParallelCorpus {
-        source_lang: lang.to_string(),
-        target_lang: "eng".to_string(),
-        pairs: src
-            .into_iter()
-            .zip(tgt)
-            .map(|(source, target)| Bitext { source, target })
-            .collect(),
-    })
+    read_parallel(lang, xxx, eng)
 }
 
 /// Loads every set of pair `X-eng`, concatenated in [`sets`] order.
@@ -92,6 +81,7 @@ pub fn load_all(dir: &Path) -> Result<Vec<ParallelCorpus>, DataError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::records::Bitext;
     use crate::data::shared_datasets_dir;
     use std::io::Write;
 
