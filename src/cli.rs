@@ -41,6 +41,26 @@ pub enum Command {
     Eval(EvalArgs),
     /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
     Embed(EmbedArgs),
+    /// Run a recipe: resolve it, evaluate its benchmarks, write its run directory
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Recipe file (YAML)
+    pub recipe: PathBuf,
+    /// Apply this profile of the recipe
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Run directory (default: `<runs_dir>/<recipe>[-<profile>]-<fingerprint8>`)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Recompute results already present in the run directory
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -174,5 +194,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpora(args) => crate::data::build::corpora_command(&args, &settings),
         Command::Eval(args) => crate::bench::runner::eval_command(&args, &settings),
         Command::Embed(args) => crate::bench::embed::embed_command(&args, &settings),
+        Command::Run(args) => crate::run::run_command(&args, &settings),
     }
 }

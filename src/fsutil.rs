@@ -13,8 +13,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
+    make_readable(tmp.as_file())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Gives a file written through `tempfile` (created 0600) the usual 0644 mode: results,
+/// datasets, models and reports are meant to be read by others.
+pub fn make_readable(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
     Ok(())
 }
 
@@ -45,6 +59,12 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "temporary files left behind");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644, "written files are readable by others");
+        }
     }
 
     #[test]

@@ -464,8 +464,8 @@ fn copy_verified(src: &Path, f: &FileEntry, dest: &Path, pb: &ProgressBar) -> Re
     if let Some(why) = mismatch(f, total, &sha) {
         return Err(Attempt::Bad(format!("{}: {why}", src.display())));
     }
-    tmp.as_file()
-        .sync_all()
+    crate::fsutil::make_readable(tmp.as_file())
+        .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| Attempt::Local(DataError::io(tmp.path(), e)))?;
     tmp.persist(dest)
         .map_err(|e| Attempt::Local(DataError::io(dest, e.error)))?;

@@ -1,0 +1,384 @@
+//! `harness run RECIPE`: resolve the recipe, (train,) evaluate every benchmark it lists and
+//! leave everything in one run directory (DESIGN.md, "The run directory"):
+//!
+//! ```text
+//! runs/<name>-<fingerprint8>/
+//!   recipe.resolved.yaml   the recipe as run (base ⊕ profile ⊕ --set, defaults filled)
+//!   env.json               harness version, git commit, backend, device, threads, datasets digest
+//!   results/<bench>.json   one result per benchmark (same format as `harness eval`)
+//! ```
+//!
+//! Re-running the same resolved recipe reuses the directory: results already present for the
+//! same encoder are kept (`--force` recomputes them). One process at a time may use a run
+//! directory; a second gets an error naming the lock file.
+
+use crate::bench::cache::CachedEncoder;
+use crate::bench::encoder::{open_encoder, Encoder};
+use crate::bench::registry::Registry;
+use crate::bench::runner::{read_result, run_benchmark, summary_table, write_result, BenchResult};
+use crate::cli::RunArgs;
+use crate::data::lock::Lock;
+use crate::fsutil::write_atomic;
+use crate::recipe::schema::Encoder as EncoderSpec;
+use crate::recipe::{LoadOptions, Resolved};
+use crate::settings::Settings;
+use anyhow::{bail, Context};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `env.json`: where and with what a run happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunEnv {
+    /// harness version (Cargo.toml).
+    pub harness_version: String,
+    /// Git commit the binary was built from (`-dirty` with local changes), or `unknown`.
+    pub git_commit: String,
+    /// Recipe name and fingerprint.
+    pub recipe: String,
+    pub recipe_fingerprint: String,
+    /// Profile applied, if any.
+    pub profile: Option<String>,
+    /// Compute backend and device of training and encoding.
+    pub backend: String,
+    pub device: String,
+    /// Worker threads (rayon).
+    pub threads: usize,
+    /// sha256 of the embedded `datasets.lock`.
+    pub datasets: String,
+    /// Operating system and CPU architecture.
+    pub os: String,
+    /// Start of the run (UTC, RFC 3339).
+    pub started: String,
+}
+
+impl RunEnv {
+    /// The environment of a run of `resolved` starting now.
+    pub fn capture(resolved: &Resolved) -> Self {
+        RunEnv {
+            harness_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: env!("HARNESS_GIT_COMMIT").to_string(),
+            recipe: resolved.recipe.name.clone(),
+            recipe_fingerprint: resolved.fingerprint.0.clone(),
+            profile: resolved.profile.clone(),
+            backend: "cpu".into(),
+            device: "cpu".into(),
+            threads: rayon::current_num_threads(),
+            datasets: Lock::embedded_digest(),
+            os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            started: utc_now(),
+        }
+    }
+}
+
+/// The run directory of a resolved recipe: `<runs_dir>/<name>[-<profile>]-<fingerprint8>`.
+pub fn run_dir(settings: &Settings, resolved: &Resolved) -> PathBuf {
+    let mut name = safe_name(&resolved.recipe.name);
+    if let Some(p) = &resolved.profile {
+        name.push('-');
+        name.push_str(&safe_name(p));
+    }
+    settings
+        .runs_dir
+        .join(format!("{name}-{}", resolved.fingerprint.short()))
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The encoder spec (`--encoder` syntax) an evaluation recipe's `model.encoder` stands for.
+///
+/// Errors for encoders that have to be trained first, and for hashed-encoder settings the
+/// `hashed-ngrams` implementation does not have.
+pub fn encoder_spec(resolved: &Resolved) -> anyhow::Result<String> {
+    let file = resolved.path.display();
+    let Some(model) = &resolved.recipe.model else {
+        bail!("{file}: the recipe has no `model:` section. Fix: add `model: {{encoder: ...}}`");
+    };
+    match &model.encoder {
+        EncoderSpec::Hashed(h) => {
+            if h.word_ngrams != [1] || h.char_ngrams != [3, 4] {
+                bail!(
+                    "{file}: model.encoder: the hashed encoder implements word unigrams and \
+                     character 3- and 4-grams only (multilingual USE §2.1); found word_ngrams \
+                     {:?}, char_ngrams {:?}. Fix: use word_ngrams: [1], char_ngrams: [3, 4]",
+                    h.word_ngrams,
+                    h.char_ngrams
+                );
+            }
+            if !h.buckets.is_power_of_two() {
+                bail!(
+                    "{file}: model.encoder.buckets: {} is not a power of two. Fix: use e.g. 1048576",
+                    h.buckets
+                );
+            }
+            Ok(format!(
+                "hashed-ngrams:dim={},seed={},buckets={}",
+                h.dim,
+                resolved.recipe.seed,
+                h.buckets.trailing_zeros()
+            ))
+        }
+        EncoderSpec::Pretrained(p) if !p.trainable => Ok(p.name.clone()),
+        other => bail!(
+            "{file}: model.encoder (kind `{}`) has to be trained, and training is not in this \
+             build yet. Fix: evaluate a pretrained or hashed encoder, or a trained run with \
+             `harness eval --encoder runs/<dir>`",
+            other.kind()
+        ),
+    }
+}
+
+/// `harness run`.
+pub fn run_command(args: &RunArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let opts = LoadOptions {
+        profile: args.profile.clone(),
+        sets: args.sets.clone(),
+    };
+    let resolved = crate::recipe::load(&args.recipe, &opts)?;
+    if !resolved.recipe.tasks.is_empty() {
+        bail!(
+            "{}: this recipe trains ({} task(s)), and training is not in this build yet. \
+             Fix: run an evaluation recipe (recipes/multilingual-e5-small.yaml, \
+             recipes/all-MiniLM-L6-v2.yaml, recipes/hashed-ngrams.yaml)",
+            args.recipe.display(),
+            resolved.recipe.tasks.len()
+        );
+    }
+    let spec = encoder_spec(&resolved)?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| run_dir(settings, &resolved));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the run directory {}", dir.display()))?;
+    let _lock = RunLock::acquire(&dir)?;
+    eprintln!("run directory: {}", dir.display());
+    write_atomic(
+        &dir.join("recipe.resolved.yaml"),
+        resolved.to_yaml().as_bytes(),
+    )
+    .with_context(|| format!("writing {}", dir.join("recipe.resolved.yaml").display()))?;
+    let env = RunEnv::capture(&resolved);
+    let mut env_text = serde_json::to_string_pretty(&env)?;
+    env_text.push('\n');
+    write_atomic(&dir.join("env.json"), env_text.as_bytes())
+        .with_context(|| format!("writing {}", dir.join("env.json").display()))?;
+
+    let registry = Registry::embedded()?;
+    let names = registry.expand(&resolved.recipe.evaluate)?;
+    let inner = open_encoder(&spec, settings)?;
+    let encoder = CachedEncoder::new(inner, &settings.cache_dir);
+    let results_dir = dir.join("results");
+    std::fs::create_dir_all(&results_dir)
+        .with_context(|| format!("creating {}", results_dir.display()))?;
+    let results = evaluate(
+        &names,
+        &registry,
+        &encoder,
+        settings,
+        resolved.recipe.seed,
+        &results_dir,
+        args.force,
+    )?;
+    print!("{}", summary_table(&results));
+    println!("run directory: {}", dir.display());
+    Ok(if results.iter().any(|r| r.error.is_some()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Runs every benchmark in `names` into `out`, keeping a previous result of the same encoder,
+/// seed and datasets when `force` is off; prints a progress bar.
+pub fn evaluate(
+    names: &[String],
+    registry: &Registry,
+    encoder: &CachedEncoder<Box<dyn Encoder>>,
+    settings: &Settings,
+    seed: u64,
+    out: &Path,
+    force: bool,
+) -> anyhow::Result<Vec<BenchResult>> {
+    let progress = indicatif::ProgressBar::new(names.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    progress.set_prefix("evaluate");
+    let fingerprint = encoder.fingerprint();
+    let mut results = Vec::with_capacity(names.len());
+    for name in names {
+        let path = out.join(format!("{name}.json"));
+        if !force {
+            if let Ok(previous) = read_result(&path) {
+                if previous.error.is_none()
+                    && previous.encoder.fingerprint == fingerprint
+                    && previous.seed == seed
+                    && previous.datasets == Lock::embedded_digest()
+                {
+                    progress.suspend(|| eprintln!("{name}: kept {}", path.display()));
+                    results.push(previous);
+                    progress.inc(1);
+                    continue;
+                }
+            }
+        }
+        progress.set_message(name.clone());
+        let result = run_benchmark(name, registry, encoder, settings, seed);
+        if let Some(e) = &result.error {
+            progress.suspend(|| eprintln!("error: {e}"));
+        }
+        write_result(out, &result)?;
+        results.push(result);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    Ok(results)
+}
+
+/// Exclusive use of a run directory: `<dir>/.lock` created with `create_new`, holding the
+/// owner's pid, removed on drop. A lock whose process is gone (Linux: no `/proc/<pid>`) is
+/// taken over, so a killed run does not block the next one.
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock or explains who holds it.
+    pub fn acquire(dir: &Path) -> anyhow::Result<RunLock> {
+        let path = dir.join(".lock");
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    writeln!(f, "{}", std::process::id())
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                    let pid = owner.trim().parse::<u32>().ok();
+                    let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+                    if alive || !Path::new("/proc/self").exists() {
+                        bail!(
+                            "{}: another harness process (pid {}) is using this run directory. \
+                             Fix: wait for it to finish, or run with --out DIR elsewhere; if no \
+                             such process exists, delete the lock file",
+                            path.display(),
+                            pid.map_or("unknown".into(), |p| p.to_string())
+                        );
+                    }
+                    // Stale: its owner was killed. Remove and retry once.
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", path.display()));
+                }
+            }
+        }
+        bail!("{}: could not take the run lock", path.display())
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Current UTC time as RFC 3339 (`2026-11-22T16:20:00Z`), from the system clock; written by
+/// hand (civil-from-days, H. Hinnant's algorithm) to avoid a date crate for one timestamp.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    rfc3339(secs)
+}
+
+fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_350_896), "2026-11-22T12:34:56Z");
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path()).unwrap();
+        let err = RunLock::acquire(dir.path()).err().unwrap().to_string();
+        assert!(
+            err.contains(".lock") && err.contains("another harness process"),
+            "{err}"
+        );
+        drop(first);
+        RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_process_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid 0 never names a user process, so no /proc/0 exists.
+        std::fs::write(dir.path().join(".lock"), "0\n").unwrap();
+        RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn recipes_map_to_encoder_specs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+        let load = |f: &str| crate::recipe::load(&root.join(f), &LoadOptions::default()).unwrap();
+        assert_eq!(
+            encoder_spec(&load("hashed-ngrams.yaml")).unwrap(),
+            "hashed-ngrams:dim=512,seed=1,buckets=20"
+        );
+        assert_eq!(
+            encoder_spec(&load("multilingual-e5-small.yaml")).unwrap(),
+            "multilingual-e5-small"
+        );
+        let err = encoder_spec(&load("laser.yaml")).unwrap_err().to_string();
+        assert!(
+            err.contains("laser.yaml") && err.contains("bilstm"),
+            "{err}"
+        );
+    }
+}
