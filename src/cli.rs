@@ -41,12 +41,25 @@ pub enum Command {
     Eval(EvalArgs),
     /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
     Embed(EmbedArgs),
-    /// Run a recipe: resolve it, evaluate its benchmarks, write its run directory
-    Run(RunArgs),
+    /// Train a recipe into its run directory (resumes from the newest checkpoint)
+    Train(TrainCliArgs),
+    /// Train a recipe, then evaluate every benchmark of its `evaluate:` list
+    Run(RunCliArgs),
+    /// Write a run's encoder as safetensors + config.json + tokenizer.json
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct ExportArgs {
+    /// Run directory (`runs/<recipe>-<fingerprint8>`)
+    pub run: PathBuf,
+    /// Output directory (replaced)
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct TrainCliArgs {
     /// Recipe file (YAML)
     pub recipe: PathBuf,
     /// Apply this profile of the recipe
@@ -55,12 +68,38 @@ pub struct RunArgs {
     /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Run directory (default: `<runs_dir>/<recipe>[-<profile>]-<fingerprint8>`)
+    /// Run directory (default: `<runs_dir>/<recipe>-<fingerprint8>`)
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Recompute results already present in the run directory
+    /// `cpu`, or `cuda:N` with a build made with `--features cuda`
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Stop after this many steps in all (a checkpoint is written); the next call resumes
+    #[arg(long, value_name = "STEPS")]
+    pub stop_after: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunCliArgs {
+    #[command(flatten)]
+    pub train: TrainCliArgs,
+    /// Re-run benchmarks whose result file is already present
     #[arg(long)]
     pub force: bool,
+}
+
+impl TrainCliArgs {
+    /// The trainer's view of these flags.
+    pub fn to_train_args(&self) -> crate::train::run::TrainArgs {
+        crate::train::run::TrainArgs {
+            recipe: self.recipe.clone(),
+            profile: self.profile.clone(),
+            sets: self.sets.clone(),
+            out: self.out.clone(),
+            device: self.device.clone(),
+            stop_after: self.stop_after,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +233,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpora(args) => crate::data::build::corpora_command(&args, &settings),
         Command::Eval(args) => crate::bench::runner::eval_command(&args, &settings),
         Command::Embed(args) => crate::bench::embed::embed_command(&args, &settings),
+        Command::Train(args) => crate::train::run::train_command(&args.to_train_args(), &settings),
         Command::Run(args) => crate::run::run_command(&args, &settings),
+        Command::Export(args) => {
+            crate::train::export::export(&args.run, &args.out)?;
+            println!("exported {} to {}", args.run.display(), args.out.display());
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -6,6 +6,8 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod fsutil;
+pub mod model;
 pub mod recipe;
 pub mod run;
 pub mod settings;
+pub mod train;

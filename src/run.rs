@@ -16,7 +16,7 @@ use crate::bench::cache::CachedEncoder;
 use crate::bench::encoder::{open_encoder, Encoder};
 use crate::bench::registry::Registry;
 use crate::bench::runner::{read_result, run_benchmark, summary_table, write_result, BenchResult};
-use crate::cli::RunArgs;
+use crate::cli::RunCliArgs;
 use crate::data::lock::Lock;
 use crate::fsutil::write_atomic;
 use crate::recipe::schema::Encoder as EncoderSpec;
@@ -130,8 +130,8 @@ pub fn encoder_spec(resolved: &Resolved) -> anyhow::Result<String> {
         }
         EncoderSpec::Pretrained(p) if !p.trainable => Ok(p.name.clone()),
         other => bail!(
-            "{file}: model.encoder (kind `{}`) has to be trained, and training is not in this \
-             build yet. Fix: evaluate a pretrained or hashed encoder, or a trained run with \
+            "{file}: model.encoder (kind `{}`) has to be trained first, and the recipe has no \
+             `tasks:`. Fix: add training tasks, or evaluate a trained run with \
              `harness eval --encoder runs/<dir>`",
             other.kind()
         ),
@@ -139,23 +139,19 @@ pub fn encoder_spec(resolved: &Resolved) -> anyhow::Result<String> {
 }
 
 /// `harness run`.
-pub fn run_command(args: &RunArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let train = &args.train;
     let opts = LoadOptions {
-        profile: args.profile.clone(),
-        sets: args.sets.clone(),
+        profile: train.profile.clone(),
+        sets: train.sets.clone(),
     };
-    let resolved = crate::recipe::load(&args.recipe, &opts)?;
+    let resolved = crate::recipe::load(&train.recipe, &opts)?;
     if !resolved.recipe.tasks.is_empty() {
-        bail!(
-            "{}: this recipe trains ({} task(s)), and training is not in this build yet. \
-             Fix: run an evaluation recipe (recipes/multilingual-e5-small.yaml, \
-             recipes/all-MiniLM-L6-v2.yaml, recipes/hashed-ngrams.yaml)",
-            args.recipe.display(),
-            resolved.recipe.tasks.len()
-        );
+        // A training recipe: train (or resume) into its run directory, then evaluate.
+        return crate::train::run::run_command(&train.to_train_args(), args.force, settings);
     }
     let spec = encoder_spec(&resolved)?;
-    let dir = args
+    let dir = train
         .out
         .clone()
         .unwrap_or_else(|| run_dir(settings, &resolved));

@@ -1,6 +1,7 @@
 //! `harness run` through the real binary on an evaluation recipe: the run directory holds
 //! the resolved recipe, env.json and one result per benchmark; a second run keeps the results
 //! (same numbers, no recomputation); a concurrent run on the same directory is refused.
+//! (Training recipes through `harness run` are tested with the trainer.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -99,12 +100,4 @@ fn a_run_directory_in_use_is_refused_naming_the_lock() {
         "{}",
         text(&o)
     );
-}
-
-#[test]
-fn a_training_recipe_says_training_is_missing_instead_of_doing_nothing() {
-    let home = tempfile::tempdir().unwrap();
-    let o = harness(home.path(), &["run", &recipe("laser.yaml")]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("laser.yaml"), "{}", text(&o));
 }

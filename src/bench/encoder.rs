@@ -46,9 +46,13 @@ impl<T: Encoder + ?Sized> Encoder for Box<T> {
 
 /// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
 /// did-you-mean messages).
-pub const ENCODER_KINDS: [(&str, &str); 2] = [
+pub const ENCODER_KINDS: [(&str, &str); 3] = [
     ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
     ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
+    (
+        "run",
+        "runs/<dir> (a training run directory: its best checkpoint)",
+    ),
 ];
 
 /// Opens the encoder a spec names:
@@ -59,7 +63,12 @@ pub const ENCODER_KINDS: [(&str, &str); 2] = [
 /// Unknown names get a did-you-mean error. (Pretrained model names, checkpoint paths and
 /// run directories are later arms of this match.)
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
-    let _ = settings; // used by the arms still to come (models_dir, runs_dir)
+    let _ = settings; // used by the arms still to come (models_dir)
+                      // A training run directory: its best (else newest) checkpoint and its tokenizer.
+    let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
+    if crate::model::trained::is_run_dir(as_dir) {
+        return Ok(Box::new(crate::model::trained::open_run(as_dir)?));
+    }
     let (kind, rest) = match spec.split_once(':') {
         Some((k, r)) => (k, Some(r)),
         None => (spec, None),

@@ -10,6 +10,7 @@ pub mod loaders;
 pub mod lock;
 pub mod records;
 pub mod text;
+pub mod tokenize;
 
 pub use error::DataError;
 

@@ -1,0 +1,3 @@
+//! Sentence encoders, one file each.
+
+pub mod bilstm;

@@ -1,0 +1,9 @@
+//! Models on burn, generic over `B: Backend` (training runs them on `Autodiff<B>`).
+
+pub mod decoder;
+pub mod encoder;
+pub mod heads;
+pub mod lstm;
+pub mod random;
+pub mod system;
+pub mod trained;

@@ -1,0 +1,141 @@
+//! harness's own randomness for models: parameter initialisation and dropout masks drawn
+//! from a seeded ChaCha stream on the host.
+//!
+//! Why not burn's: the backend RNG (`B::seed`) is one process-wide stream whose state
+//! cannot be saved, and any other test or thread that draws from it shifts it. Exact resume
+//! (a run killed after a checkpoint and resumed ends with the same weights) needs every
+//! random draw of step `s` to depend on `(seed, s)` only; the same holds for tests that
+//! compare two runs. Masks cost one host draw per element, a few milliseconds per step at
+//! the sizes trained here.
+
+use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A seeded source of dropout masks. Forward passes take `Option<&mut Noise>`: `None`
+/// means evaluation (no dropout).
+#[derive(Debug, Clone)]
+pub struct Noise {
+    rng: ChaCha8Rng,
+}
+
+impl Noise {
+    /// The stream of `(seed, stream)`; training uses `stream = step`.
+    pub fn new(seed: u64, stream: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(stream);
+        Noise { rng }
+    }
+
+    /// Inverted dropout: zero each element with probability `p`, scale the rest by
+    /// `1 / (1 - p)`.
+    pub fn dropout<B: Backend, const D: usize>(&mut self, x: Tensor<B, D>, p: f64) -> Tensor<B, D> {
+        if p <= 0.0 {
+            return x;
+        }
+        let shape = x.shape();
+        let n = shape.num_elements();
+        let keep = (1.0 - p) as f32;
+        let scale = 1.0 / keep;
+        let mask: Vec<f32> = (0..n)
+            .map(|_| {
+                if self.rng.random::<f32>() < keep {
+                    scale
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
+        x * mask
+    }
+}
+
+/// Applies dropout when `noise` is given (training), the identity otherwise.
+pub fn dropout<B: Backend, const D: usize>(
+    noise: &mut Option<&mut Noise>,
+    x: Tensor<B, D>,
+    p: f64,
+) -> Tensor<B, D> {
+    match noise {
+        Some(n) => n.dropout(x, p),
+        None => x,
+    }
+}
+
+/// Re-initialises every float parameter of `module` from U(−scale, scale), drawn in the
+/// module's visiting order from one ChaCha stream of `seed`: the same seed gives the same
+/// weights on every backend and in every process. fairseq's LSTM models (which LASER was
+/// trained with) initialise embeddings, LSTM and linear weights this way with scale 0.1.
+pub fn init_uniform<B: Backend, M: Module<B>>(module: M, seed: u64, scale: f64) -> M {
+    let mut mapper = Uniform {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        scale: scale as f32,
+    };
+    module.map(&mut mapper)
+}
+
+struct Uniform {
+    rng: ChaCha8Rng,
+    scale: f32,
+}
+
+impl<B: Backend> ModuleMapper<B> for Uniform {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let shape = tensor.shape();
+        let grad = tensor.is_require_grad();
+        let values: Vec<f32> = (0..shape.num_elements())
+            .map(|_| self.rng.random_range(-self.scale..self.scale))
+            .collect();
+        let mut fresh = Tensor::<B, D>::from_data(TensorData::new(values, shape), &tensor.device());
+        if grad {
+            fresh = fresh.require_grad();
+        }
+        Param::from_mapped_value(id, fresh, mapper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    #[test]
+    fn dropout_streams_are_reproducible_and_scaled() {
+        let dev = Default::default();
+        let x = Tensor::<B, 2>::ones([50, 40], &dev);
+        let a = Noise::new(7, 3).dropout(x.clone(), 0.25);
+        let b = Noise::new(7, 3).dropout(x.clone(), 0.25);
+        let c = Noise::new(7, 4).dropout(x.clone(), 0.25);
+        let (a, b, c) = (
+            a.into_data().to_vec::<f32>().unwrap(),
+            b.into_data().to_vec::<f32>().unwrap(),
+            c.into_data().to_vec::<f32>().unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let kept = a.iter().filter(|&&v| v > 0.0).count() as f64 / a.len() as f64;
+        assert!((kept - 0.75).abs() < 0.05, "{kept}");
+        assert!(a.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
+        let mut none: Option<&mut Noise> = None;
+        let y = dropout(&mut none, x.clone(), 0.5);
+        assert_eq!(y.into_data(), x.into_data());
+    }
+
+    #[test]
+    fn uniform_init_is_seeded() {
+        let dev = Default::default();
+        let lin = || burn::nn::LinearConfig::new(4, 3).init::<B>(&dev);
+        let a = init_uniform(lin(), 5, 0.1);
+        let b = init_uniform(lin(), 5, 0.1);
+        let wa = a.weight.val().into_data().to_vec::<f32>().unwrap();
+        assert_eq!(wa, b.weight.val().into_data().to_vec::<f32>().unwrap());
+        assert!(wa.iter().all(|v| v.abs() < 0.1));
+        assert!(wa.iter().any(|v| v.abs() > 0.01));
+    }
+}
