@@ -6,5 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod fsutil;
+pub mod model;
+pub mod model_store;
 pub mod recipe;
 pub mod settings;
