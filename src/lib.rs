@@ -7,6 +7,7 @@ pub mod cli;
 pub mod data;
 pub mod fsutil;
 pub mod model;
+pub mod model_store;
 pub mod recipe;
 pub mod run;
 pub mod settings;

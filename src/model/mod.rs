@@ -1,4 +1,5 @@
-//! Models on burn, generic over `B: Backend` (training runs them on `Autodiff<B>`).
+//! Models on burn, generic over `B: Backend` (training runs them on `Autodiff<B>`), plus the
+//! readers that turn pretrained files into their weights.
 
 pub mod decoder;
 pub mod encoder;
