@@ -6,6 +6,7 @@
 //! - the reverse direction keeps its zero initial state over the padding and effectively
 //!   starts at each sentence's last real token;
 //! - the forward direction's final state is the state at the last real token.
+//!
 //! Padding therefore changes no output at a real position (tested in `encoder/bilstm.rs`).
 //!
 //! The four gates are one fused projection (input → 4H for all steps at once, hidden → 4H

@@ -16,6 +16,9 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+/// A source/target pair as token ids, or why it could not be tokenised.
+type EncodedPair = Result<(Vec<u32>, Vec<u32>), TokenizeError>;
+
 /// One translation example: token ids of both sides (without special tokens) and the
 /// language-ID indices of both sides (positions in the tokenizer's language list).
 #[derive(Debug, Clone, PartialEq)]
@@ -201,7 +204,7 @@ pub fn pair_examples(
         };
         let into_tgt = targets.iter().any(|t| t == tgt_lang);
         let into_src = targets.iter().any(|t| t == src_lang);
-        let encoded: Vec<Result<(Vec<u32>, Vec<u32>), TokenizeError>> = pairs
+        let encoded: Vec<EncodedPair> = pairs
             .par_iter()
             .map(|p| {
                 Ok((

@@ -331,7 +331,7 @@ pub fn compile_plan(
                         _ => Directions::Both,
                     };
                     let (ex, skipped) = pair_examples(
-                        &tokenizer,
+                        tokenizer,
                         c,
                         &targets,
                         dirs,
@@ -347,7 +347,7 @@ pub fn compile_plan(
                     }
                     Examples::Pairs(ex)
                 }
-                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(&tokenizer, v, max_len)?),
+                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(tokenizer, v, max_len)?),
                 (None, _) => {
                     return Err(TrainError::recipe(
                         format!("tasks.{}.corpus", task.name),
