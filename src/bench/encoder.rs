@@ -49,7 +49,10 @@ impl<T: Encoder + ?Sized> Encoder for Box<T> {
 pub const ENCODER_KINDS: [(&str, &str); 3] = [
     ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
     ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
-    ("run", "runs/<dir> (a training run directory: its best checkpoint)"),
+    (
+        "run",
+        "runs/<dir> (a training run directory: its best checkpoint)",
+    ),
 ];
 
 /// Opens the encoder a spec names:
@@ -61,7 +64,7 @@ pub const ENCODER_KINDS: [(&str, &str); 3] = [
 /// run directories are later arms of this match.)
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
     let _ = settings; // used by the arms still to come (models_dir)
-    // A training run directory: its best (else newest) checkpoint and its tokenizer.
+                      // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
     if crate::model::trained::is_run_dir(as_dir) {
         return Ok(Box::new(crate::model::trained::open_run(as_dir)?));

@@ -339,11 +339,18 @@ mod tests {
         assert_eq!(a.languages(), ["cmn", "deu", "eng"]);
         assert_eq!(a.lang_token_id("cmn"), Some(4));
         assert_eq!(a.lang_token_id("eng"), Some(6));
-        assert!(a.vocab_size() <= 400 && a.vocab_size() > 300, "{}", a.vocab_size());
+        assert!(
+            a.vocab_size() <= 400 && a.vocab_size() > 300,
+            "{}",
+            a.vocab_size()
+        );
         // Byte-level: any script encodes without <unk>, and decodes back.
         let ids = a.encode("猫 Katze ñandú 🐈", 100).unwrap();
         assert!(!ids.contains(&ids::UNK));
-        assert!(ids.iter().all(|&i| i > 6), "subwords start after the specials");
+        assert!(
+            ids.iter().all(|&i| i > 6),
+            "subwords start after the specials"
+        );
         assert_eq!(a.decode(&ids).unwrap().trim(), "猫 Katze ñandú 🐈");
         assert_eq!(a.encode("The cat sat on the mat.", 2).unwrap().len(), 2);
         // A frequent word became one token.
@@ -355,7 +362,10 @@ mod tests {
         let c = TextTokenizer::load(&path).unwrap();
         assert_eq!(c.digest(), a.digest());
         assert_eq!(c.languages(), a.languages());
-        assert_eq!(c.encode("Die Katze", 10).unwrap(), a.encode("Die Katze", 10).unwrap());
+        assert_eq!(
+            c.encode("Die Katze", 10).unwrap(),
+            a.encode("Die Katze", 10).unwrap()
+        );
     }
 
     #[test]
@@ -374,7 +384,10 @@ mod tests {
             text.iter().map(String::as_str),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("raise `data.tokenizer.vocab`"), "{err}");
+        assert!(
+            err.to_string().contains("raise `data.tokenizer.vocab`"),
+            "{err}"
+        );
         let err = TextTokenizer::train(
             &spec(TokenizerKind::Words, 1000),
             &[],

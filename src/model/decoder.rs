@@ -11,7 +11,9 @@
 //! target language is then a `<lang:xxx>` token given as the first decoder input (the
 //! caller builds the inputs, see `train/batch.rs`).
 
-use crate::model::lstm::{MaskedLstm, MaskedLstmConfig, State};
+use crate::model::lstm::{
+    split_mask, split_steps, stack_steps, MaskedLstm, MaskedLstmConfig, State,
+};
 use crate::model::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
@@ -120,17 +122,29 @@ impl<B: Backend> LstmDecoder<B> {
         let context = self.context.forward(ctx_in);
         let init_h = self.init_hidden.forward(sentence.clone());
         let init_c = self.init_cell.forward(sentence);
-        let mut x = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
+
+        let device = inputs.device();
+        let embedded = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
+        let masks = split_mask(mask);
+        let mut xs = split_steps(embedded);
         for (i, layer) in self.layers.iter().enumerate() {
             let state = State {
                 hidden: init_h.clone().slice([0..batch, i * h..(i + 1) * h]),
                 cell: init_c.clone().slice([0..batch, i * h..(i + 1) * h]),
             };
             let ctx = (i == 0).then(|| context.clone());
-            let (out, _) = layer.forward(x, mask.clone(), ctx, Some(state));
-            x = dropout(&mut noise, out, self.dropout);
+            let (out, _) = layer.forward_steps(&xs, &masks, ctx, Some(state));
+            xs = out
+                .into_iter()
+                .map(|x| dropout(&mut noise, x, self.dropout))
+                .collect();
         }
-        self.output.forward(x)
+        let x = stack_steps(xs, batch, h, &device);
+        // 2-D product (see `model/lstm.rs`): the vocabulary projection is the largest one.
+        let [b, t, d] = x.dims();
+        let logits = self.output.forward(x.reshape([b * t, d]));
+        let n_vocab = logits.dims()[1];
+        logits.reshape([b, t, n_vocab])
     }
 }
 
@@ -149,28 +163,74 @@ mod tests {
         let cfg = LstmDecoderConfig::new(20, 6, 8, 10, 3).with_n_layers(2);
         let dec = init_uniform(cfg.init::<B>(&dev), 2, 0.3);
         let sent = Tensor::<B, 2>::from_data(
-            TensorData::new((0..20).map(|i| i as f32 / 20.0).collect::<Vec<_>>(), [2, 10]),
+            TensorData::new(
+                (0..20).map(|i| i as f32 / 20.0).collect::<Vec<_>>(),
+                [2, 10],
+            ),
             &dev,
         );
-        let inputs = Tensor::<B, 2, Int>::from_data(TensorData::new(vec![2i64, 5, 7, 2, 9, 0], [2, 3]), &dev);
-        let mask = Tensor::<B, 2>::from_data(TensorData::new(vec![1f32, 1., 1., 1., 1., 0.], [2, 3]), &dev);
-        let langs = |a: i64, b: i64| Tensor::<B, 1, Int>::from_data(TensorData::new(vec![a, b], [2]), &dev);
-        let out = dec.forward(sent.clone(), langs(0, 1), inputs.clone(), mask.clone(), None);
+        let inputs = Tensor::<B, 2, Int>::from_data(
+            TensorData::new(vec![2i64, 5, 7, 2, 9, 0], [2, 3]),
+            &dev,
+        );
+        let mask = Tensor::<B, 2>::from_data(
+            TensorData::new(vec![1f32, 1., 1., 1., 1., 0.], [2, 3]),
+            &dev,
+        );
+        let langs =
+            |a: i64, b: i64| Tensor::<B, 1, Int>::from_data(TensorData::new(vec![a, b], [2]), &dev);
+        let out = dec.forward(
+            sent.clone(),
+            langs(0, 1),
+            inputs.clone(),
+            mask.clone(),
+            None,
+        );
         assert_eq!(out.dims(), [2, 3, 20]);
         // The language ID changes the output: the decoder is told which language to write.
-        let other = dec.forward(sent.clone(), langs(2, 1), inputs.clone(), mask.clone(), None);
-        let a = out.clone().slice([0..1, 0..3, 0..20]).into_data().to_vec::<f32>().unwrap();
-        let b = other.clone().slice([0..1, 0..3, 0..20]).into_data().to_vec::<f32>().unwrap();
+        let other = dec.forward(
+            sent.clone(),
+            langs(2, 1),
+            inputs.clone(),
+            mask.clone(),
+            None,
+        );
+        let a = out
+            .clone()
+            .slice([0..1, 0..3, 0..20])
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        let b = other
+            .clone()
+            .slice([0..1, 0..3, 0..20])
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
         assert_ne!(a, b);
         // ... and only for the row whose language changed.
-        let a = out.slice([1..2, 0..3, 0..20]).into_data().to_vec::<f32>().unwrap();
-        let b = other.slice([1..2, 0..3, 0..20]).into_data().to_vec::<f32>().unwrap();
+        let a = out
+            .slice([1..2, 0..3, 0..20])
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        let b = other
+            .slice([1..2, 0..3, 0..20])
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
         assert_eq!(a, b);
         // The sentence embedding changes it too.
         let out2 = dec.forward(sent.clone() * 2.0, langs(0, 1), inputs, mask, None);
         let c = out2.into_data().to_vec::<f32>().unwrap();
         let d = dec
-            .forward(sent, langs(0, 1), Tensor::from_data(TensorData::new(vec![2i64, 5, 7, 2, 9, 0], [2, 3]), &dev), Tensor::ones([2, 3], &dev), None)
+            .forward(
+                sent,
+                langs(0, 1),
+                Tensor::from_data(TensorData::new(vec![2i64, 5, 7, 2, 9, 0], [2, 3]), &dev),
+                Tensor::ones([2, 3], &dev),
+                None,
+            )
             .into_data()
             .to_vec::<f32>()
             .unwrap();

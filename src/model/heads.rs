@@ -93,12 +93,7 @@ impl<B: Backend> Mlp<B> {
     ) -> Tensor<B, 2> {
         let mut x = match (self.pair, v) {
             (true, Some(v)) => Tensor::cat(
-                vec![
-                    u.clone(),
-                    v.clone(),
-                    (u.clone() - v.clone()).abs(),
-                    u * v,
-                ],
+                vec![u.clone(), v.clone(), (u.clone() - v.clone()).abs(), u * v],
                 1,
             ),
             _ => u,

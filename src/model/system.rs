@@ -55,11 +55,14 @@ impl SystemConfig {
         n_vocab: usize,
         n_languages: usize,
     ) -> Result<Self, ModelError> {
-        let model = recipe.model.as_ref().ok_or_else(|| ModelError::Unsupported {
-            key: "model".into(),
-            detail: "the recipe has no model".into(),
-            fix: "add a `model:` block with an encoder".into(),
-        })?;
+        let model = recipe
+            .model
+            .as_ref()
+            .ok_or_else(|| ModelError::Unsupported {
+                key: "model".into(),
+                detail: "the recipe has no model".into(),
+                fix: "add a `model:` block with an encoder".into(),
+            })?;
         let global_dropout = recipe.optimizer.as_ref().map_or(0.0, |o| o.dropout);
         let pick = |own: f64| if own > 0.0 { own } else { global_dropout };
         let encoder = match &model.encoder {
@@ -99,15 +102,19 @@ impl SystemConfig {
             let Head::Mlp(h) = head else {
                 return Err(ModelError::Unsupported {
                     key: format!("model.heads.{name}.kind"),
-                    detail: format!("head kind `{}` cannot be trained by this build", head.kind()),
+                    detail: format!(
+                        "head kind `{}` cannot be trained by this build",
+                        head.kind()
+                    ),
                     fix: "use an `mlp` head".into(),
                 });
             };
-            let c = MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| ModelError::Unsupported {
-                key: format!("model.heads.{name}.classes"),
-                detail: "an MLP head without `classes` has nothing to predict".into(),
-                fix: "set `classes` (3 for NLI)".into(),
-            })?;
+            let c =
+                MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| ModelError::Unsupported {
+                    key: format!("model.heads.{name}.classes"),
+                    detail: "an MLP head without `classes` has nothing to predict".into(),
+                    fix: "set `classes` (3 for NLI)".into(),
+                })?;
             heads.push((name.clone(), c));
         }
         Ok(SystemConfig {

@@ -72,8 +72,10 @@ impl<B: Backend> TrainedEncoder<B> {
                 maskv.push(if t < r.len() { 1f32 } else { 0.0 });
             }
         }
-        let ids_t = Tensor::<B, 2, Int>::from_data(TensorData::new(idv, [rows.len(), width]), &self.device);
-        let mask = Tensor::<B, 2>::from_data(TensorData::new(maskv, [rows.len(), width]), &self.device);
+        let ids_t =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(idv, [rows.len(), width]), &self.device);
+        let mask =
+            Tensor::<B, 2>::from_data(TensorData::new(maskv, [rows.len(), width]), &self.device);
         let out = self.encoder.forward(ids_t, mask, None).sentence;
         out.into_data()
             .convert::<f32>()
@@ -115,8 +117,14 @@ where
             .map_err(|e| err(e.to_string()))?;
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_by_key(|&i| rows[i].len());
-        let sorted: Vec<Vec<u32>> = order.iter().map(|&i| std::mem::take(&mut rows[i])).collect();
-        let chunks: Vec<Vec<f32>> = sorted.par_chunks(BATCH).map(|c| self.encode_batch(c)).collect();
+        let sorted: Vec<Vec<u32>> = order
+            .iter()
+            .map(|&i| std::mem::take(&mut rows[i]))
+            .collect();
+        let chunks: Vec<Vec<f32>> = sorted
+            .par_chunks(BATCH)
+            .map(|c| self.encode_batch(c))
+            .collect();
         let flat: Vec<f32> = chunks.into_iter().flatten().collect();
         if flat.len() != sentences.len() * self.dim {
             return Err(err(format!(
@@ -128,7 +136,8 @@ where
         }
         let mut data = vec![0f32; flat.len()];
         for (k, &i) in order.iter().enumerate() {
-            data[i * self.dim..(i + 1) * self.dim].copy_from_slice(&flat[k * self.dim..(k + 1) * self.dim]);
+            data[i * self.dim..(i + 1) * self.dim]
+                .copy_from_slice(&flat[k * self.dim..(k + 1) * self.dim]);
         }
         Ok(Matrix::from_vec(sentences.len(), self.dim, data))
     }
@@ -151,7 +160,8 @@ pub fn is_run_dir(path: &Path) -> bool {
 /// Finds the recipe, tokenizer and checkpoint of a run directory.
 pub fn run_files(dir: &Path) -> Result<RunFiles, BenchError> {
     let recipe_path = dir.join("recipe.resolved.yaml");
-    let text = std::fs::read_to_string(&recipe_path).map_err(|e| BenchError::io(&recipe_path, e))?;
+    let text =
+        std::fs::read_to_string(&recipe_path).map_err(|e| BenchError::io(&recipe_path, e))?;
     let recipe: Recipe = serde_yaml::from_str(&text).map_err(|e| BenchError::Format {
         path: recipe_path.clone(),
         detail: format!("not a resolved recipe ({e})"),
@@ -161,7 +171,10 @@ pub fn run_files(dir: &Path) -> Result<RunFiles, BenchError> {
     let checkpoint = best_or_latest(&checkpoints).ok_or_else(|| BenchError::Format {
         path: checkpoints.clone(),
         detail: "no complete checkpoint".into(),
-        fix: format!("train it first: `harness train` with the recipe of {}", dir.display()),
+        fix: format!(
+            "train it first: `harness train` with the recipe of {}",
+            dir.display()
+        ),
     })?;
     Ok(RunFiles {
         recipe,
@@ -206,16 +219,24 @@ pub fn load_system<B: Backend>(
         detail: e.to_string(),
         fix: "re-run `harness train` to rewrite the run's tokenizer".into(),
     })?;
-    let config = SystemConfig::from_recipe(&files.recipe, tokenizer.vocab_size(), tokenizer.languages().len())
-        .map_err(|e| BenchError::Format {
-            path: files.checkpoint.clone(),
-            detail: e.to_string(),
-            fix: "evaluate runs of recipes with a bilstm or lstm encoder".into(),
-        })?;
+    let config = SystemConfig::from_recipe(
+        &files.recipe,
+        tokenizer.vocab_size(),
+        tokenizer.languages().len(),
+    )
+    .map_err(|e| BenchError::Format {
+        path: files.checkpoint.clone(),
+        detail: e.to_string(),
+        fix: "evaluate runs of recipes with a bilstm or lstm encoder".into(),
+    })?;
     let model = config.init::<B>(files.recipe.seed, device);
     let weights = files.checkpoint.join("model");
     let model = model
-        .load_file(weights.clone(), &NamedMpkFileRecorder::<FullPrecisionSettings>::new(), device)
+        .load_file(
+            weights.clone(),
+            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            device,
+        )
         .map_err(|e| BenchError::Format {
             path: weights.with_extension("mpk"),
             detail: format!("cannot load the weights ({e})"),
@@ -234,7 +255,10 @@ pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>
     let digest = crate::fsutil::sha256_hex(&bytes);
     let name = format!(
         "run:{}",
-        dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned())
+        dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned()
+        )
     );
     Ok(TrainedEncoder::new(
         name,

@@ -111,7 +111,10 @@ fn decoder_side<B: Backend>(
     let input = pad::<B>(&inputs, device);
     let output = pad::<B>(&outputs, device).ids;
     let language = Tensor::from_data(
-        TensorData::new(langs.iter().map(|&l| l as i64).collect::<Vec<_>>(), [langs.len()]),
+        TensorData::new(
+            langs.iter().map(|&l| l as i64).collect::<Vec<_>>(),
+            [langs.len()],
+        ),
         device,
     );
     DecoderSide {
@@ -152,7 +155,11 @@ pub struct NliBatch<B: Backend> {
 }
 
 /// Builds the tensors of a batch of NLI examples.
-pub fn nli_batch<B: Backend>(examples: &[NliExample], index: &[u32], device: &B::Device) -> NliBatch<B> {
+pub fn nli_batch<B: Backend>(
+    examples: &[NliExample],
+    index: &[u32],
+    device: &B::Device,
+) -> NliBatch<B> {
     let ex: Vec<&NliExample> = index.iter().map(|&i| &examples[i as usize]).collect();
     let p: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.premise)).collect();
     let h: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.hypothesis)).collect();
@@ -160,7 +167,10 @@ pub fn nli_batch<B: Backend>(examples: &[NliExample], index: &[u32], device: &B:
         premise: pad(&p, device),
         hypothesis: pad(&h, device),
         labels: Tensor::from_data(
-            TensorData::new(ex.iter().map(|e| e.label as i64).collect::<Vec<_>>(), [ex.len()]),
+            TensorData::new(
+                ex.iter().map(|e| e.label as i64).collect::<Vec<_>>(),
+                [ex.len()],
+            ),
             device,
         ),
     }
@@ -176,10 +186,19 @@ mod tests {
     #[test]
     fn rows_and_padding() {
         assert_eq!(encoder_row(&[9, 8]), vec![9, 8, ids::EOS]);
-        assert_eq!(decoder_rows(&[9, 8], 5), (vec![5, 9, 8], vec![9, 8, ids::EOS]));
+        assert_eq!(
+            decoder_rows(&[9, 8], 5),
+            (vec![5, 9, 8], vec![9, 8, ids::EOS])
+        );
         let p = pad::<B>(&[vec![4, 5, 6], vec![7]], &Default::default());
-        assert_eq!(p.ids.into_data().to_vec::<i64>().unwrap(), vec![4, 5, 6, 7, 0, 0]);
-        assert_eq!(p.mask.into_data().to_vec::<f32>().unwrap(), vec![1., 1., 1., 1., 0., 0.]);
+        assert_eq!(
+            p.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![4, 5, 6, 7, 0, 0]
+        );
+        assert_eq!(
+            p.mask.into_data().to_vec::<f32>().unwrap(),
+            vec![1., 1., 1., 1., 0., 0.]
+        );
         assert_eq!(p.tokens, 4);
         let ex = vec![PairExample {
             src: vec![10, 11],
@@ -187,9 +206,23 @@ mod tests {
             src_lang: 0,
             tgt_lang: 1,
         }];
-        let b = pair_batch::<B>(&ex, &[0], &FirstToken::Language(vec![4, 5]), &Default::default());
-        assert_eq!(b.to_tgt.input.ids.into_data().to_vec::<i64>().unwrap(), vec![5, 12]);
-        assert_eq!(b.to_src.input.ids.into_data().to_vec::<i64>().unwrap(), vec![4, 10, 11]);
-        assert_eq!(b.to_tgt.output.into_data().to_vec::<i64>().unwrap(), vec![12, 3]);
+        let b = pair_batch::<B>(
+            &ex,
+            &[0],
+            &FirstToken::Language(vec![4, 5]),
+            &Default::default(),
+        );
+        assert_eq!(
+            b.to_tgt.input.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![5, 12]
+        );
+        assert_eq!(
+            b.to_src.input.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![4, 10, 11]
+        );
+        assert_eq!(
+            b.to_tgt.output.into_data().to_vec::<i64>().unwrap(),
+            vec![12, 3]
+        );
     }
 }

@@ -110,7 +110,11 @@ pub fn save<B: AutodiffBackend>(
     keep: usize,
 ) -> Result<PathBuf, TrainError> {
     std::fs::create_dir_all(checkpoints).map_err(|e| io(checkpoints, e))?;
-    let tmp = checkpoints.join(format!(".tmp-step-{:08}-{}", state.step, std::process::id()));
+    let tmp = checkpoints.join(format!(
+        ".tmp-step-{:08}-{}",
+        state.step,
+        std::process::id()
+    ));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
     }

@@ -155,7 +155,10 @@ impl TaskData {
     pub fn total_tokens(&self) -> usize {
         match &self.examples {
             Examples::Pairs(v) => v.iter().map(|e| e.src.len() + e.tgt.len() + 2).sum(),
-            Examples::Nli(v) => v.iter().map(|e| e.premise.len() + e.hypothesis.len() + 2).sum(),
+            Examples::Nli(v) => v
+                .iter()
+                .map(|e| e.premise.len() + e.hypothesis.len() + 2)
+                .sum(),
         }
     }
 }
@@ -198,7 +201,8 @@ pub fn pair_examples(
         };
         let into_tgt = targets.iter().any(|t| t == tgt_lang);
         let into_src = targets.iter().any(|t| t == src_lang);
-        let encoded: Vec<Result<(Vec<u32>, Vec<u32>), TokenizeError>> = pairs
+        type Encoded = Result<(Vec<u32>, Vec<u32>), TokenizeError>;
+        let encoded: Vec<Encoded> = pairs
             .par_iter()
             .map(|p| {
                 Ok((
@@ -324,8 +328,16 @@ mod tests {
         seen.sort();
         assert_eq!(seen, (0..200).collect::<Vec<_>>());
         for b in &data.batches {
-            let widest = b.iter().map(|&i| data.examples.cost(i as usize)).max().unwrap();
-            assert!(b.len() == 1 || b.len() * widest <= 60, "{} × {widest}", b.len());
+            let widest = b
+                .iter()
+                .map(|&i| data.examples.cost(i as usize))
+                .max()
+                .unwrap();
+            assert!(
+                b.len() == 1 || b.len() * widest <= 60,
+                "{} × {widest}",
+                b.len()
+            );
         }
         // Bucketing: batches are much more uniform than the data.
         let spread: usize = data
@@ -353,14 +365,26 @@ mod tests {
             first_epoch.push(b.to_vec());
             pos = next;
         }
-        assert_eq!(pos, Position { epoch: 1, cursor: 0 });
+        assert_eq!(
+            pos,
+            Position {
+                epoch: 1,
+                cursor: 0
+            }
+        );
         let mut all: Vec<u32> = first_epoch.iter().flatten().copied().collect();
         all.sort();
         assert_eq!(all.len(), 50);
         all.dedup();
         assert_eq!(all.len(), 50, "an epoch visits every batch once");
         // The same position gives the same batch; another epoch another order.
-        let again = data.batch_at(Position { epoch: 0, cursor: 3 }).0.to_vec();
+        let again = data
+            .batch_at(Position {
+                epoch: 0,
+                cursor: 3,
+            })
+            .0
+            .to_vec();
         assert_eq!(again, first_epoch[3]);
         let orders: Vec<Vec<u32>> = (0..4).map(|e| data.epoch_order(e)).collect();
         assert!(orders.windows(2).any(|w| w[0] != w[1]));

@@ -38,7 +38,11 @@ pub enum TrainError {
 
 impl TrainError {
     /// A recipe problem at `key`.
-    pub fn recipe(key: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn recipe(
+        key: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         TrainError::Recipe {
             key: key.into(),
             detail: detail.into(),

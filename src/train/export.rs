@@ -15,10 +15,7 @@ pub fn export(run_dir: &Path, out: &Path) -> anyhow::Result<()> {
     let (system, config, _tokenizer) = load_system::<NdArray<f32>>(&files, &device)?;
     let parent = crate::fsutil::parent_dir(out);
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let tmp = parent.join(format!(
-        ".tmp-export-{}",
-        std::process::id()
-    ));
+    let tmp = parent.join(format!(".tmp-export-{}", std::process::id()));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp)?;
     }

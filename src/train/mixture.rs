@@ -6,6 +6,7 @@
 //! - A task with `joint_with: T` (seq2seq+similarity's `l2_similarity`) has no batches of
 //!   its own: its loss, times its `weight`, is added to task `T`'s loss on `T`'s batch, in
 //!   the same backward pass (`L = L_NMT + α·L_sim`, Yu et al. §2.2).
+//!
 //! The draw of step `s` comes from a ChaCha stream of `(seed, s)`, so it needs no saved
 //! state and a resumed run draws what an uninterrupted one would.
 

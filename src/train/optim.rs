@@ -8,11 +8,11 @@
 
 use crate::recipe::schema::{Optimizer as OptimSpec, OptimizerKind, ScheduleKind};
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
+use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::{
     Adam, AdamConfig, AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig,
 };
-use burn::optim::adaptor::OptimizerAdaptor;
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder, RecorderError};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
@@ -31,7 +31,8 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
     /// The optimizer a recipe's `optimizer:` block describes (clipping is applied by
     /// [`clip_global_norm`], not inside the optimizer).
     pub fn from_spec(spec: &OptimSpec) -> Self {
-        let decay = (spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32));
+        let decay =
+            (spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32));
         match spec.kind {
             OptimizerKind::Adam => AnyOptimizer::Adam(
                 AdamConfig::new()
@@ -49,7 +50,9 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
                     .with_weight_decay(spec.weight_decay as f32)
                     .init(),
             ),
-            OptimizerKind::Sgd => AnyOptimizer::Sgd(SgdConfig::new().with_weight_decay(decay).init()),
+            OptimizerKind::Sgd => {
+                AnyOptimizer::Sgd(SgdConfig::new().with_weight_decay(decay).init())
+            }
         }
     }
 
@@ -91,14 +94,9 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     grads: &mut GradientsParams,
     max_norm: Option<f64>,
 ) -> f64 {
-    let mut sq = SquaredNorm::<B> {
-        grads,
-        total: None,
-    };
+    let mut sq = SquaredNorm::<B> { grads, total: None };
     module.visit(&mut sq);
-    let norm = sq
-        .total
-        .map_or(0.0, |t| t.into_scalar_f64().sqrt());
+    let norm = sq.total.map_or(0.0, |t| t.into_scalar_f64().sqrt());
     if let Some(max) = max_norm {
         if norm > max && norm.is_finite() {
             let mut scale = Scale::<B> {
@@ -154,7 +152,8 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Scale<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         let id: ParamId = param.id;
         if let Some(g) = self.grads.remove::<B::InnerBackend, D>(id) {
-            self.grads.register::<B::InnerBackend, D>(id, g * self.factor);
+            self.grads
+                .register::<B::InnerBackend, D>(id, g * self.factor);
         }
     }
 }
@@ -175,7 +174,9 @@ pub fn learning_rate(spec: &OptimSpec, step: u64, total: u64, steps_per_epoch: u
             let span = total.saturating_sub(warm).max(1) as f64;
             base * (1.0 - (step - warm) as f64 / span).max(0.0)
         }
-        ScheduleKind::InverseSqrt => base * ((warm.max(1)) as f64 / (step + 1) as f64).sqrt().min(1.0),
+        ScheduleKind::InverseSqrt => {
+            base * ((warm.max(1)) as f64 / (step + 1) as f64).sqrt().min(1.0)
+        }
         ScheduleKind::Exponential => {
             let epoch = step / steps_per_epoch.max(1);
             base * s.decay.unwrap_or(1.0).powi(epoch as i32)
@@ -214,11 +215,22 @@ mod tests {
 
     #[test]
     fn schedules() {
-        assert_eq!(learning_rate(&spec(ScheduleKind::Constant, 0), 7, 10, 5), 1.0);
-        assert_eq!(learning_rate(&spec(ScheduleKind::Constant, 4), 1, 10, 5), 0.5);
+        assert_eq!(
+            learning_rate(&spec(ScheduleKind::Constant, 0), 7, 10, 5),
+            1.0
+        );
+        assert_eq!(
+            learning_rate(&spec(ScheduleKind::Constant, 4), 1, 10, 5),
+            0.5
+        );
         assert_eq!(learning_rate(&spec(ScheduleKind::Linear, 0), 5, 10, 5), 0.5);
-        assert_eq!(learning_rate(&spec(ScheduleKind::Exponential, 0), 10, 100, 5), 0.25);
-        assert!((learning_rate(&spec(ScheduleKind::InverseSqrt, 4), 15, 100, 5) - 0.5).abs() < 1e-12);
+        assert_eq!(
+            learning_rate(&spec(ScheduleKind::Exponential, 0), 10, 100, 5),
+            0.25
+        );
+        assert!(
+            (learning_rate(&spec(ScheduleKind::InverseSqrt, 4), 15, 100, 5) - 0.5).abs() < 1e-12
+        );
     }
 
     #[test]
@@ -226,8 +238,14 @@ mod tests {
         let dev = Default::default();
         let lin: Linear<B> = LinearConfig::new(2, 1).init(&dev);
         let lin = lin.load_record(burn::nn::LinearRecord {
-            weight: Param::from_tensor(Tensor::from_data(TensorData::new(vec![0f32, 0.], [2, 1]), &dev)),
-            bias: Some(Param::from_tensor(Tensor::from_data(TensorData::new(vec![0f32], [1]), &dev))),
+            weight: Param::from_tensor(Tensor::from_data(
+                TensorData::new(vec![0f32, 0.], [2, 1]),
+                &dev,
+            )),
+            bias: Some(Param::from_tensor(Tensor::from_data(
+                TensorData::new(vec![0f32], [1]),
+                &dev,
+            ))),
         });
         // loss = 3·w0 + 4·w1 + 0·b (x = (3, 4)): gradient (3, 4, 1) with the bias' 1.
         let x = Tensor::<B, 2>::from_data(TensorData::new(vec![3f32, 4.], [1, 2]), &dev);

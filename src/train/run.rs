@@ -91,16 +91,21 @@ fn load_corpus(
     if is_parallel_dataset(&corpus.dataset) {
         let built = build_recipe_parallel(corpus, registry, settings)?;
         for p in &built.report.pairs {
-            counts
-                .parts
-                .insert(format!("{}-{}", p.source_lang, p.target_lang), (p.kept, p.removed));
+            counts.parts.insert(
+                format!("{}-{}", p.source_lang, p.target_lang),
+                (p.kept, p.removed),
+            );
         }
         let mut c: Vec<(String, String, Vec<Bitext>)> = built
             .corpora
             .into_iter()
             .map(|c| (c.source_lang, c.target_lang, c.pairs))
             .collect();
-        cap_pairs(&mut c, corpus.max_examples.map_or(usize::MAX, |m| m as usize), recipe.seed);
+        cap_pairs(
+            &mut c,
+            corpus.max_examples.map_or(usize::MAX, |m| m as usize),
+            recipe.seed,
+        );
         counts.used = c.iter().map(|x| x.2.len()).sum();
         return Ok((Loaded::Parallel(c), counts));
     }
@@ -141,7 +146,9 @@ fn load_corpus(
             .into_iter()
             .filter(|p| !eval.contains(&p.premise) && !eval.contains(&p.hypothesis))
             .collect();
-        counts.parts.insert(s.clone(), (kept.len(), before - kept.len()));
+        counts
+            .parts
+            .insert(s.clone(), (kept.len(), before - kept.len()));
         all.extend(kept);
     }
     if let Some(m) = corpus.max_examples {
@@ -163,7 +170,8 @@ pub fn prepare(
     std::fs::create_dir_all(run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
     let write = |name: &str, text: &str| -> anyhow::Result<()> {
         let p = run_dir.join(name);
-        crate::fsutil::write_atomic(&p, text.as_bytes()).with_context(|| format!("writing {}", p.display()))
+        crate::fsutil::write_atomic(&p, text.as_bytes())
+            .with_context(|| format!("writing {}", p.display()))
     };
     write("recipe.resolved.yaml", &resolved.to_yaml())?;
     let env = serde_json::json!({
@@ -288,7 +296,8 @@ pub fn compile_plan(
     tokenizer: &TextTokenizer,
     loaded: &BTreeMap<String, Loaded>,
 ) -> Result<Plan, TrainError> {
-    let system = SystemConfig::from_recipe(recipe, tokenizer.vocab_size(), tokenizer.languages().len())?;
+    let system =
+        SystemConfig::from_recipe(recipe, tokenizer.vocab_size(), tokenizer.languages().len())?;
     let train_spec = recipe
         .train
         .clone()
@@ -301,7 +310,11 @@ pub fn compile_plan(
                     tokenizer
                         .languages()
                         .iter()
-                        .map(|l| tokenizer.lang_token_id(l).unwrap_or(crate::data::tokenize::ids::BOS))
+                        .map(|l| {
+                            tokenizer
+                                .lang_token_id(l)
+                                .unwrap_or(crate::data::tokenize::ids::BOS)
+                        })
                         .collect(),
                 )
             } else {
@@ -324,8 +337,14 @@ pub fn compile_plan(
                         Objective::Seq2seqCe(_) => Directions::OneInto,
                         _ => Directions::Both,
                     };
-                    let (ex, skipped) =
-                        pair_examples(&tokenizer, c, &targets, dirs, max_len, recipe.seed + ti as u64)?;
+                    let (ex, skipped) = pair_examples(
+                        tokenizer,
+                        c,
+                        &targets,
+                        dirs,
+                        max_len,
+                        recipe.seed + ti as u64,
+                    )?;
                     if ex.is_empty() {
                         return Err(TrainError::recipe(
                             format!("tasks.{}", task.name),
@@ -335,7 +354,7 @@ pub fn compile_plan(
                     }
                     Examples::Pairs(ex)
                 }
-                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(&tokenizer, v, max_len)?),
+                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(tokenizer, v, max_len)?),
                 (None, _) => {
                     return Err(TrainError::recipe(
                         format!("tasks.{}.corpus", task.name),
@@ -347,7 +366,9 @@ pub fn compile_plan(
             Some(TaskData::new(
                 examples,
                 train_spec.batch_tokens.map(|x| x as usize),
-                task.batch_size.or(train_spec.batch_size).map(|x| x as usize),
+                task.batch_size
+                    .or(train_spec.batch_size)
+                    .map(|x| x as usize),
                 recipe.seed.wrapping_mul(31).wrapping_add(ti as u64),
             ))
         };
@@ -363,13 +384,16 @@ pub fn compile_plan(
     for task in &recipe.tasks {
         if let Objective::L2Similarity(p) = &task.objective {
             if let Some(partner) = &p.joint_with {
-                let t = tasks.iter_mut().find(|t| &t.name == partner).ok_or_else(|| {
-                    TrainError::recipe(
-                        format!("tasks.{}.params.joint_with", task.name),
-                        format!("no task named `{partner}`"),
-                        "name a translation task of this recipe",
-                    )
-                })?;
+                let t = tasks
+                    .iter_mut()
+                    .find(|t| &t.name == partner)
+                    .ok_or_else(|| {
+                        TrainError::recipe(
+                            format!("tasks.{}.params.joint_with", task.name),
+                            format!("no task named `{partner}`"),
+                            "name a translation task of this recipe",
+                        )
+                    })?;
                 t.joint_l2.push(task.weight * p.alpha);
             }
         }
@@ -379,7 +403,11 @@ pub fn compile_plan(
         .map(|t| t.data.as_ref().map(|_| t.weight))
         .collect();
     let mixture = Mixture::new(&weights, recipe.seed).ok_or_else(|| {
-        TrainError::recipe("tasks", "no task has batches and a positive weight", "add a translation task")
+        TrainError::recipe(
+            "tasks",
+            "no task has batches and a positive weight",
+            "add a translation task",
+        )
     })?;
     let steps_per_epoch: u64 = tasks
         .iter()
@@ -454,9 +482,15 @@ where
     burn::tensor::Device<B::InnerBackend>: Sync,
     crate::model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
 {
-    let best_metric = plan.recipe.train.as_ref().and_then(|t| t.best_metric.clone());
+    let best_metric = plan
+        .recipe
+        .train
+        .as_ref()
+        .and_then(|t| t.best_metric.clone());
     let registry = Registry::embedded()?;
-    let mut eval_fn = |model: &System<B::InnerBackend>, step: u64| -> Result<Option<(String, f64, bool)>, TrainError> {
+    let mut eval_fn = |model: &System<B::InnerBackend>,
+                       step: u64|
+     -> Result<Option<(String, f64, bool)>, TrainError> {
         let Some(metric) = &best_metric else {
             return Ok(None);
         };
@@ -521,8 +555,16 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             sets: args.sets.clone(),
         },
     )
-    .with_context(|| format!("{} is not a valid recipe (run `harness validate` on it)", args.recipe.display()))?;
-    let run_dir = args.out.clone().unwrap_or_else(|| run_dir_for(settings, &resolved));
+    .with_context(|| {
+        format!(
+            "{} is not a valid recipe (run `harness validate` on it)",
+            args.recipe.display()
+        )
+    })?;
+    let run_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| run_dir_for(settings, &resolved));
     eprintln!("run directory: {}", run_dir.display());
     let (plan, tokenizer, counts) = prepare(&resolved, settings, &run_dir, &args.device)?;
     for c in &counts {
@@ -576,7 +618,9 @@ fn train_cuda(
         .parse()
         .with_context(|| format!("--device {device}: expected `cuda:N`"))?;
     let dev = burn::backend::cuda::CudaDevice::new(index);
-    train_on::<burn::backend::Autodiff<burn::backend::Cuda<f32, i32>>>(plan, tokenizer, run_dir, settings, &dev, stop_after)
+    train_on::<burn::backend::Autodiff<burn::backend::Cuda<f32, i32>>>(
+        plan, tokenizer, run_dir, settings, &dev, stop_after,
+    )
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -609,7 +653,10 @@ fn print_outcome(t: &Trained) {
 }
 
 /// `harness train`.
-pub fn train_command(args: &TrainArgs, settings: &Settings) -> anyhow::Result<std::process::ExitCode> {
+pub fn train_command(
+    args: &TrainArgs,
+    settings: &Settings,
+) -> anyhow::Result<std::process::ExitCode> {
     let (_, t) = train_recipe(args, settings)?;
     print_outcome(&t);
     Ok(if t.outcome.interrupted {
@@ -622,7 +669,11 @@ pub fn train_command(args: &TrainArgs, settings: &Settings) -> anyhow::Result<st
 /// `harness run`: train (resuming), then evaluate every benchmark of the recipe's
 /// `evaluate:` list with the run's best checkpoint, skipping results already present
 /// unless `force`.
-pub fn run_command(args: &TrainArgs, force: bool, settings: &Settings) -> anyhow::Result<std::process::ExitCode> {
+pub fn run_command(
+    args: &TrainArgs,
+    force: bool,
+    settings: &Settings,
+) -> anyhow::Result<std::process::ExitCode> {
     let (resolved, t) = train_recipe(args, settings)?;
     print_outcome(&t);
     if t.outcome.interrupted {

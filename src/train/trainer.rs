@@ -70,7 +70,10 @@ pub struct Options<'a, B: AutodiffBackend> {
     /// Evaluates the model: `(metric name, value, lower is better)`.
     #[allow(clippy::type_complexity)]
     pub evaluate: Option<
-        &'a mut dyn FnMut(&System<B::InnerBackend>, u64) -> Result<Option<(String, f64, bool)>, TrainError>,
+        &'a mut dyn FnMut(
+            &System<B::InnerBackend>,
+            u64,
+        ) -> Result<Option<(String, f64, bool)>, TrainError>,
     >,
 }
 
@@ -160,7 +163,10 @@ fn task_loss<B: AutodiffBackend>(
     let no_decoder = || {
         TrainError::recipe(
             "model.decoder",
-            format!("task `{}` translates but the model has no decoder", task.name),
+            format!(
+                "task `{}` translates but the model has no decoder",
+                task.name
+            ),
             "add `model.decoder: {kind: lstm, ...}`",
         )
     };
@@ -266,10 +272,18 @@ pub fn train<B: AutodiffBackend>(
 ) -> Result<Outcome, TrainError> {
     let recipe = &plan.recipe;
     let spec = recipe.optimizer.clone().ok_or_else(|| {
-        TrainError::recipe("optimizer", "missing", "add `optimizer: {kind: adam, lr: 0.001}`")
+        TrainError::recipe(
+            "optimizer",
+            "missing",
+            "add `optimizer: {kind: adam, lr: 0.001}`",
+        )
     })?;
     let train_spec = recipe.train.clone().ok_or_else(|| {
-        TrainError::recipe("train", "missing", "add `train: {steps: 1000, batch_tokens: 2000}`")
+        TrainError::recipe(
+            "train",
+            "missing",
+            "add `train: {steps: 1000, batch_tokens: 2000}`",
+        )
     })?;
     let checkpoints = opts.run_dir.join("checkpoints");
     let metrics_path = opts.run_dir.join("train").join("metrics.jsonl");
@@ -334,7 +348,13 @@ pub fn train<B: AutodiffBackend>(
     while state.step < total {
         if interrupted() {
             bar.suspend(|| eprintln!("interrupted: saving a checkpoint at step {}", state.step));
-            session.checkpoint = Some(checkpoint::save(&checkpoints, &model, &optim, &state, opts.keep)?);
+            session.checkpoint = Some(checkpoint::save(
+                &checkpoints,
+                &model,
+                &optim,
+                &state,
+                opts.keep,
+            )?);
             session.interrupted = true;
             break;
         }
@@ -343,7 +363,11 @@ pub fn train<B: AutodiffBackend>(
         let t = plan.mixture.pick(step);
         let task = &plan.tasks[t];
         let data = task.data.as_ref().ok_or_else(|| {
-            TrainError::recipe("tasks", "the mixture picked a joint task", "report this as a bug")
+            TrainError::recipe(
+                "tasks",
+                "the mixture picked a joint task",
+                "report this as a bug",
+            )
         })?;
         let pos = state.positions.get(&task.name).copied().unwrap_or_default();
         let (index, next) = data.batch_at(pos);
@@ -422,13 +446,29 @@ pub fn train<B: AutodiffBackend>(
         let new_best = state.best.as_ref().is_some_and(|b| b.step == state.step);
         if (ckpt_every > 0 && state.step % ckpt_every == 0) || state.step == total || new_best {
             metrics.flush().map_err(|e| io(&metrics_path, e))?;
-            session.checkpoint = Some(checkpoint::save(&checkpoints, &model, &optim, &state, opts.keep)?);
+            session.checkpoint = Some(checkpoint::save(
+                &checkpoints,
+                &model,
+                &optim,
+                &state,
+                opts.keep,
+            )?);
         }
         if opts.stop_after.is_some_and(|s| state.step >= s) {
             break;
         }
     }
     bar.finish_and_clear();
+    // A run of zero steps (the untrained baseline) still leaves a checkpoint to evaluate.
+    if session.checkpoint.is_none() && state.step >= total {
+        session.checkpoint = Some(checkpoint::save(
+            &checkpoints,
+            &model,
+            &optim,
+            &state,
+            opts.keep,
+        )?);
+    }
     session.steps = state.step;
     Ok(session)
 }
@@ -470,7 +510,11 @@ mod tests {
             .map(|i| NliPair {
                 premise: format!("i see {} cats", NUMS[i % 8].1),
                 hypothesis: format!("i see {} dogs", NUMS[(i + i / 8) % 8].1),
-                label: [NliLabel::Entailment, NliLabel::Neutral, NliLabel::Contradiction][i % 3],
+                label: [
+                    NliLabel::Entailment,
+                    NliLabel::Neutral,
+                    NliLabel::Contradiction,
+                ][i % 3],
             })
             .collect();
         let mut m = BTreeMap::new();
@@ -524,15 +568,21 @@ train: {train}
     struct Collect(Vec<f32>);
     impl<Bk: burn::tensor::backend::Backend> ModuleVisitor<Bk> for Collect {
         fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Bk, D>>) {
-            self.0
-                .extend(p.val().into_data().convert::<f32>().to_vec::<f32>().unwrap());
+            self.0.extend(
+                p.val()
+                    .into_data()
+                    .convert::<f32>()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            );
         }
     }
 
     fn weights(plan: &Plan, dir: &Path) -> Vec<f32> {
         let dev = Default::default();
         let ck = checkpoint::latest(&dir.join("checkpoints")).unwrap();
-        let m = checkpoint::load_model(&ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
+        let m =
+            checkpoint::load_model(&ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
         let mut c = Collect(Vec::new());
         m.visit(&mut c);
         c.0
@@ -542,7 +592,11 @@ train: {train}
         std::fs::read_to_string(dir.join("train/metrics.jsonl"))
             .unwrap()
             .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"].as_f64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
+                    .as_f64()
+                    .unwrap()
+            })
             .collect()
     }
 
@@ -554,12 +608,20 @@ train: {train}
         let tasks = "  - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
   - {name: sim, objective: l2_similarity, corpus: pairs, weight: 1.0, params: {alpha: 0.5, joint_with: translate}}
   - {name: nli, objective: nli_classification, corpus: nli, weight: 0.5, params: {head: nli}}";
-        let r = recipe(tasks, "{steps: 14, batch_tokens: 60, max_len: 20, checkpoint_every: 4}", 0.1);
+        let r = recipe(
+            tasks,
+            "{steps: 14, batch_tokens: 60, max_len: 20, checkpoint_every: 4}",
+            0.1,
+        );
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();
         let pa = plan(&r, 24, a.path());
         let pb = plan(&r, 24, b.path());
-        assert!(pa.steps_per_epoch < 14, "several epochs: {}", pa.steps_per_epoch);
+        assert!(
+            pa.steps_per_epoch < 14,
+            "several epochs: {}",
+            pa.steps_per_epoch
+        );
         let dev = Default::default();
         let full = train::<B>(&pa, &dev, opts(a.path(), None)).unwrap();
         assert_eq!(full.steps, 14);
@@ -591,7 +653,9 @@ train: {train}
 
     #[test]
     fn seq2seq_ce_overfits_a_tiny_set() {
-        assert_decreases("  - {name: t, objective: seq2seq_ce, corpus: pairs, params: {label_smoothing: 0.1}}");
+        assert_decreases(
+            "  - {name: t, objective: seq2seq_ce, corpus: pairs, params: {label_smoothing: 0.1}}",
+        );
     }
 
     #[test]
@@ -601,6 +665,8 @@ train: {train}
 
     #[test]
     fn nli_classification_overfits_a_tiny_set() {
-        assert_decreases("  - {name: n, objective: nli_classification, corpus: nli, params: {head: nli}}");
+        assert_decreases(
+            "  - {name: n, objective: nli_classification, corpus: nli, params: {head: nli}}",
+        );
     }
 }

@@ -7,7 +7,10 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
 
 /// Mean cross-entropy of `logits: [batch, classes]` against `labels: [batch]`.
-pub fn classification_ce<B: Backend>(logits: Tensor<B, 2>, labels: Tensor<B, 1, Int>) -> Tensor<B, 1> {
+pub fn classification_ce<B: Backend>(
+    logits: Tensor<B, 2>,
+    labels: Tensor<B, 1, Int>,
+) -> Tensor<B, 1> {
     let [batch, _] = logits.dims();
     log_softmax(logits, 1)
         .gather(1, labels.reshape([batch, 1]))

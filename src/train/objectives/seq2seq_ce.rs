@@ -65,8 +65,10 @@ mod tests {
     #[test]
     fn gradient_matches_finite_differences() {
         let dev = Default::default();
-        let targets = Tensor::<F64, 2, Int>::from_data(TensorData::new(vec![2i64, 0, 1, 1], [2, 2]), &dev);
-        let mask = Tensor::<F64, 2>::from_data(TensorData::new(vec![1.0f32, 1.0, 1.0, 0.0], [2, 2]), &dev);
+        let targets =
+            Tensor::<F64, 2, Int>::from_data(TensorData::new(vec![2i64, 0, 1, 1], [2, 2]), &dev);
+        let mask =
+            Tensor::<F64, 2>::from_data(TensorData::new(vec![1.0f32, 1.0, 1.0, 0.0], [2, 2]), &dev);
         for eps in [0.0, 0.1] {
             check_gradient::<3>([2, 2, 3], 5, |x| {
                 seq2seq_ce(x, targets.clone(), mask.clone(), eps)
