@@ -77,7 +77,8 @@ pub struct TrainCliArgs {
     /// `cpu`, or `cuda:N` with a build made with `--features cuda`
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Stop after this many steps in all (a checkpoint is written); the next call resumes
+    /// Stop after this many steps in all, as if killed (only the checkpoints already due
+    /// are on disk); the next call resumes from the newest
     #[arg(long, value_name = "STEPS")]
     pub stop_after: Option<u64>,
 }

@@ -11,7 +11,9 @@
 //! target language is then a `<lang:xxx>` token given as the first decoder input (the
 //! caller builds the inputs, see `train/batch.rs`).
 
-use crate::model::lstm::{MaskedLstm, MaskedLstmConfig, State};
+use crate::model::lstm::{
+    split_mask, split_steps, stack_steps, MaskedLstm, MaskedLstmConfig, State,
+};
 use crate::model::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
@@ -120,17 +122,29 @@ impl<B: Backend> LstmDecoder<B> {
         let context = self.context.forward(ctx_in);
         let init_h = self.init_hidden.forward(sentence.clone());
         let init_c = self.init_cell.forward(sentence);
-        let mut x = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
+
+        let device = inputs.device();
+        let embedded = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
+        let masks = split_mask(mask);
+        let mut xs = split_steps(embedded);
         for (i, layer) in self.layers.iter().enumerate() {
             let state = State {
                 hidden: init_h.clone().slice([0..batch, i * h..(i + 1) * h]),
                 cell: init_c.clone().slice([0..batch, i * h..(i + 1) * h]),
             };
             let ctx = (i == 0).then(|| context.clone());
-            let (out, _) = layer.forward(x, mask.clone(), ctx, Some(state));
-            x = dropout(&mut noise, out, self.dropout);
+            let (out, _) = layer.forward_steps(&xs, &masks, ctx, Some(state));
+            xs = out
+                .into_iter()
+                .map(|x| dropout(&mut noise, x, self.dropout))
+                .collect();
         }
-        self.output.forward(x)
+        let x = stack_steps(xs, batch, h, &device);
+        // 2-D product (see `model/lstm.rs`): the vocabulary projection is the largest one.
+        let [b, t, d] = x.dims();
+        let logits = self.output.forward(x.reshape([b * t, d]));
+        let n_vocab = logits.dims()[1];
+        logits.reshape([b, t, n_vocab])
     }
 }
 

@@ -9,9 +9,8 @@
 //!
 //! Padding therefore changes no output at a real position (tested in `encoder/bilstm.rs`).
 //!
-//! The four gates are one fused projection (input → 4H for all steps at once, hidden → 4H
-//! per step): two matrix products per step instead of burn's eight, which is what makes
-//! CPU training affordable. Gate order in the fused weights: input, forget, cell, output
+//! The four gates are one fused projection (input → 4H and hidden → 4H): two matrix
+//! products per step instead of burn's eight. Gate order in the fused weights: input, forget, cell, output
 //! (PyTorch's order).
 
 use burn::config::Config;
@@ -83,13 +82,34 @@ impl<B: Backend> MaskedLstm<B> {
         context: Option<Tensor<B, 2>>,
         state: Option<State<B>>,
     ) -> (Tensor<B, 3>, State<B>) {
-        let [batch, time, _] = x.dims();
-        let h4 = 4 * self.d_hidden;
-        let device = x.device();
-        let mut gates_x = self.input.forward(x);
-        if let Some(ctx) = context {
-            gates_x = gates_x + ctx.unsqueeze_dim::<3>(1);
-        }
+        let [batch, _, _] = x.dims();
+        let (outs, state) = self.forward_steps(&split_steps(x), &split_mask(mask), context, state);
+        (
+            stack_steps(outs, batch, self.d_hidden, &state.hidden.device()),
+            state,
+        )
+    }
+
+    /// The same over per-step inputs `xs[t]: [batch, d_input]` and masks `masks[t]:
+    /// [batch, 1]`, returning per-step outputs. Stacked layers pass these lists along
+    /// instead of 3-D tensors: reading step `t` out of a `[batch, time, ·]` tensor costs, in
+    /// burn's autodiff, a full-size gradient per step (O(time²) per layer; measured as most
+    /// of a CPU training step when the gates were sliced that way).
+    pub fn forward_steps(
+        &self,
+        xs: &[Tensor<B, 2>],
+        masks: &[Tensor<B, 2>],
+        context: Option<Tensor<B, 2>>,
+        state: Option<State<B>>,
+    ) -> (Vec<Tensor<B, 2>>, State<B>) {
+        let time = xs.len();
+        let (batch, device) = match xs.first() {
+            Some(x) => (x.dims()[0], x.device()),
+            None => match &state {
+                Some(s) => (s.hidden.dims()[0], s.hidden.device()),
+                None => (0, Default::default()),
+            },
+        };
         let State {
             mut hidden,
             mut cell,
@@ -104,11 +124,10 @@ impl<B: Backend> MaskedLstm<B> {
             (0..time).collect()
         };
         for t in steps {
-            let g = gates_x
-                .clone()
-                .slice([0..batch, t..t + 1, 0..h4])
-                .reshape([batch, h4])
-                + self.hidden.forward(hidden.clone());
+            let mut g = self.input.forward(xs[t].clone()) + self.hidden.forward(hidden.clone());
+            if let Some(ctx) = &context {
+                g = g + ctx.clone();
+            }
             let mut parts = g.chunk(4, 1).into_iter();
             let (Some(i), Some(f), Some(c), Some(o)) =
                 (parts.next(), parts.next(), parts.next(), parts.next())
@@ -119,19 +138,50 @@ impl<B: Backend> MaskedLstm<B> {
             let hidden_new = sigmoid(o) * tanh(cell_new.clone());
             // m·new + (1−m)·old is exact for m ∈ {0, 1}: a real position sees exactly the
             // same arithmetic whether or not the batch is padded.
-            let m = mask.clone().slice([0..batch, t..t + 1]);
+            let m = masks[t].clone();
             let keep = m.clone().neg().add_scalar(1.0);
             cell = cell_new * m.clone() + cell * keep.clone();
             hidden = hidden_new * m + hidden * keep;
             outputs[t] = Some(hidden.clone());
         }
-        let outputs: Vec<Tensor<B, 2>> = outputs.into_iter().flatten().collect();
-        let out = if outputs.is_empty() {
-            Tensor::zeros([batch, 0, self.d_hidden], &device)
-        } else {
-            Tensor::stack(outputs, 1)
-        };
-        (out, State { hidden, cell })
+        (
+            outputs.into_iter().flatten().collect(),
+            State { hidden, cell },
+        )
+    }
+}
+
+/// `[batch, time, d]` → `time` tensors `[batch, d]`.
+pub fn split_steps<B: Backend>(x: Tensor<B, 3>) -> Vec<Tensor<B, 2>> {
+    let [batch, time, d] = x.dims();
+    (0..time)
+        .map(|t| {
+            x.clone()
+                .slice([0..batch, t..t + 1, 0..d])
+                .reshape([batch, d])
+        })
+        .collect()
+}
+
+/// `[batch, time]` → `time` masks `[batch, 1]`.
+pub fn split_mask<B: Backend>(mask: Tensor<B, 2>) -> Vec<Tensor<B, 2>> {
+    let [batch, time] = mask.dims();
+    (0..time)
+        .map(|t| mask.clone().slice([0..batch, t..t + 1]))
+        .collect()
+}
+
+/// `time` tensors `[batch, d]` → `[batch, time, d]`.
+pub fn stack_steps<B: Backend>(
+    steps: Vec<Tensor<B, 2>>,
+    batch: usize,
+    d: usize,
+    device: &B::Device,
+) -> Tensor<B, 3> {
+    if steps.is_empty() {
+        Tensor::zeros([batch, 0, d], device)
+    } else {
+        Tensor::stack(steps, 1)
     }
 }
 

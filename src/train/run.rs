@@ -535,6 +535,12 @@ pub struct Trained {
 
 /// Resolves, prepares and trains a recipe on the device `args.device` names.
 pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Resolved, Trained)> {
+    if args.device != "cpu" && !args.device.starts_with("cuda") {
+        anyhow::bail!(
+            "--device {}: unknown device. Fix: use `cpu` or `cuda:N` (with a build made with `--features cuda`)",
+            args.device
+        );
+    }
     let resolved = load(
         &args.recipe,
         &LoadOptions {

@@ -459,6 +459,16 @@ pub fn train<B: AutodiffBackend>(
         }
     }
     bar.finish_and_clear();
+    // A run of zero steps (the untrained baseline) still leaves a checkpoint to evaluate.
+    if session.checkpoint.is_none() && state.step >= total {
+        session.checkpoint = Some(checkpoint::save(
+            &checkpoints,
+            &model,
+            &optim,
+            &state,
+            opts.keep,
+        )?);
+    }
     session.steps = state.step;
     Ok(session)
 }

@@ -12,7 +12,7 @@
 //! states), so a sentence's vector does not depend on what it is batched with (tested).
 //! Callers append `</s>` to every input, as LASER does, so no sentence is empty.
 
-use crate::model::lstm::{MaskedLstm, MaskedLstmConfig};
+use crate::model::lstm::{split_mask, split_steps, stack_steps, MaskedLstm, MaskedLstmConfig};
 use crate::model::random::{dropout, Noise};
 use crate::recipe::schema::{self, Pool};
 use burn::config::Config;
@@ -149,31 +149,44 @@ impl<B: Backend> BilstmEncoder<B> {
         mut noise: Option<&mut Noise>,
     ) -> Encoded<B> {
         let [batch, time] = tokens.dims();
-        let mut x = dropout(&mut noise, self.embedding.forward(tokens), self.dropout);
+        let device = tokens.device();
+        let embedded = dropout(&mut noise, self.embedding.forward(tokens), self.dropout);
+        let masks = split_mask(mask.clone());
+        let mut xs = split_steps(embedded);
         let mut finals: Vec<Tensor<B, 2>> = Vec::new();
+        let mut d = self.embedding.weight.dims()[1];
         let n = self.forward.len();
         for (i, (fwd, rev)) in self.forward.iter().zip(&self.reverse).enumerate() {
-            let (out_f, state_f) = fwd.forward(x.clone(), mask.clone(), None, None);
+            let (out_f, state_f) = fwd.forward_steps(&xs, &masks, None, None);
             let (out, last) = match rev {
                 Some(rev) => {
-                    let (out_r, state_r) = rev.forward(x, mask.clone(), None, None);
+                    let (out_r, state_r) = rev.forward_steps(&xs, &masks, None, None);
+                    d = 2 * fwd.d_hidden;
                     (
-                        Tensor::cat(vec![out_f, out_r], 2),
+                        out_f
+                            .into_iter()
+                            .zip(out_r)
+                            .map(|(a, b)| Tensor::cat(vec![a, b], 1))
+                            .collect::<Vec<_>>(),
                         vec![state_f.hidden, state_r.hidden],
                     )
                 }
-                None => (out_f, vec![state_f.hidden]),
+                None => {
+                    d = fwd.d_hidden;
+                    (out_f, vec![state_f.hidden])
+                }
             };
             if i + 1 == n {
                 finals = last;
-            }
-            x = if i + 1 < n {
-                dropout(&mut noise, out, self.dropout)
+                xs = out;
             } else {
-                out
-            };
+                xs = out
+                    .into_iter()
+                    .map(|x| dropout(&mut noise, x, self.dropout))
+                    .collect();
+            }
         }
-        let d = x.dims()[2];
+        let x = stack_steps(xs, batch, d, &device);
         // Zero the padded positions: the forward direction carries its last state there.
         let mask3 = mask.clone().unsqueeze_dim::<3>(2);
         let states = x * mask3.clone();

@@ -1,0 +1,160 @@
+//! Training through the real `harness` binary: a shrunken LASER recipe trains on the real
+//! parallel data, stops after a checkpoint, resumes, and its run directory then works as an
+//! encoder (`harness embed --encoder runs/<dir>`) and exports. The default recipes' full
+//! runs (`harness run`, train + every benchmark) are `#[ignore]`d: they take tens of minutes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn harness(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .env("HARNESS_HOME", home)
+        .env_remove("HARNESS_DATA_DIR")
+        .env_remove("HARNESS_MIRRORS")
+        .env_remove("HARNESS_CONFIG")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("running the harness binary")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `--set` overrides that shrink the LASER recipe to seconds: two small corpora, a tiny
+/// model and vocabulary, checkpoints every 2 steps.
+const SMALL: &[&str] = &[
+    "--set",
+    "data.corpora.tatoeba_pairs.pairs=[deu-eng, spa-eng]",
+    "--set",
+    "data.corpora.tatoeba_pairs.exclude=[tatoeba]",
+    "--set",
+    "data.corpora.tatoeba_pairs.max_examples=300",
+    "--set",
+    "data.corpora.news_pairs.pairs=[fra-eng]",
+    "--set",
+    "data.corpora.news_pairs.exclude=[]",
+    "--set",
+    "data.corpora.news_pairs.max_examples=100",
+    "--set",
+    "data.tokenizer.vocab=600",
+    "--set",
+    "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
+    "--set",
+    "model.decoder.hidden=32",
+    "--set",
+    "model.decoder.embed=16",
+    "--set",
+    "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+];
+
+#[test]
+fn train_stop_resume_embed_and_export() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&["--out", run.to_str().unwrap()]);
+
+    // Stop after step 3: the newest checkpoint is step 2.
+    let mut first = args.clone();
+    first.extend_from_slice(&["--stop-after", "3"]);
+    let o = harness(home.path(), &first);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("trained 3/6 steps"), "{}", text(&o));
+    for f in ["recipe.resolved.yaml", "env.json", "corpora.json", "tokenizer.json"] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+    assert!(run.join("checkpoints/step-00000002/model.mpk").is_file());
+    assert!(!run.join("checkpoints/step-00000003").exists());
+
+    // Resume: steps 3..6 again, metrics.jsonl holds each step once.
+    let o = harness(home.path(), &args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("trained 6/6 steps"), "{}", text(&o));
+    let metrics = std::fs::read_to_string(run.join("train/metrics.jsonl")).unwrap();
+    let steps: Vec<u64> = metrics
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, vec![1, 2, 3, 4, 5, 6]);
+
+    // The run directory is an encoder.
+    let input = out.path().join("s.txt");
+    std::fs::write(&input, "Guten Morgen.\nGood morning.\n").unwrap();
+    let npy = out.path().join("s.npy");
+    let o = harness(
+        home.path(),
+        &[
+            "embed",
+            "--encoder",
+            run.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            npy.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // 2 rows × 32 floats (2 × 16 per direction) after the 128-byte-aligned header.
+    let bytes = std::fs::read(&npy).unwrap();
+    assert!(bytes.len() >= 2 * 32 * 4 && bytes.len() < 2 * 32 * 4 + 256, "{}", bytes.len());
+
+    // Export.
+    let exported = out.path().join("export");
+    let o = harness(
+        home.path(),
+        &["export", run.to_str().unwrap(), "--out", exported.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["encoder.safetensors", "config.json", "tokenizer.json"] {
+        assert!(exported.join(f).is_file(), "{f} missing");
+    }
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(exported.join("config.json")).unwrap()).unwrap();
+    assert_eq!(cfg["d_sentence"], 32);
+}
+
+#[test]
+fn unknown_device_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    let run = out.path().join("run");
+    args.extend_from_slice(&["--out", run.to_str().unwrap(), "--device", "tpu:0"]);
+    let o = harness(home.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("use `cpu` or `cuda:N`"), "{}", text(&o));
+}
+
+/// The default recipes end to end (`harness run`: corpora, tokenizer, training, every
+/// benchmark of the recipe). Long: run with `--ignored`.
+#[test]
+#[ignore]
+fn default_recipes_run_end_to_end() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    for name in ["laser", "seq2seq-similarity"] {
+        let recipe = repo().join(format!("recipes/{name}.yaml"));
+        let run = out.path().join(name);
+        let o = harness(
+            home.path(),
+            &["run", recipe.to_str().unwrap(), "--out", run.to_str().unwrap()],
+        );
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        assert!(run.join("results").read_dir().unwrap().count() >= 3, "{name}");
+    }
+}
