@@ -6,5 +6,6 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod fsutil;
+pub mod model;
 pub mod recipe;
 pub mod settings;
