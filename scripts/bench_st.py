@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""sentence-transformers' CPU throughput on the sentences `cargo bench --bench embed` uses.
+
+Encodes both columns of the STS Benchmark test split (2 x 1379 sentences) with the model
+folder given (default: $HARNESS_MODELS_DIR/all-MiniLM-L6-v2), batch 32, 2 threads, and
+prints one line:
+
+    sentence-transformers: N sentences, batch B, T threads: X sentences/s (best of R: S s)
+
+which `cargo bench --bench embed` reads (with EMBED_BENCH_COMPARE=1) to print the ratio.
+
+The first run makes a virtual environment under ~/.cache/harness-bench (or
+$HARNESS_BENCH_VENV) with the versions that produced the parity fixtures
+(../shared/models/README.md section 3): CPU-only torch from the PyTorch index where it
+answers, else the PyPI wheel (run on the CPU either way), then sentence-transformers.
+Later runs reuse it.
+
+Usage: python3 scripts/bench_st.py [--model DIR] [--sts FILE] [--batch 32] [--threads 2]
+       [--rounds 2] [--setup-only]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PINS = ["torch==2.15.0", "sentence-transformers==6.2.0", "transformers==5.23.0"]
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def venv_dir() -> Path:
+    default = Path.home() / ".cache" / "harness-bench" / "venv"
+    return Path(os.environ.get("HARNESS_BENCH_VENV", default))
+
+
+def ensure_venv() -> Path:
+    """The venv's python, created and filled on first use (a marker records the pins)."""
+    venv = venv_dir()
+    python = venv / "bin" / "python"
+    marker = venv / ".harness-pins"
+    if python.exists() and marker.exists() and marker.read_text() == "\n".join(PINS):
+        return python
+    print(f"setting up {venv} ({', '.join(PINS)}); this happens once", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
+    cpu = subprocess.run(pip + ["--index-url", CPU_INDEX, "--timeout", "20", "--retries", "0", PINS[0]])
+    if cpu.returncode != 0:
+        print("the CPU-only torch index did not answer; installing torch from PyPI", file=sys.stderr)
+        subprocess.run(pip + [PINS[0]], check=True)
+    subprocess.run(pip + PINS[1:], check=True)
+    marker.write_text("\n".join(PINS))
+    return python
+
+
+def default_model() -> Path:
+    models = os.environ.get("HARNESS_MODELS_DIR")
+    if models is None:
+        home = os.environ.get("HARNESS_HOME") or str(
+            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "harness"
+        )
+        models = str(Path(home) / "models")
+    return Path(models) / "all-MiniLM-L6-v2"
+
+
+def default_sts() -> Path:
+    shared = os.environ.get("HARNESS_SHARED_DATASETS", str(REPO.parent / "shared" / "datasets"))
+    return Path(shared) / "stsbenchmark" / "sts-test.csv"
+
+
+def sts_sentences(path: Path) -> list:
+    """Both sentence columns, as src/data/loaders/stsbenchmark.rs reads them: TAB-separated,
+    no quoting, sentences in fields 6 and 7, kept exactly (no stripping)."""
+    first, second = [], []
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for line in f.read().split("\n"):
+            if line == "":
+                continue
+            fields = line.rstrip("\r").split("\t")
+            first.append(fields[5])
+            second.append(fields[6])
+    return first + second
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=default_model())
+    ap.add_argument("--sts", type=Path, default=default_sts())
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--setup-only", action="store_true")
+    args = ap.parse_args()
+
+    if Path(sys.prefix).resolve() != venv_dir().resolve():
+        python = ensure_venv()
+        if args.setup_only:
+            return 0
+        os.execv(str(python), [str(python), __file__] + sys.argv[1:])
+
+    # Thread counts must be fixed before torch starts its pools.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(args.threads)
+    if not args.model.is_dir():
+        print(f"{args.model}: no model folder (set HARNESS_MODELS_DIR or pass --model)", file=sys.stderr)
+        return 2
+    sentences = sts_sentences(args.sts)
+    model = SentenceTransformer(str(args.model), device="cpu")
+    model.encode(sentences[:64], batch_size=args.batch)  # warm-up
+    best, best_cpu = float("inf"), float("inf")
+    for _ in range(args.rounds):
+        start, cpu = time.perf_counter(), time.process_time()
+        with torch.inference_mode():
+            model.encode(sentences, batch_size=args.batch, convert_to_numpy=True)
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, (time.process_time() - cpu) / args.threads)
+    n = len(sentences)
+    # CPU time per thread says what the run would take with the cores to itself; OpenMP
+    # threads that spin while waiting count as busy, so with several threads it is a bound.
+    print(
+        f"sentence-transformers: {n} sentences, batch {args.batch}, {args.threads} threads: "
+        f"{n / best:.1f} sentences/s (best of {args.rounds}: {best:.2f} s; "
+        f"{n / best_cpu:.1f} sentences/s by CPU time per thread; torch {torch.__version__})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
