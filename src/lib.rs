@@ -7,4 +7,5 @@ pub mod cli;
 pub mod data;
 pub mod fsutil;
 pub mod recipe;
+pub mod report;
 pub mod settings;
