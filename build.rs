@@ -1,7 +1,9 @@
-//! Records the git commit the binary is built from (`HARNESS_GIT_COMMIT`) for run provenance
-//! (`env.json`, reports). `-dirty` is appended when tracked files differed from HEAD when the
-//! stamp was taken (it is retaken whenever HEAD or the index moves, not on every edit).
-//! Outside a git checkout, or without git, it is `unknown`.
+//! Build-time facts the binary reports about itself: the git commit it was built from
+//! (`HARNESS_GIT_COMMIT`, in `env.json` and every report's provenance; `unknown` when
+//! building outside a git checkout). `-dirty` is appended when tracked files differed from
+//! HEAD when the stamp was taken (it is retaken whenever HEAD or the index moves, not on
+//! every edit). It also makes cargo rebuild when files are added to the directories compiled
+//! in with `include_dir!` (which only notices edits of known files).
 
 use std::process::Command;
 
@@ -10,30 +12,41 @@ fn git(args: &[&str]) -> Option<String> {
     if !out.status.success() {
         return None;
     }
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (!s.is_empty()).then_some(s)
 }
 
 fn main() {
-    let commit = git(&["rev-parse", "HEAD"]).map(|head| {
-        let dirty =
-            git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-        if dirty {
-            format!("{head}-dirty")
-        } else {
-            head
-        }
-    });
-    println!(
-        "cargo:rustc-env=HARNESS_GIT_COMMIT={}",
-        commit.unwrap_or_else(|| "unknown".into())
+    let commit = git(&["rev-parse", "HEAD"]).map_or_else(
+        || "unknown".to_string(),
+        |head| {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some();
+            if dirty {
+                format!("{head}-dirty")
+            } else {
+                head
+            }
+        },
     );
-    // Rebuild the stamp when HEAD moves or the index changes (commits, checkouts).
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        println!("cargo:rerun-if-changed={dir}/index");
+    println!("cargo:rustc-env=HARNESS_GIT_COMMIT={commit}");
+    // Re-run when HEAD moves or the index changes: the HEAD file (branch switches), the
+    // branch's ref, the packed refs and the index. Only paths that exist: cargo re-runs
+    // every build for a missing one.
+    let mut watch = vec![
+        git(&["rev-parse", "--git-path", "HEAD"]),
+        git(&["rev-parse", "--git-path", "index"]),
+    ];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watch.push(git(&["rev-parse", "--git-path", &branch]));
     }
-    if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
-        println!("cargo:rerun-if-changed={common}/refs/heads");
+    watch.push(git(&["rev-parse", "--git-path", "packed-refs"]));
+    for path in watch.into_iter().flatten() {
+        if std::path::Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
+    for dir in ["benchmarks", "reports/templates"] {
+        println!("cargo:rerun-if-changed={dir}");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }

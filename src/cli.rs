@@ -41,6 +41,9 @@ pub enum Command {
     Eval(EvalArgs),
     /// Encode a sentence file (one per line) into an .npy matrix, through the embedding cache
     Embed(EmbedArgs),
+    /// Render the paper tables: published numbers next to measured ones (Markdown, HTML,
+    /// CSV, terminal)
+    Report(ReportArgs),
     /// Train a recipe into its run directory (resumes from the newest checkpoint)
     Train(TrainCliArgs),
     /// Train a recipe, then evaluate every benchmark of its `evaluate:` list
@@ -224,6 +227,26 @@ pub struct EmbedArgs {
     pub no_cache: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directories (`runs/<recipe>-<fp8>`) or result directories (`harness eval
+    /// --out`); `NAME=DIR` names the system a directory fills
+    pub run_dirs: Vec<PathBuf>,
+    /// Render only these tables (repeatable; default: every table, see `--list`)
+    #[arg(long = "table", value_name = "NAME")]
+    pub tables: Vec<String>,
+    /// Output directory (default: `RUN_DIR/report` for a single run directory, else
+    /// `./report`)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Do not print the tables in the terminal
+    #[arg(long)]
+    pub quiet: bool,
+    /// List the table specifications and exit
+    #[arg(long)]
+    pub list: bool,
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -266,5 +289,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Models(cmd) => crate::model_store::fetch::models_command(&cmd, &settings),
+        Command::Report(args) => crate::report::report_command(&args),
     }
 }

@@ -9,6 +9,7 @@ pub mod fsutil;
 pub mod model;
 pub mod model_store;
 pub mod recipe;
+pub mod report;
 pub mod run;
 pub mod settings;
 pub mod train;

@@ -147,8 +147,16 @@ pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<Exi
     };
     let resolved = crate::recipe::load(&train.recipe, &opts)?;
     if !resolved.recipe.tasks.is_empty() {
-        // A training recipe: train (or resume) into its run directory, then evaluate.
-        return crate::train::run::run_command(&train.to_train_args(), args.force, settings);
+        // A training recipe: train (or resume) into its run directory, then evaluate its
+        // best checkpoint. The run directory stays locked until the report is written.
+        let (resolved, trained) =
+            crate::train::run::train_recipe(&train.to_train_args(), settings)?;
+        crate::train::run::print_outcome(&trained);
+        if trained.outcome.interrupted {
+            return Ok(ExitCode::from(130));
+        }
+        let spec = trained.run_dir.display().to_string();
+        return evaluate_and_report(&resolved, &spec, &trained.run_dir, settings, args.force);
     }
     let spec = encoder_spec(&resolved)?;
     let dir = train
@@ -169,10 +177,22 @@ pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<Exi
     env_text.push('\n');
     write_atomic(&dir.join("env.json"), env_text.as_bytes())
         .with_context(|| format!("writing {}", dir.join("env.json").display()))?;
+    evaluate_and_report(&resolved, &spec, &dir, settings, args.force)
+}
 
+/// The part of `harness run` after the encoder exists: every benchmark of the recipe into
+/// `<dir>/results/`, the summary table, then the recipe's `report:` tables into
+/// `<dir>/report/`. Exit code 1 when a benchmark failed.
+fn evaluate_and_report(
+    resolved: &Resolved,
+    spec: &str,
+    dir: &Path,
+    settings: &Settings,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
     let registry = Registry::embedded()?;
     let names = registry.expand(&resolved.recipe.evaluate)?;
-    let inner = open_encoder(&spec, settings)?;
+    let inner = open_encoder(spec, settings)?;
     let encoder = CachedEncoder::new(inner, &settings.cache_dir);
     let results_dir = dir.join("results");
     std::fs::create_dir_all(&results_dir)
@@ -184,9 +204,40 @@ pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<Exi
         settings,
         resolved.recipe.seed,
         &results_dir,
-        args.force,
+        force,
     )?;
     print!("{}", summary_table(&results));
+    let hits_misses = encoder.stats();
+    println!(
+        "embedding cache: {} hits, {} misses",
+        hits_misses.hits, hits_misses.misses
+    );
+    if resolved.recipe.report.is_empty() {
+        println!("no report: the recipe lists no `report:` tables (see `harness report --list`)");
+    } else {
+        let report_dir = dir.join("report");
+        let summary =
+            crate::report::render_report(&[dir.to_path_buf()], &resolved.recipe.report, &report_dir)
+                .with_context(|| {
+                    format!(
+                        "rendering the report of {} (the results are kept; retry with `harness report {} --out {}`)",
+                        dir.display(),
+                        dir.display(),
+                        report_dir.display()
+                    )
+                })?;
+        for w in &summary.warnings {
+            eprintln!("warning: {w}");
+        }
+        println!(
+            "report: {} tables, {} measured cells filled ({} n/a, {} not run yet) in {}",
+            summary.tables,
+            summary.filled,
+            summary.na,
+            summary.not_run,
+            report_dir.join("report.html").display()
+        );
+    }
     println!("run directory: {}", dir.display());
     Ok(if results.iter().any(|r| r.error.is_some()) {
         ExitCode::from(1)

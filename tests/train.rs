@@ -73,7 +73,12 @@ fn train_stop_resume_embed_and_export() {
     let o = harness(home.path(), &first);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("trained 3/6 steps"), "{}", text(&o));
-    for f in ["recipe.resolved.yaml", "env.json", "corpora.json", "tokenizer.json"] {
+    for f in [
+        "recipe.resolved.yaml",
+        "env.json",
+        "corpora.json",
+        "tokenizer.json",
+    ] {
         assert!(run.join(f).is_file(), "{f} missing");
     }
     assert!(run.join("checkpoints/step-00000002/model.mpk").is_file());
@@ -86,7 +91,11 @@ fn train_stop_resume_embed_and_export() {
     let metrics = std::fs::read_to_string(run.join("train/metrics.jsonl")).unwrap();
     let steps: Vec<u64> = metrics
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["step"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(steps, vec![1, 2, 3, 4, 5, 6]);
 
@@ -109,20 +118,30 @@ fn train_stop_resume_embed_and_export() {
     assert!(o.status.success(), "{}", text(&o));
     // 2 rows × 32 floats (2 × 16 per direction) after the 128-byte-aligned header.
     let bytes = std::fs::read(&npy).unwrap();
-    assert!(bytes.len() >= 2 * 32 * 4 && bytes.len() < 2 * 32 * 4 + 256, "{}", bytes.len());
+    assert!(
+        bytes.len() >= 2 * 32 * 4 && bytes.len() < 2 * 32 * 4 + 256,
+        "{}",
+        bytes.len()
+    );
 
     // Export.
     let exported = out.path().join("export");
     let o = harness(
         home.path(),
-        &["export", run.to_str().unwrap(), "--out", exported.to_str().unwrap()],
+        &[
+            "export",
+            run.to_str().unwrap(),
+            "--out",
+            exported.to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     for f in ["encoder.safetensors", "config.json", "tokenizer.json"] {
         assert!(exported.join(f).is_file(), "{f} missing");
     }
     let cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(exported.join("config.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(exported.join("config.json")).unwrap())
+            .unwrap();
     assert_eq!(cfg["d_sentence"], 32);
 }
 
@@ -152,9 +171,42 @@ fn default_recipes_run_end_to_end() {
         let run = out.path().join(name);
         let o = harness(
             home.path(),
-            &["run", recipe.to_str().unwrap(), "--out", run.to_str().unwrap()],
+            &[
+                "run",
+                recipe.to_str().unwrap(),
+                "--out",
+                run.to_str().unwrap(),
+            ],
         );
         assert!(o.status.success(), "{name}: {}", text(&o));
-        assert!(run.join("results").read_dir().unwrap().count() >= 3, "{name}");
+        assert!(
+            run.join("results").read_dir().unwrap().count() >= 3,
+            "{name}"
+        );
     }
+}
+
+#[test]
+fn a_run_directory_of_another_recipe_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&["--out", run.to_str().unwrap(), "--stop-after", "2"]);
+    let o = harness(home.path(), &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = std::fs::read(run.join("checkpoints/step-00000002/model.mpk")).unwrap();
+    // Same directory, another learning rate: refused, nothing touched.
+    args.extend_from_slice(&["--set", "optimizer.lr=0.002"]);
+    let o = harness(home.path(), &args);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("checkpoints of another recipe"),
+        "{}",
+        text(&o)
+    );
+    let after = std::fs::read(run.join("checkpoints/step-00000002/model.mpk")).unwrap();
+    assert_eq!(before, after);
 }

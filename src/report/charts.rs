@@ -1,0 +1,353 @@
+//! Charts as inline SVG, written by hand: grouped bars (measured next to published per
+//! language) and heat maps (language × language matrices). Both are a few rectangles and
+//! labels; plotters would add a large dependency tree (font rendering, image backends) for
+//! what is, here, string formatting. Every chart is a self-contained `<svg>` element with a
+//! `data-chart` attribute, so the browser check can count them.
+
+use std::fmt::Write;
+
+/// One series of a bar chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub values: Vec<Option<f64>>,
+    /// Published series are drawn hatched-grey so measured colours stand out.
+    pub published: bool,
+}
+
+/// Colours of measured series (colour-blind-safe Okabe-Ito order).
+const PALETTE: &[&str] = &[
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+];
+const PUBLISHED: &str = "#9e9e9e";
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Grouped bars: one group per category, one bar per series. Negative values grow down
+/// from the zero line.
+pub fn bars(id: &str, title: &str, unit: &str, categories: &[String], series: &[Series]) -> String {
+    let n_series = series.len().max(1);
+    let bar_w = if n_series > 3 { 7.0 } else { 10.0 };
+    let group_w = bar_w * n_series as f64 + 8.0;
+    let (left, right, top, bottom) = (56.0, 16.0, 44.0, 70.0);
+    let plot_h = 220.0;
+    let width = (left + right + group_w * categories.len() as f64).max(360.0);
+    // Legend: as many entries per line as fit (≈6.5 px per character at 11 px).
+    let longest = series
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let slot = longest as f64 * 6.5 + 30.0;
+    let per_line = (((left + right + group_w * categories.len() as f64).max(360.0) - left) / slot)
+        .floor()
+        .max(1.0) as usize;
+    let legend_h = 18.0 * series.len().div_ceil(per_line) as f64;
+    let height = top + plot_h + bottom + legend_h;
+    let vals = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied());
+    let (mut lo, mut hi) = vals.fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+    if hi - lo < 1e-9 {
+        hi = lo + 1.0;
+    }
+    let pad = (hi - lo) * 0.05;
+    if hi > 0.0 {
+        hi += pad;
+    }
+    if lo < 0.0 {
+        lo -= pad;
+    }
+    let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" data-chart="{id}" role="img" aria-label="{t}" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11"><title>{t}</title>"#,
+        t = esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="4" y="{:.1}" transform="rotate(-90 12 {:.1})">{}</text>"#,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(unit)
+    );
+    // Horizontal grid: 5 ticks.
+    for i in 0..=4 {
+        let v = lo + (hi - lo) * i as f64 / 4.0;
+        let yy = y(v);
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            width - right,
+            left - 4.0,
+            yy + 4.0,
+            tick(v)
+        );
+    }
+    let zero = y(0.0);
+    let _ = write!(
+        s,
+        r##"<line x1="{left}" x2="{:.1}" y1="{zero:.1}" y2="{zero:.1}" stroke="#555"/>"##,
+        width - right
+    );
+    let mut colour = 0;
+    let colours: Vec<&str> = series
+        .iter()
+        .map(|se| {
+            if se.published {
+                PUBLISHED
+            } else {
+                colour += 1;
+                PALETTE[(colour - 1) % PALETTE.len()]
+            }
+        })
+        .collect();
+    for (ci, cat) in categories.iter().enumerate() {
+        let gx = left + group_w * ci as f64 + 4.0;
+        for (si, se) in series.iter().enumerate() {
+            if let Some(v) = se.values.get(ci).copied().flatten() {
+                let x = gx + bar_w * si as f64;
+                let (y0, h) = if v >= 0.0 {
+                    (y(v), zero - y(v))
+                } else {
+                    (zero, y(v) - zero)
+                };
+                let _ = write!(
+                    s,
+                    r#"<rect x="{x:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} — {}: {}</title></rect>"#,
+                    bar_w - 1.0,
+                    h.max(0.5),
+                    colours[si],
+                    esc(&se.label),
+                    esc(cat),
+                    tick(v)
+                );
+            }
+        }
+        let cx = gx + bar_w * n_series as f64 / 2.0;
+        let ly = top + plot_h + 12.0;
+        let _ = write!(
+            s,
+            r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="end" transform="rotate(-45 {cx:.1} {ly:.1})">{}</text>"#,
+            esc(cat)
+        );
+    }
+    for (si, se) in series.iter().enumerate() {
+        let lx = left + (si % per_line) as f64 * slot;
+        let ly = top + plot_h + bottom + 18.0 * (si / per_line) as f64;
+        let _ = write!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            ly - 9.0,
+            colours[si],
+            lx + 14.0,
+            esc(&se.label)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// A heat map of a matrix; darker is better (`lower_is_better` flips the scale). Empty
+/// cells are hatched grey.
+#[allow(clippy::too_many_arguments)]
+pub fn heatmap(
+    id: &str,
+    title: &str,
+    corner: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+    lower_is_better: bool,
+    decimals: usize,
+) -> String {
+    let cell = 46.0;
+    let (left, top) = (70.0, 60.0);
+    let width = left + cell * cols.len() as f64 + 16.0;
+    let height = top + cell * rows.len() as f64 + 16.0;
+    let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if hi - lo > 1e-12 { hi - lo } else { 1.0 };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" data-chart="{id}" role="img" aria-label="{t}" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11"><title>{t}</title><defs><pattern id="{id}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#bbb" stroke-width="2"/></pattern></defs>"##,
+        t = esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="4" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    let _ = write!(
+        s,
+        r##"<text x="4" y="{:.1}" fill="#555">{}</text>"##,
+        top - 26.0,
+        esc(corner)
+    );
+    for (ci, c) in cols.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            left + cell * (ci as f64 + 0.5),
+            top - 8.0,
+            esc(c)
+        );
+    }
+    for (ri, r) in rows.iter().enumerate() {
+        let yy = top + cell * ri as f64;
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 6.0,
+            yy + cell / 2.0 + 4.0,
+            esc(r)
+        );
+        for (ci, col) in cols.iter().enumerate() {
+            let xx = left + cell * ci as f64;
+            match values
+                .get(ri)
+                .and_then(|row| row.get(ci))
+                .copied()
+                .flatten()
+            {
+                Some(v) => {
+                    let mut t = (v - lo) / span;
+                    if lower_is_better {
+                        t = 1.0 - t;
+                    }
+                    let (fill, ink) = shade(t);
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{xx:.1}" y="{yy:.1}" width="{cell}" height="{cell}" fill="{fill}" stroke="white"><title>{} → {}: {}</title></rect><text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{ink}">{:.*}</text>"#,
+                        esc(r),
+                        esc(col),
+                        tick(v),
+                        xx + cell / 2.0,
+                        yy + cell / 2.0 + 4.0,
+                        decimals,
+                        v
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{xx:.1}" y="{yy:.1}" width="{cell}" height="{cell}" fill="url(#{id}-hatch)" stroke="white"/>"#
+                    );
+                }
+            }
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Blue sequential scale from light (t=0) to dark (t=1), with the text colour that reads
+/// on it.
+fn shade(t: f64) -> (String, &'static str) {
+    let t = t.clamp(0.0, 1.0);
+    let (a, b) = ((0xf7, 0xfb, 0xff), (0x08, 0x30, 0x6b));
+    let mix = |x: i32, y: i32| (x as f64 + (y - x) as f64 * t).round() as i32;
+    (
+        format!(
+            "#{:02x}{:02x}{:02x}",
+            mix(a.0, b.0),
+            mix(a.1, b.1),
+            mix(a.2, b.2)
+        ),
+        if t > 0.55 { "white" } else { "black" },
+    )
+}
+
+/// Short tick label.
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_draw_one_rect_per_value_and_escape_labels() {
+        let svg = bars(
+            "t-0",
+            "A <b> & c",
+            "%",
+            &["en".into(), "fr".into()],
+            &[
+                Series {
+                    label: "paper".into(),
+                    values: vec![Some(70.0), None],
+                    published: true,
+                },
+                Series {
+                    label: "ours".into(),
+                    values: vec![Some(-5.0), Some(60.0)],
+                    published: false,
+                },
+            ],
+        );
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(
+            svg.matches("<rect").count() - 2,
+            3,
+            "3 bars + 2 legend boxes"
+        );
+        assert!(svg.contains("A &lt;b&gt; &amp; c"));
+        assert!(svg.contains(r#"data-chart="t-0""#));
+    }
+
+    #[test]
+    fn heatmap_hatches_missing_cells_and_darkens_better_ones() {
+        let vals = vec![vec![Some(1.0), None], vec![Some(3.0), Some(2.0)]];
+        let svg = heatmap(
+            "h",
+            "m",
+            "r \\ c",
+            &["a".into(), "b".into()],
+            &["x".into(), "y".into()],
+            &vals,
+            false,
+            1,
+        );
+        assert_eq!(svg.matches("url(#h-hatch)").count(), 1);
+        // Highest value (3.0) gets the darkest fill when higher is better.
+        assert!(svg.contains(r##"fill="#08306b""##));
+        let low = heatmap(
+            "h",
+            "m",
+            "r \\ c",
+            &["a".into(), "b".into()],
+            &["x".into(), "y".into()],
+            &vals,
+            true,
+            1,
+        );
+        assert!(
+            low.contains(r##"fill="#08306b" stroke="white"><title>a → x"##),
+            "1.0 is best when lower is better"
+        );
+    }
+}
