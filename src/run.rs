@@ -39,6 +39,10 @@ pub struct RunEnv {
     pub recipe_fingerprint: String,
     /// Profile applied, if any.
     pub profile: Option<String>,
+    /// `--set` overrides applied after the profile, in order (absent when none). A run with
+    /// overrides is not the recipe's own system in reports.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub overrides: Vec<String>,
     /// Compute backend and device of training and encoding.
     pub backend: String,
     pub device: String,
@@ -53,14 +57,16 @@ pub struct RunEnv {
 }
 
 impl RunEnv {
-    /// The environment of a run of `resolved` starting now.
-    pub fn capture(resolved: &Resolved) -> Self {
+    /// The environment of a run of `resolved` (with the `--set` overrides `sets`) starting
+    /// now, on the CPU.
+    pub fn capture(resolved: &Resolved, sets: &[String]) -> Self {
         RunEnv {
             harness_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: env!("HARNESS_GIT_COMMIT").to_string(),
             recipe: resolved.recipe.name.clone(),
             recipe_fingerprint: resolved.fingerprint.0.clone(),
             profile: resolved.profile.clone(),
+            overrides: sets.to_vec(),
             backend: "cpu".into(),
             device: "cpu".into(),
             threads: rayon::current_num_threads(),
@@ -172,7 +178,7 @@ pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<Exi
         resolved.to_yaml().as_bytes(),
     )
     .with_context(|| format!("writing {}", dir.join("recipe.resolved.yaml").display()))?;
-    let env = RunEnv::capture(&resolved);
+    let env = RunEnv::capture(&resolved, &train.sets);
     let mut env_text = serde_json::to_string_pretty(&env)?;
     env_text.push('\n');
     write_atomic(&dir.join("env.json"), env_text.as_bytes())

@@ -254,11 +254,21 @@ fn identify(
     results: &BTreeMap<String, ResultFile>,
 ) -> Result<(String, String), String> {
     if let Some(recipe) = env_str(env, "recipe") {
-        let id = match env_str(env, "profile") {
+        let mut id = match env_str(env, "profile") {
             Some(p) if !p.is_empty() && p != "default" => format!("{recipe}@{p}"),
             _ => recipe.to_string(),
         };
-        return Ok((id, "env.json `recipe`/`profile`".into()));
+        // `--set` overrides make it another system than the recipe's row (e.g. an
+        // untrained baseline); name it `LABEL=DIR` to place it in a table.
+        let overrides: Vec<&str> = env
+            .and_then(|e| e.get("overrides"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !overrides.is_empty() {
+            id = format!("{id} [--set {}]", overrides.join(" --set "));
+        }
+        return Ok((id, "env.json `recipe`/`profile`/`overrides`".into()));
     }
     if let Some(dir) = run_dir {
         let resolved = dir.join("recipe.resolved.yaml");

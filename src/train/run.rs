@@ -13,7 +13,6 @@ use crate::bench::runner::{run_benchmark, BenchResult};
 use crate::data::build::{build_recipe_parallel, excluded_datasets};
 use crate::data::corpus::{dataset_sentences, EvalSentences};
 use crate::data::fetch::ensure_dataset;
-use crate::data::lock::Lock;
 use crate::data::records::{Bitext, NliPair, Split};
 use crate::data::tokenize::TextTokenizer;
 use crate::model::system::{System, SystemConfig};
@@ -158,6 +157,7 @@ pub fn prepare(
     settings: &Settings,
     run_dir: &Path,
     device_name: &str,
+    sets: &[String],
 ) -> anyhow::Result<(Plan, TextTokenizer, Vec<CorpusCounts>)> {
     let recipe = &resolved.recipe;
     std::fs::create_dir_all(run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
@@ -168,16 +168,13 @@ pub fn prepare(
     };
     refuse_other_recipe(run_dir, resolved)?;
     write("recipe.resolved.yaml", &resolved.to_yaml())?;
-    let env = serde_json::json!({
-        "harness_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": git_commit(),
-        "backend": if device_name == "cpu" { "ndarray" } else { "cuda" },
-        "device": device_name,
-        "threads": rayon::current_num_threads(),
-        "datasets_lock": Lock::embedded_digest(),
-        "recipe_fingerprint": resolved.fingerprint.0,
-        "profile": resolved.profile,
-    });
+    let mut env = crate::run::RunEnv::capture(resolved, sets);
+    if device_name != "cpu" {
+        env.backend = "cuda".into();
+        env.device = device_name.into();
+    } else {
+        env.backend = "ndarray".into();
+    }
     write("env.json", &serde_json::to_string_pretty(&env)?)?;
 
     let registry = Registry::embedded()?;
@@ -450,11 +447,6 @@ pub fn compile_plan(
     })
 }
 
-/// The commit the binary was built from (build.rs), not the current directory's.
-fn git_commit() -> Option<String> {
-    Some(env!("HARNESS_GIT_COMMIT").to_string())
-}
-
 /// Splits `bench.metric` into the benchmark and an optional sub-score path.
 fn split_metric(m: &str) -> (&str, Option<&str>) {
     match m.split_once('.') {
@@ -592,7 +584,8 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("creating the run directory {}", run_dir.display()))?;
     let lock = crate::run::RunLock::acquire(&run_dir)?;
-    let (plan, tokenizer, counts) = prepare(&resolved, settings, &run_dir, &args.device)?;
+    let (plan, tokenizer, counts) =
+        prepare(&resolved, settings, &run_dir, &args.device, &args.sets)?;
     for c in &counts {
         let removed: usize = c.parts.values().map(|p| p.1).sum();
         eprintln!(
