@@ -232,8 +232,9 @@ pub struct ReportArgs {
     /// Run directories (`runs/<recipe>-<fp8>`) or result directories (`harness eval
     /// --out`); `NAME=DIR` names the system a directory fills
     pub run_dirs: Vec<PathBuf>,
-    /// Render only these tables (repeatable; default: every table, see `--list`)
-    #[arg(long = "table", value_name = "NAME")]
+    /// Render only these tables (repeatable or comma-separated; default: every table, see
+    /// `--list`)
+    #[arg(long = "table", value_name = "NAME", value_delimiter = ',')]
     pub tables: Vec<String>,
     /// Output directory (default: `RUN_DIR/report` for a single run directory, else
     /// `./report`)

@@ -213,11 +213,6 @@ fn evaluate_and_report(
         force,
     )?;
     print!("{}", summary_table(&results));
-    let hits_misses = encoder.stats();
-    println!(
-        "embedding cache: {} hits, {} misses",
-        hits_misses.hits, hits_misses.misses
-    );
     if resolved.recipe.report.is_empty() {
         println!("no report: the recipe lists no `report:` tables (see `harness report --list`)");
     } else {

@@ -256,11 +256,12 @@ mod tests {
             models_dir: tmp.path().join("models"),
             ..Settings::default()
         };
-        let err = open_encoder(MINILM, &settings).err().unwrap().to_string();
-        assert!(
-            err.contains("not installed") && err.contains("models fetch"),
-            "{err}"
-        );
+        // (A missing named model is fetched on first use: tests/models.rs, tests/e5.rs.)
+        let err = open_encoder("multilingual-e5-small:doc", &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("`:passage`"), "{err}");
         let empty = tmp.path().join("empty");
         std::fs::create_dir_all(&empty).unwrap();
         let err = open_encoder(empty.to_str().unwrap(), &settings)

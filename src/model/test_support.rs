@@ -12,6 +12,9 @@ use std::path::PathBuf;
 /// `$HARNESS_MODELS_DIR/<name>`, else the default models directory's, fetched and verified
 /// there first if missing. Panics with the store's error when it cannot be installed.
 pub fn installed_model(name: &str) -> PathBuf {
+    // Tests of one binary run on parallel threads: one installs, the others then find it.
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
     let models_dir = std::env::var_os("HARNESS_MODELS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::settings::Settings::default().models_dir);
