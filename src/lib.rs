@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod clock;
 pub mod data;
 pub mod fsutil;
 pub mod model;

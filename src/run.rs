@@ -350,33 +350,14 @@ impl Drop for RunLock {
     }
 }
 
-/// Current UTC time as RFC 3339 (`2026-11-22T16:20:00Z`), from the system clock; written by
-/// hand (civil-from-days, H. Hinnant's algorithm) to avoid a date crate for one timestamp.
+/// Current UTC time as RFC 3339 (`2026-11-22T16:20:00Z`), from the system clock.
 pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    rfc3339(secs)
+    rfc3339(crate::clock::unix_secs(std::time::SystemTime::now()))
 }
 
 fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (year, month, day, h, m, sec) = crate::clock::civil(secs);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{sec:02}Z")
 }
 
 #[cfg(test)]

@@ -2,32 +2,9 @@
 //! a misspelt key and an installed dataset file with one flipped byte each give the
 //! documented message and a non-zero exit; every shipped recipe validates.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod binary;
 
-fn harness(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
-        .env("HARNESS_HOME", home)
-        .env_remove("HARNESS_DATA_DIR")
-        .env_remove("HARNESS_MIRRORS")
-        .env_remove("HARNESS_CONFIG")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("running the harness binary")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use binary::{harness, repo, text};
 
 #[test]
 fn every_shipped_recipe_validates() {

@@ -3,28 +3,10 @@
 //! (same numbers, no recomputation); a concurrent run on the same directory is refused.
 //! (Training recipes through `harness run` are tested with the trainer.)
 
+mod binary;
+
+use binary::{harness, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn harness(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
-        .env("HARNESS_HOME", home)
-        .env_remove("HARNESS_DATA_DIR")
-        .env_remove("HARNESS_MIRRORS")
-        .env_remove("HARNESS_CONFIG")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("running the harness binary")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn recipe(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

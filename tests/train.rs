@@ -3,32 +3,9 @@
 //! encoder (`harness embed --encoder runs/<dir>`) and exports. The default recipes' full
 //! runs (`harness run`, train + every benchmark) are `#[ignore]`d: they take tens of minutes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod binary;
 
-fn harness(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
-        .env("HARNESS_HOME", home)
-        .env_remove("HARNESS_DATA_DIR")
-        .env_remove("HARNESS_MIRRORS")
-        .env_remove("HARNESS_CONFIG")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("running the harness binary")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use binary::{harness, repo, text};
 
 /// `--set` overrides that shrink the LASER recipe to seconds: two small corpora, a tiny
 /// model and vocabulary, checkpoints every 2 steps.

@@ -409,28 +409,10 @@ fn split_indices(seg: &str) -> Option<(&str, Vec<usize>)> {
     rest.is_empty().then_some((key, idx))
 }
 
-/// `YYYY-MM-DD HH:MM UTC` of a system time (no date crate: days-from-civil inverted).
+/// `YYYY-MM-DD HH:MM UTC` of a system time.
 pub fn utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    let (y, m, d, h, min, _) = crate::clock::civil(crate::clock::unix_secs(t));
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{min:02} UTC")
 }
 
 #[cfg(test)]

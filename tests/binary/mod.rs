@@ -1,0 +1,33 @@
+//! Helpers for the tests that run the real `harness` binary: a clean environment (its own
+//! `HARNESS_HOME`, no inherited data/mirror/config settings), run from the repository root.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `harness ARGS` with `HARNESS_HOME=home` from the repository root.
+pub fn harness(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .env("HARNESS_HOME", home)
+        .env_remove("HARNESS_DATA_DIR")
+        .env_remove("HARNESS_MIRRORS")
+        .env_remove("HARNESS_CONFIG")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("running the harness binary")
+}
+
+/// stdout then stderr, for assertions and failure messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
