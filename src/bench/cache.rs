@@ -352,6 +352,19 @@ impl<E: Encoder> CachedEncoder<E> {
     }
 
     /// Looks keys up; returns the rows found (by input position) and the positions missed.
+    /// Stores `rows` under `keys` as a new segment (atomically); a failure only warns, since
+    /// the vectors in hand are still correct.
+    fn write_segment(&self, keys: &[SentenceKey], rows: &Matrix) {
+        let (bytes, digest) = segment_bytes(&self.fingerprint, keys, rows);
+        let path = self.dir.join(format!("seg-{}.hseg", &digest[..32]));
+        if let Err(e) = crate::fsutil::write_atomic(&path, &bytes) {
+            eprintln!(
+                "warning: could not write embedding cache segment {}: {e} (results are unaffected; check the cache_dir setting)",
+                path.display()
+            );
+        }
+    }
+
     fn lookup(&self, keys: &[SentenceKey]) -> (Vec<Option<Vec<f32>>>, Vec<usize>) {
         let dim = self.inner.dim();
         let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
@@ -448,17 +461,10 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
             }
             let start = b * self.batch_size * dim;
             new_rows.data[start..start + m.data.len()].copy_from_slice(&m.data);
-        }
-        if !unique.is_empty() {
-            let new_keys: Vec<SentenceKey> = unique.iter().map(|&p| keys[p]).collect();
-            let (bytes, digest) = segment_bytes(&self.fingerprint, &new_keys, &new_rows);
-            let path = self.dir.join(format!("seg-{}.hseg", &digest[..32]));
-            if let Err(e) = crate::fsutil::write_atomic(&path, &bytes) {
-                eprintln!(
-                    "warning: could not write embedding cache segment {}: {e} (results are unaffected; check the cache_dir setting)",
-                    path.display()
-                );
-            }
+            // One segment per batch, written as soon as it is encoded: a run killed halfway
+            // through a large benchmark keeps every batch it finished.
+            let chunk_keys: Vec<SentenceKey> = chunk.iter().map(|&p| keys[p]).collect();
+            self.write_segment(&chunk_keys, &m);
         }
 
         let mut out = Matrix::zeros(sentences.len(), dim);
@@ -505,6 +511,12 @@ mod tests {
             self.inner.dim()
         }
         fn encode(&self, s: &[&str]) -> Result<Matrix, BenchError> {
+            if s.contains(&"boom") {
+                return Err(BenchError::Encoder {
+                    name: "counting".into(),
+                    detail: "the sentence `boom` kills this encoder".into(),
+                });
+            }
             self.calls.fetch_add(s.len(), Ordering::SeqCst);
             self.inner.encode(s)
         }
@@ -570,8 +582,29 @@ mod tests {
         assert_eq!(fresh.encode(&s2).unwrap(), plain.encode(&s2).unwrap());
         assert_eq!(calls2.load(Ordering::SeqCst), 0);
         assert_eq!(fresh.stats().hits, 3);
-        assert_eq!(segments(fresh.dir()).len(), 2);
+        assert_eq!(
+            segments(fresh.dir()).len(),
+            3,
+            "one segment per batch of misses"
+        );
         assert_eq!(fresh.encode(&[]).unwrap().rows, 0);
+    }
+
+    #[test]
+    fn batches_encoded_before_a_failure_are_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (enc, _) = counting();
+        let cached = CachedEncoder::new(enc, tmp.path()).with_batch_size(2);
+        assert!(cached.encode(&["a", "b", "c", "boom"]).is_err());
+        let (enc2, calls2) = counting();
+        let fresh = CachedEncoder::new(enc2, tmp.path());
+        fresh.encode(&["a", "b", "c"]).unwrap();
+        assert_eq!(
+            calls2.load(Ordering::SeqCst),
+            1,
+            "only `c` is encoded again"
+        );
+        assert_eq!(fresh.stats().hits, 2);
     }
 
     #[test]
