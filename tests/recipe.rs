@@ -514,6 +514,9 @@ fn paper_recipes_carry_paper_profiles_with_the_papers_values() {
         other => panic!("{other:?}"),
     }
     assert_eq!(laser.recipe.train.as_ref().unwrap().epochs, Some(17));
+    // §3: Adam at a constant 0.001, no clipping (the default profile takes more).
+    let optimizer = laser.recipe.optimizer.as_ref().unwrap();
+    assert_eq!((optimizer.lr, optimizer.grad_clip), (0.001, None));
     for (file, profiles) in [
         (
             "laser.yaml",

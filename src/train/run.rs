@@ -222,7 +222,7 @@ fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Result<()
         .unwrap_or(false);
     match previous {
         Some(fp) if fp != resolved.fingerprint.0 && has_checkpoints => anyhow::bail!(
-            "{}: this run directory holds checkpoints of another recipe (fingerprint {}), not of              this one ({}). Fix: train into another directory (`--out`, or leave it out for              `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
+            "{}: this run directory holds checkpoints of another recipe (fingerprint {}), not of this one ({}). Fix: train into another directory (`--out`, or leave it out for `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
             env_path.display(),
             &fp[..fp.len().min(16)],
             resolved.fingerprint.short(),
