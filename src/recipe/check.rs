@@ -929,7 +929,8 @@ fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings)
             p(&["train"]),
             "give the training length: `steps` or `epochs`",
         ),
-        (Some(0), _) => out.add(f("steps"), "must be ≥ 1, found 0"),
+        // `steps: 0` is allowed: the initialised model is checkpointed and evaluated as it
+        // is (the untrained baseline of the same architecture).
         (_, Some(0)) => out.add(f("epochs"), "must be ≥ 1, found 0"),
         _ => {}
     }

@@ -872,7 +872,8 @@ pub enum ScheduleKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Train {
-    /// Optimizer updates (exactly one of `steps`, `epochs`).
+    /// Optimizer updates (exactly one of `steps`, `epochs`); 0 evaluates the initialised
+    /// model, the untrained baseline of the same architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
