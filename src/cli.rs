@@ -128,7 +128,8 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// Encoder: `hashed-ngrams[:dim=512,seed=1,buckets=20]`, `npy:PATH.npy`,
-    /// `all-MiniLM-L6-v2`, or a sentence-transformers model folder PATH
+    /// `all-MiniLM-L6-v2`, `multilingual-e5-small[:passage]`, a training run directory
+    /// (`runs/<dir>`: its best checkpoint), or a sentence-transformers model folder PATH
     #[arg(long)]
     pub encoder: String,
     /// Benchmarks or groups, comma-separated (`stsb-test,senteval`, `all`)
@@ -210,7 +211,8 @@ pub enum ModelsCommand {
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
     /// Encoder spec: `hashed-ngrams[:dim=512,seed=1,buckets=20]`, `npy:PATH.npy`,
-    /// `all-MiniLM-L6-v2`, or a sentence-transformers model folder PATH
+    /// `all-MiniLM-L6-v2`, `multilingual-e5-small[:passage]`, a training run directory
+    /// (`runs/<dir>`: its best checkpoint), or a sentence-transformers model folder PATH
     #[arg(long, value_name = "ENC")]
     pub encoder: String,
     /// Sentences, one per line (UTF-8); row i of the output is line i
