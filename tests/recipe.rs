@@ -459,7 +459,11 @@ fn steps_and_epochs_are_exclusive() {
 #[test]
 fn zero_steps_is_the_untrained_baseline_and_zero_epochs_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "zero.yaml", &VALID.replace("steps: 10,", "steps: 0,"));
+    let p = write(
+        dir.path(),
+        "zero.yaml",
+        &VALID.replace("steps: 10,", "steps: 0,"),
+    );
     let r = recipe::load_with(&p, &LoadOptions::default(), &known()).unwrap();
     assert_eq!(r.recipe.train.as_ref().unwrap().steps, Some(0));
     let text = VALID.replace("steps: 10,", "epochs: 0,");
