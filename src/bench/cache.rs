@@ -351,7 +351,6 @@ impl<E: Encoder> CachedEncoder<E> {
         &self.inner
     }
 
-    /// Looks keys up; returns the rows found (by input position) and the positions missed.
     /// Stores `rows` under `keys` as a new segment (atomically); a failure only warns, since
     /// the vectors in hand are still correct.
     fn write_segment(&self, keys: &[SentenceKey], rows: &Matrix) {
@@ -365,6 +364,7 @@ impl<E: Encoder> CachedEncoder<E> {
         }
     }
 
+    /// Looks keys up; returns the rows found (by input position) and the positions missed.
     fn lookup(&self, keys: &[SentenceKey]) -> (Vec<Option<Vec<f32>>>, Vec<usize>) {
         let dim = self.inner.dim();
         let mut index = self.index.lock().unwrap_or_else(|p| p.into_inner());
