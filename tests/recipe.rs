@@ -151,6 +151,25 @@ fn out_of_range_values_are_rejected() {
         "model.encoder.layers",
     );
     assert!(e.message.contains("-2"), "{e}");
+    // A fraction above 1, and autoencoding with both directions (which it does not apply to).
+    for (params, message) in [
+        ("{autoencode: 1.5}", "must be in [0, 1], found 1.5"),
+        (
+            "{autoencode: 0.5, both_directions: true}",
+            "applies to one-direction training",
+        ),
+    ] {
+        let text = VALID.replace(
+            "corpus: pairs}",
+            &format!("corpus: pairs, params: {params}}}"),
+        );
+        let p = write(dir.path(), "autoencode.yaml", &text);
+        let e = only(
+            &problems(&p, &LoadOptions::default()),
+            "tasks[0].params.autoencode",
+        );
+        assert!(e.message.contains(message), "{e}");
+    }
 }
 
 #[test]
@@ -532,6 +551,14 @@ fn paper_recipes_carry_paper_profiles_with_the_papers_values() {
     // §3: Adam at a constant 0.001, no clipping (the default profile takes more).
     let optimizer = laser.recipe.optimizer.as_ref().unwrap();
     assert_eq!((optimizer.lr, optimizer.grad_clip), (0.001, None));
+    // §3: translation only; the default's autoencoding and similarity loss are not LASER's.
+    assert_eq!(laser.recipe.tasks.len(), 2);
+    for task in &laser.recipe.tasks {
+        match &task.objective {
+            recipe::schema::Objective::Seq2seqCe(o) => assert_eq!(o.autoencode, 0.0),
+            other => panic!("{other:?}"),
+        }
+    }
     for (file, profiles) in [
         (
             "laser.yaml",

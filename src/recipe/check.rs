@@ -580,6 +580,18 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                         format!("must be in [0, 1), found {}", o.label_smoothing),
                     );
                 }
+                if !(0.0..=1.0).contains(&o.autoencode) {
+                    out.add(
+                        with(&par, &[k("autoencode")]),
+                        format!("must be in [0, 1], found {}", o.autoencode),
+                    );
+                }
+                if o.autoencode > 0.0 && o.both_directions {
+                    out.add(
+                        with(&par, &[k("autoencode")]),
+                        "`autoencode` applies to one-direction training: drop it or `both_directions`",
+                    );
+                }
             }
             Objective::L2Similarity(o) => {
                 nonneg(out, "alpha", o.alpha);

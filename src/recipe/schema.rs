@@ -692,6 +692,18 @@ pub struct Seq2seqCe {
     pub both_directions: bool,
     #[serde(default)]
     pub label_smoothing: f64,
+    /// Fraction of the pairs decoded from the target sentence itself (target → target)
+    /// instead of from its translation. Not in LASER: with a small budget it gives the
+    /// encoder of the target language (English) as much training as the others, so that
+    /// a sentence and its translation must feed the shared decoder the same content.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub autoencode: f64,
+}
+
+/// Leaves an unset `autoencode` out of the resolved recipe, so that the fingerprints of
+/// recipes written before it existed do not change.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Squared L2 distance between the encodings of aligned sentences, times `alpha`

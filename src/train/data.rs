@@ -178,13 +178,15 @@ pub enum Directions {
 
 /// Tokenises parallel corpora into translation examples. `corpora` are
 /// `(source_lang, target_lang, pairs)`; `targets` the decoder's languages. Pairs with an
-/// empty side are dropped; sides are clipped to `max_len` tokens. Returns the examples and
+/// empty side are dropped; sides are clipped to `max_len` tokens. A fraction `autoencode`
+/// of the pairs (drawn with the seed) become `target → target`. Returns the examples and
 /// the number of pairs that had no allowed direction.
 pub fn pair_examples(
     tokenizer: &TextTokenizer,
     corpora: &[(String, String, Vec<Bitext>)],
     targets: &[String],
     directions: Directions,
+    autoencode: f64,
     max_len: usize,
     seed: u64,
 ) -> Result<(Vec<PairExample>, usize), TokenizeError> {
@@ -231,7 +233,7 @@ pub fn pair_examples(
                     }
                 },
             };
-            out.push(if forward {
+            let mut example = if forward {
                 PairExample {
                     src: s,
                     tgt: t,
@@ -245,7 +247,13 @@ pub fn pair_examples(
                     src_lang: ti as u32,
                     tgt_lang: si as u32,
                 }
-            });
+            };
+            // Drawn only when asked for, so that recipes without it keep their data.
+            if autoencode > 0.0 && rng.random::<f64>() < autoencode {
+                example.src = example.tgt.clone();
+                example.src_lang = example.tgt_lang;
+            }
+            out.push(example);
         }
     }
     Ok((out, skipped))
@@ -308,6 +316,62 @@ pub fn cap_pairs(corpora: &mut [(String, String, Vec<Bitext>)], max: usize, seed
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipe::schema::{Tokenizer as TokenizerSpec, TokenizerKind};
+
+    /// A word-level-ish BPE over a few German–English pairs, and those pairs.
+    fn deu_eng() -> (TextTokenizer, Vec<(String, String, Vec<Bitext>)>) {
+        let pairs: Vec<Bitext> = (0..200)
+            .map(|i| Bitext {
+                source: format!("das haus {i}"),
+                target: format!("the house {i}"),
+            })
+            .collect();
+        let spec = TokenizerSpec {
+            kind: TokenizerKind::Bpe,
+            vocab: Some(300),
+            train_on: vec![],
+            lowercase: false,
+            char_ngrams: vec![],
+            hash_buckets: None,
+            oov_buckets: None,
+        };
+        let text: Vec<&str> = pairs
+            .iter()
+            .flat_map(|p| [p.source.as_str(), p.target.as_str()])
+            .collect();
+        let tok =
+            TextTokenizer::train(&spec, &["deu".into(), "eng".into()], text.into_iter()).unwrap();
+        (tok, vec![("deu".into(), "eng".into(), pairs)])
+    }
+
+    #[test]
+    fn autoencode_turns_that_fraction_of_pairs_into_target_to_target() {
+        let (tok, corpora) = deu_eng();
+        let targets = vec!["eng".to_string()];
+        let eng = tok.language_index("eng").unwrap() as u32;
+        let deu = tok.language_index("deu").unwrap() as u32;
+        let (plain, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.0, 50, 3).unwrap();
+        assert!(plain.iter().all(|e| e.src_lang == deu && e.tgt_lang == eng));
+        let (mixed, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.5, 50, 3).unwrap();
+        assert_eq!(mixed.len(), plain.len());
+        let copies = mixed.iter().filter(|e| e.src_lang == eng).count();
+        assert!((60..=140).contains(&copies), "{copies} of 200 autoencoded");
+        for (m, p) in mixed.iter().zip(&plain) {
+            // The target is untouched; the source is the pair's own or the target itself.
+            assert_eq!(m.tgt, p.tgt);
+            assert_eq!(m.tgt_lang, eng);
+            if m.src_lang == eng {
+                assert_eq!(m.src, m.tgt);
+            } else {
+                assert_eq!(m.src, p.src);
+            }
+        }
+        let (all, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 1.0, 50, 3).unwrap();
+        assert!(all.iter().all(|e| e.src == e.tgt && e.src_lang == eng));
+    }
 
     fn pairs(lens: &[(usize, usize)]) -> Examples {
         Examples::Pairs(

@@ -354,11 +354,16 @@ pub fn compile_plan(
                         Objective::Seq2seqCe(_) => Directions::OneInto,
                         _ => Directions::Both,
                     };
+                    let autoencode = match o {
+                        Objective::Seq2seqCe(p) => p.autoencode,
+                        _ => 0.0,
+                    };
                     let (ex, skipped) = pair_examples(
                         tokenizer,
                         c,
                         &targets,
                         dirs,
+                        autoencode,
                         max_len,
                         recipe.seed + ti as u64,
                     )?;
