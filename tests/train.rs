@@ -187,3 +187,30 @@ fn a_run_directory_of_another_recipe_is_refused() {
     let after = std::fs::read(run.join("checkpoints/step-00000002/model.mpk")).unwrap();
     assert_eq!(before, after);
 }
+
+/// A task whose corpus the contamination filter empties is a recipe error naming the task,
+/// not a crash in the middle of training (SICK train against SICK-R: every pair removed).
+#[test]
+fn a_task_left_without_examples_is_a_recipe_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let run = out.path().join("run");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap(), "--profile", "nli"];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&[
+        "--set",
+        "data.corpora.sick_nli={dataset: sick, splits: [train], exclude: [sick-r]}",
+        "--set",
+        "tasks.nli-snli.corpus=sick_nli",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let o = harness(home.path(), &args);
+    // 2: a setup error (the recipe itself is valid; the data leaves nothing).
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(t.contains("tasks.nli-snli.corpus"), "{t}");
+    assert!(t.contains("corpus `sick_nli` has no example left"), "{t}");
+}

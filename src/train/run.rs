@@ -370,13 +370,34 @@ pub fn compile_plan(
                     if ex.is_empty() {
                         return Err(TrainError::recipe(
                             format!("tasks.{}", task.name),
-                            format!("no training pair can be decoded into a target language ({skipped} skipped)"),
-                            "list a language of the corpus's pairs in `model.decoder.targets`",
+                            if skipped > 0 {
+                                format!("no training pair can be decoded into a target language ({skipped} skipped)")
+                            } else {
+                                format!("corpus `{}` has no pair left to train on (see the counts of the contamination filter above)", task.corpus)
+                            },
+                            if skipped > 0 {
+                                "list a language of the corpus's pairs in `model.decoder.targets`"
+                            } else {
+                                "use other language pairs or another dataset, or drop the task"
+                            },
                         ));
                     }
                     Examples::Pairs(ex)
                 }
-                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(tokenizer, v, max_len)?),
+                (Some(Loaded::Nli(v)), _) => {
+                    let ex = nli_examples(tokenizer, v, max_len)?;
+                    if ex.is_empty() {
+                        return Err(TrainError::recipe(
+                            format!("tasks.{}.corpus", task.name),
+                            format!(
+                                "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
+                                task.corpus
+                            ),
+                            "use other splits or another dataset, or drop the task",
+                        ));
+                    }
+                    Examples::Nli(ex)
+                }
                 (None, _) => {
                     return Err(TrainError::recipe(
                         format!("tasks.{}.corpus", task.name),
