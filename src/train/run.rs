@@ -349,14 +349,10 @@ pub fn compile_plan(
         } else {
             let examples = match (loaded.get(&task.corpus), &task.objective) {
                 (Some(Loaded::Parallel(c)), o) => {
-                    let dirs = match o {
-                        Objective::Seq2seqCe(p) if p.both_directions => Directions::Both,
-                        Objective::Seq2seqCe(_) => Directions::OneInto,
-                        _ => Directions::Both,
-                    };
-                    let autoencode = match o {
-                        Objective::Seq2seqCe(p) => p.autoencode,
-                        _ => 0.0,
+                    let (dirs, autoencode) = match o {
+                        Objective::Seq2seqCe(p) if p.both_directions => (Directions::Both, 0.0),
+                        Objective::Seq2seqCe(p) => (Directions::OneInto, p.autoencode),
+                        _ => (Directions::Both, 0.0),
                     };
                     let (ex, skipped) = pair_examples(
                         tokenizer,
@@ -367,37 +363,16 @@ pub fn compile_plan(
                         max_len,
                         recipe.seed + ti as u64,
                     )?;
-                    if ex.is_empty() {
+                    if ex.is_empty() && skipped > 0 {
                         return Err(TrainError::recipe(
                             format!("tasks.{}", task.name),
-                            if skipped > 0 {
-                                format!("no training pair can be decoded into a target language ({skipped} skipped)")
-                            } else {
-                                format!("corpus `{}` has no pair left to train on (see the counts of the contamination filter above)", task.corpus)
-                            },
-                            if skipped > 0 {
-                                "list a language of the corpus's pairs in `model.decoder.targets`"
-                            } else {
-                                "use other language pairs or another dataset, or drop the task"
-                            },
+                            format!("no training pair can be decoded into a target language ({skipped} skipped)"),
+                            "list a language of the corpus's pairs in `model.decoder.targets`",
                         ));
                     }
                     Examples::Pairs(ex)
                 }
-                (Some(Loaded::Nli(v)), _) => {
-                    let ex = nli_examples(tokenizer, v, max_len)?;
-                    if ex.is_empty() {
-                        return Err(TrainError::recipe(
-                            format!("tasks.{}.corpus", task.name),
-                            format!(
-                                "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
-                                task.corpus
-                            ),
-                            "use other splits or another dataset, or drop the task",
-                        ));
-                    }
-                    Examples::Nli(ex)
-                }
+                (Some(Loaded::Nli(v)), _) => Examples::Nli(nli_examples(tokenizer, v, max_len)?),
                 (None, _) => {
                     return Err(TrainError::recipe(
                         format!("tasks.{}.corpus", task.name),
@@ -406,6 +381,18 @@ pub fn compile_plan(
                     ))
                 }
             };
+            // An empty task would have no batch to draw (the contamination filter can
+            // remove a whole corpus: SICK train against SICK-R).
+            if examples.is_empty() {
+                return Err(TrainError::recipe(
+                    format!("tasks.{}.corpus", task.name),
+                    format!(
+                        "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
+                        task.corpus
+                    ),
+                    "use other splits, pairs or datasets, or drop the task",
+                ));
+            }
             Some(TaskData::new(
                 examples,
                 train_spec.batch_tokens.map(|x| x as usize),
