@@ -14,7 +14,7 @@ use crate::data::tokenize::{ids, TextTokenizer};
 use crate::model::encoder::bilstm::BilstmEncoder;
 use crate::model::system::{System, SystemConfig};
 use crate::recipe::schema::Recipe;
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -37,7 +37,7 @@ pub struct TrainedEncoder<B: Backend> {
 }
 
 impl<B: Backend> TrainedEncoder<B> {
-    /// Wraps an encoder; `weights_id` must change whenever the weights do (a file digest,
+    /// Wraps an encoder; `weights_id` must change whenever the weights do ([`weights_digest`],
     /// or the run and step for in-training evaluation).
     pub fn new(
         name: String,
@@ -48,7 +48,7 @@ impl<B: Backend> TrainedEncoder<B> {
         device: B::Device,
     ) -> Self {
         let fingerprint = format!(
-            "trained-bilstm/v1;weights={weights_id};tokenizer={};pool={};max_len={EVAL_MAX_LEN}",
+            "trained-bilstm/v2;weights={weights_id};tokenizer={};pool={};max_len={EVAL_MAX_LEN}",
             tokenizer.digest(),
             encoder.pool
         );
@@ -245,14 +245,41 @@ pub fn load_system<B: Backend>(
     Ok((model, config, tokenizer))
 }
 
+/// sha256 of a module's parameter values: for each float parameter in module order, its
+/// shape and its values as little-endian f32.
+///
+/// Why not the digest of `model.mpk`: the file also holds burn's parameter ids, which are
+/// random per process, so the same weights saved by two runs would get two fingerprints and
+/// never share the embedding cache.
+pub fn weights_digest<B: Backend, M: Module<B>>(module: &M) -> String {
+    use sha2::{Digest, Sha256};
+    struct Values(Sha256);
+    impl<B: Backend> ModuleVisitor<B> for Values {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            let tensor = param.val();
+            for d in tensor.dims() {
+                self.0.update((d as u64).to_le_bytes());
+            }
+            let values = tensor
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap_or_default();
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.0.update(&bytes);
+        }
+    }
+    let mut values = Values(Sha256::new());
+    module.visit(&mut values);
+    hex::encode(values.0.finalize())
+}
+
 /// Opens the encoder of a run directory on the CPU backend.
 pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>>, BenchError> {
     let files = run_files(dir)?;
     let device = Default::default();
     let (model, config, tokenizer) = load_system::<burn::backend::NdArray<f32>>(&files, &device)?;
-    let weights = files.checkpoint.join("model.mpk");
-    let bytes = std::fs::read(&weights).map_err(|e| BenchError::io(&weights, e))?;
-    let digest = crate::fsutil::sha256_hex(&bytes);
+    let digest = weights_digest(&model.encoder);
     let name = format!(
         "run:{}",
         dir.file_name().map_or_else(
@@ -268,4 +295,31 @@ pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>
         tokenizer,
         device,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::encoder::bilstm::{BilstmEncoderConfig, LayerSpec};
+    use crate::model::random::init_uniform;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn encoder(seed: u64) -> BilstmEncoder<B> {
+        let cfg = BilstmEncoderConfig::new(12, 4, vec![LayerSpec::new(6, true)], "max".into());
+        init_uniform(cfg.init::<B>(&Default::default()), seed, 0.3)
+    }
+
+    /// Two initialisations with the same seed have the same values but different parameter
+    /// ids (what made two runs' identical checkpoints look different); the digest follows
+    /// the values only.
+    #[test]
+    fn weights_digest_follows_values_not_parameter_ids() {
+        let (a, b) = (encoder(7), encoder(7));
+        assert_ne!(a.embedding.weight.id, b.embedding.weight.id);
+        assert_eq!(weights_digest(&a), weights_digest(&b));
+        assert_ne!(weights_digest(&a), weights_digest(&encoder(8)));
+        assert_eq!(weights_digest(&a).len(), 64);
+    }
 }
