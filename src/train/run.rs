@@ -169,11 +169,13 @@ pub fn prepare(
     refuse_other_recipe(run_dir, resolved)?;
     write("recipe.resolved.yaml", &resolved.to_yaml())?;
     let mut env = crate::run::RunEnv::capture(resolved, sets);
-    if device_name != "cpu" {
-        env.backend = "cuda".into();
-        env.device = device_name.into();
-    } else {
-        env.backend = "ndarray".into();
+    match device_name {
+        "cpu" => env.backend = "ndarray".into(),
+        "flex" => env.backend = "flex".into(),
+        _ => {
+            env.backend = "cuda".into();
+            env.device = device_name.into();
+        }
     }
     write("env.json", &serde_json::to_string_pretty(&env)?)?;
 
@@ -570,11 +572,14 @@ pub struct Trained {
 
 /// Resolves, prepares and trains a recipe on the device `args.device` names.
 pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Resolved, Trained)> {
-    if args.device != "cpu" && !args.device.starts_with("cuda") {
+    if !matches!(args.device.as_str(), "cpu" | "flex") && !args.device.starts_with("cuda") {
         anyhow::bail!(
-            "--device {}: unknown device. Fix: use `cpu` or `cuda:N` (with a build made with `--features cuda`)",
+            "--device {}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`) or `cuda:N` (with `--features cuda`)",
             args.device
         );
+    }
+    if args.device == "flex" && !cfg!(feature = "flex") {
+        anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`");
     }
     let resolved = load(
         &args.recipe,
@@ -622,8 +627,13 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             &Default::default(),
             args.stop_after,
         )?,
-        d if d.starts_with("cuda") => train_cuda(d, &plan, &tokenizer, &run_dir, settings, args.stop_after)?,
-        other => anyhow::bail!("--device {other}: unknown device. Fix: use `cpu` or `cuda:N` (with a build made with `--features cuda`)"),
+        "flex" => train_flex(&plan, &tokenizer, &run_dir, settings, args.stop_after)?,
+        d if d.starts_with("cuda") => {
+            train_cuda(d, &plan, &tokenizer, &run_dir, settings, args.stop_after)?
+        }
+        other => {
+            anyhow::bail!("--device {other}: unknown device. Fix: use `cpu`, `flex` or `cuda:N`")
+        }
     };
     Ok((
         resolved,
@@ -634,6 +644,36 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             lock,
         },
     ))
+}
+
+/// Trains on burn-flex, burn's newer CPU backend (`--device flex`, built with `--features flex`).
+#[cfg(feature = "flex")]
+fn train_flex(
+    plan: &Plan,
+    tokenizer: &TextTokenizer,
+    run_dir: &Path,
+    settings: &Settings,
+    stop_after: Option<u64>,
+) -> anyhow::Result<Outcome> {
+    train_on::<burn::backend::Autodiff<burn::backend::Flex>>(
+        plan,
+        tokenizer,
+        run_dir,
+        settings,
+        &Default::default(),
+        stop_after,
+    )
+}
+
+#[cfg(not(feature = "flex"))]
+fn train_flex(
+    _plan: &Plan,
+    _tokenizer: &TextTokenizer,
+    _run_dir: &Path,
+    _settings: &Settings,
+    _stop_after: Option<u64>,
+) -> anyhow::Result<Outcome> {
+    anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`")
 }
 
 #[cfg(feature = "cuda")]
