@@ -627,7 +627,16 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             &Default::default(),
             args.stop_after,
         )?,
-        "flex" => train_flex(&plan, &tokenizer, &run_dir, settings, args.stop_after)?,
+        // burn-flex, burn's newer CPU backend; builds without it refused `flex` above.
+        #[cfg(feature = "flex")]
+        "flex" => train_on::<burn::backend::Autodiff<burn::backend::Flex>>(
+            &plan,
+            &tokenizer,
+            &run_dir,
+            settings,
+            &Default::default(),
+            args.stop_after,
+        )?,
         d if d.starts_with("cuda") => {
             train_cuda(d, &plan, &tokenizer, &run_dir, settings, args.stop_after)?
         }
@@ -644,36 +653,6 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
             lock,
         },
     ))
-}
-
-/// Trains on burn-flex, burn's newer CPU backend (`--device flex`, built with `--features flex`).
-#[cfg(feature = "flex")]
-fn train_flex(
-    plan: &Plan,
-    tokenizer: &TextTokenizer,
-    run_dir: &Path,
-    settings: &Settings,
-    stop_after: Option<u64>,
-) -> anyhow::Result<Outcome> {
-    train_on::<burn::backend::Autodiff<burn::backend::Flex>>(
-        plan,
-        tokenizer,
-        run_dir,
-        settings,
-        &Default::default(),
-        stop_after,
-    )
-}
-
-#[cfg(not(feature = "flex"))]
-fn train_flex(
-    _plan: &Plan,
-    _tokenizer: &TextTokenizer,
-    _run_dir: &Path,
-    _settings: &Settings,
-    _stop_after: Option<u64>,
-) -> anyhow::Result<Outcome> {
-    anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`")
 }
 
 #[cfg(feature = "cuda")]
