@@ -5,7 +5,7 @@
 
 mod binary;
 
-use binary::{harness, repo, text};
+use binary::{command, harness, repo, text};
 
 /// `--set` overrides that shrink the LASER recipe to seconds: two small corpora, a tiny
 /// model and vocabulary, checkpoints every 2 steps.
@@ -143,6 +143,87 @@ fn unknown_device_is_a_usage_error() {
         assert!(text(&o).contains("--features flex"), "{}", text(&o));
         assert!(!run.join("env.json").exists(), "nothing prepared");
     }
+}
+
+/// A real kill: the training process gets SIGKILL once a checkpoint exists (wherever it is
+/// then, possibly inside a checkpoint write), the same command resumes it, and the run
+/// directory then encodes exactly like an uninterrupted run's.
+#[test]
+fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let args = |run: &std::path::Path| -> Vec<String> {
+        let mut a = vec!["train".to_string(), recipe.to_str().unwrap().to_string()];
+        a.extend(SMALL.iter().map(|s| s.to_string()));
+        a.extend(
+            [
+                "--set",
+                "train={steps: 24, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+                "--out",
+                run.to_str().unwrap(),
+            ]
+            .map(String::from),
+        );
+        a
+    };
+    fn strs(a: &[String]) -> Vec<&str> {
+        a.iter().map(String::as_str).collect()
+    }
+
+    let whole = out.path().join("whole");
+    let o = harness(home.path(), &strs(&args(&whole)));
+    assert!(o.status.success(), "{}", text(&o));
+
+    let killed = out.path().join("killed");
+    let mut child = command(home.path(), &strs(&args(&killed)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let first_checkpoint = killed.join("checkpoints/step-00000002");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !first_checkpoint.exists() && std::time::Instant::now() < deadline {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before its first checkpoint"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let metrics = std::fs::read_to_string(killed.join("train/metrics.jsonl")).unwrap();
+    assert!(metrics.lines().count() < 24, "killed before the end");
+
+    let o = harness(home.path(), &strs(&args(&killed)));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("trained 24/24 steps"), "{}", text(&o));
+
+    let input = out.path().join("s.txt");
+    std::fs::write(
+        &input,
+        "Guten Morgen.\nGood morning.\nBuenos días a todos.\n",
+    )
+    .unwrap();
+    let embed = |run: &std::path::Path, name: &str| {
+        let npy = out.path().join(name);
+        let o = harness(
+            home.path(),
+            &[
+                "embed",
+                "--encoder",
+                run.to_str().unwrap(),
+                "--input",
+                input.to_str().unwrap(),
+                "--out",
+                npy.to_str().unwrap(),
+                "--no-cache",
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        std::fs::read(npy).unwrap()
+    };
+    assert_eq!(embed(&whole, "whole.npy"), embed(&killed, "killed.npy"));
 }
 
 /// The default recipes end to end (`harness run`: corpora, tokenizer, training, every

@@ -7,15 +7,21 @@ use std::process::{Command, Output};
 
 /// Runs `harness ARGS` with `HARNESS_HOME=home` from the repository root.
 pub fn harness(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(args)
+    command(home, args)
+        .output()
+        .expect("running the harness binary")
+}
+
+/// The `harness ARGS` command of [`harness`], not yet started (to spawn and kill it).
+pub fn command(home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
+    c.args(args)
         .env("HARNESS_HOME", home)
         .env_remove("HARNESS_DATA_DIR")
         .env_remove("HARNESS_MIRRORS")
         .env_remove("HARNESS_CONFIG")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("running the harness binary")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
 }
 
 /// stdout then stderr, for assertions and failure messages.
