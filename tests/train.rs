@@ -6,6 +6,7 @@
 mod binary;
 
 use binary::{command, harness, repo, text};
+use std::path::Path;
 
 /// `--set` overrides that shrink the LASER recipe to seconds: two small corpora, a tiny
 /// model and vocabulary, checkpoints every 2 steps.
@@ -80,21 +81,8 @@ fn train_stop_resume_embed_and_export() {
     let input = out.path().join("s.txt");
     std::fs::write(&input, "Guten Morgen.\nGood morning.\n").unwrap();
     let npy = out.path().join("s.npy");
-    let o = harness(
-        home.path(),
-        &[
-            "embed",
-            "--encoder",
-            run.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            npy.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
     // 2 rows × 32 floats (2 × 16 per direction) after the 128-byte-aligned header.
-    let bytes = std::fs::read(&npy).unwrap();
+    let bytes = embed(home.path(), &run, &input, &npy);
     assert!(
         bytes.len() >= 2 * 32 * 4 && bytes.len() < 2 * 32 * 4 + 256,
         "{}",
@@ -145,6 +133,25 @@ fn unknown_device_is_a_usage_error() {
     }
 }
 
+/// `harness embed --encoder RUN --input INPUT --out NPY --no-cache`; the `.npy` file's bytes.
+fn embed(home: &Path, run: &Path, input: &Path, npy: &Path) -> Vec<u8> {
+    let o = harness(
+        home,
+        &[
+            "embed",
+            "--encoder",
+            run.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            npy.to_str().unwrap(),
+            "--no-cache",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::read(npy).unwrap()
+}
+
 /// A real kill: the training process gets SIGKILL once a checkpoint exists (wherever it is
 /// then, possibly inside a checkpoint write), the same command resumes it, and the run
 /// directory then encodes exactly like an uninterrupted run's.
@@ -153,7 +160,7 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
     let home = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let recipe = repo().join("recipes/laser.yaml");
-    let args = |run: &std::path::Path| -> Vec<String> {
+    let args = |run: &Path| -> Vec<String> {
         let mut a = vec!["train".to_string(), recipe.to_str().unwrap().to_string()];
         a.extend(SMALL.iter().map(|s| s.to_string()));
         a.extend(
@@ -205,25 +212,10 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
         "Guten Morgen.\nGood morning.\nBuenos días a todos.\n",
     )
     .unwrap();
-    let embed = |run: &std::path::Path, name: &str| {
-        let npy = out.path().join(name);
-        let o = harness(
-            home.path(),
-            &[
-                "embed",
-                "--encoder",
-                run.to_str().unwrap(),
-                "--input",
-                input.to_str().unwrap(),
-                "--out",
-                npy.to_str().unwrap(),
-                "--no-cache",
-            ],
-        );
-        assert!(o.status.success(), "{}", text(&o));
-        std::fs::read(npy).unwrap()
-    };
-    assert_eq!(embed(&whole, "whole.npy"), embed(&killed, "killed.npy"));
+    assert_eq!(
+        embed(home.path(), &whole, &input, &out.path().join("whole.npy")),
+        embed(home.path(), &killed, &input, &out.path().join("killed.npy"))
+    );
 }
 
 /// The default recipes end to end (`harness run`: corpora, tokenizer, training, every
