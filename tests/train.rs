@@ -131,6 +131,18 @@ fn unknown_device_is_a_usage_error() {
         assert!(text(&o).contains("--features flex"), "{}", text(&o));
         assert!(!run.join("env.json").exists(), "nothing prepared");
     }
+    // A CUDA device that is not a number, and CUDA asked of a build without it: the same.
+    let last = args.len() - 1;
+    args[last] = "cuda:first";
+    let o = harness(home.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let expected = if cfg!(feature = "cuda") {
+        "is not a device number"
+    } else {
+        "--features cuda"
+    };
+    assert!(text(&o).contains(expected), "{}", text(&o));
+    assert!(!run.join("env.json").exists(), "nothing prepared");
 }
 
 /// `harness embed --encoder RUN --input INPUT --out NPY --no-cache`; the `.npy` file's bytes.

@@ -572,15 +572,8 @@ pub struct Trained {
 
 /// Resolves, prepares and trains a recipe on the device `args.device` names.
 pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Resolved, Trained)> {
-    if !matches!(args.device.as_str(), "cpu" | "flex") && !args.device.starts_with("cuda") {
-        anyhow::bail!(
-            "--device {}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`) or `cuda:N` (with `--features cuda`)",
-            args.device
-        );
-    }
-    if args.device == "flex" && !cfg!(feature = "flex") {
-        anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`");
-    }
+    // Every device problem is refused here, before any corpus or tokenizer work.
+    let cuda_index = check_device(&args.device)?;
     let resolved = load(
         &args.recipe,
         &LoadOptions {
@@ -618,31 +611,30 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
         plan.total_steps,
         plan.steps_per_epoch
     );
-    let outcome = match args.device.as_str() {
-        "cpu" => train_on::<burn::backend::Autodiff<burn::backend::NdArray<f32>>>(
-            &plan,
-            &tokenizer,
-            &run_dir,
-            settings,
-            &Default::default(),
-            args.stop_after,
-        )?,
-        // burn-flex, burn's newer CPU backend; builds without it refused `flex` above.
+    // One call for every backend: only the backend type and its device differ.
+    macro_rules! train_with {
+        ($backend:ty, $device:expr) => {
+            train_on::<burn::backend::Autodiff<$backend>>(
+                &plan,
+                &tokenizer,
+                &run_dir,
+                settings,
+                $device,
+                args.stop_after,
+            )?
+        };
+    }
+    let outcome = match (args.device.as_str(), cuda_index) {
+        #[cfg(feature = "cuda")]
+        (_, Some(index)) => train_with!(
+            burn::backend::Cuda<f32, i32>,
+            &burn::backend::cuda::CudaDevice::new(index)
+        ),
+        // burn-flex, burn's newer CPU backend.
         #[cfg(feature = "flex")]
-        "flex" => train_on::<burn::backend::Autodiff<burn::backend::Flex>>(
-            &plan,
-            &tokenizer,
-            &run_dir,
-            settings,
-            &Default::default(),
-            args.stop_after,
-        )?,
-        d if d.starts_with("cuda") => {
-            train_cuda(d, &plan, &tokenizer, &run_dir, settings, args.stop_after)?
-        }
-        other => {
-            anyhow::bail!("--device {other}: unknown device. Fix: use `cpu`, `flex` or `cuda:N`")
-        }
+        ("flex", _) => train_with!(burn::backend::Flex, &Default::default()),
+        // `check_device` let only `cpu` through to here.
+        _ => train_with!(burn::backend::NdArray<f32>, &Default::default()),
     };
     Ok((
         resolved,
@@ -655,36 +647,27 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
     ))
 }
 
-#[cfg(feature = "cuda")]
-fn train_cuda(
-    device: &str,
-    plan: &Plan,
-    tokenizer: &TextTokenizer,
-    run_dir: &Path,
-    settings: &Settings,
-    stop_after: Option<u64>,
-) -> anyhow::Result<Outcome> {
-    let index: usize = device
-        .strip_prefix("cuda:")
-        .unwrap_or("0")
-        .parse()
-        .with_context(|| format!("--device {device}: expected `cuda:N`"))?;
-    let dev = burn::backend::cuda::CudaDevice::new(index);
-    train_on::<burn::backend::Autodiff<burn::backend::Cuda<f32, i32>>>(
-        plan, tokenizer, run_dir, settings, &dev, stop_after,
-    )
-}
-
-#[cfg(not(feature = "cuda"))]
-fn train_cuda(
-    device: &str,
-    _plan: &Plan,
-    _tokenizer: &TextTokenizer,
-    _run_dir: &Path,
-    _settings: &Settings,
-    _stop_after: Option<u64>,
-) -> anyhow::Result<Outcome> {
-    anyhow::bail!("--device {device}: this binary was built without CUDA. Fix: build with `cargo build --release --features cuda`")
+/// Checks `--device` against this build: `cpu`, `flex` (built with `--features flex`) or
+/// `cuda:N` / `cuda` (built with `--features cuda`); the CUDA device index for the latter.
+fn check_device(device: &str) -> anyhow::Result<Option<usize>> {
+    match device {
+        "cpu" => Ok(None),
+        "flex" if cfg!(feature = "flex") => Ok(None),
+        "flex" => anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`"),
+        d if d == "cuda" || d.starts_with("cuda:") => {
+            if !cfg!(feature = "cuda") {
+                anyhow::bail!("--device {d}: this binary was built without CUDA. Fix: build with `cargo build --release --features cuda`");
+            }
+            let index = d.strip_prefix("cuda:").unwrap_or("0");
+            let index = index
+                .parse()
+                .with_context(|| format!("--device {d}: `{index}` is not a device number. Fix: use `cuda:0`, `cuda:1`, …"))?;
+            Ok(Some(index))
+        }
+        other => anyhow::bail!(
+            "--device {other}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`) or `cuda:N` (with `--features cuda`)"
+        ),
+    }
 }
 
 /// Prints what a training session did (steps, tokens/s, last loss, checkpoint).
