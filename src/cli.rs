@@ -59,9 +59,14 @@ pub enum Command {
 pub struct ExportArgs {
     /// Run directory (`runs/<recipe>-<fingerprint8>`)
     pub run: PathBuf,
-    /// Output directory (replaced)
+    /// Output directory: new, empty, or an earlier export (its three files are replaced;
+    /// nothing else in it is touched)
     #[arg(long)]
     pub out: PathBuf,
+    /// Write into a directory that holds other files too (only the exported files are
+    /// replaced; the others are left as they are)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -142,6 +147,10 @@ pub struct EvalArgs {
     /// Root seed of every random choice of the protocols
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Override a benchmark parameter: `--set xnli.epochs=20`, `--set tatoeba.languages=[deu,fra]`
+    /// (repeatable; value parsed as YAML; recorded in the result file)
+    #[arg(long = "set", value_name = "BENCH.KEY=VALUE")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -228,6 +237,10 @@ pub struct EmbedArgs {
     /// Neither read nor write the embedding cache
     #[arg(long)]
     pub no_cache: bool,
+    /// Replace `--out` if it exists (harness cannot tell an earlier matrix of its own from
+    /// someone else's file, so it never replaces one unasked)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -288,7 +301,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Train(args) => crate::train::run::train_command(&args.to_train_args(), &settings),
         Command::Run(args) => crate::run::run_command(&args, &settings),
         Command::Export(args) => {
-            crate::train::export::export(&args.run, &args.out)?;
+            crate::train::export::export(&args.run, &args.out, args.force)?;
             println!("exported {} to {}", args.run.display(), args.out.display());
             Ok(ExitCode::SUCCESS)
         }

@@ -13,9 +13,10 @@
 //! directory; a second gets an error naming the lock file.
 
 use crate::bench::cache::CachedEncoder;
-use crate::bench::encoder::{open_encoder, Encoder};
+use crate::bench::encoder::open_encoder;
+use crate::bench::registry::Overrides;
 use crate::bench::registry::Registry;
-use crate::bench::runner::{read_result, run_benchmark, summary_table, write_result, BenchResult};
+use crate::bench::runner::summary_table;
 use crate::cli::RunCliArgs;
 use crate::data::lock::Lock;
 use crate::fsutil::write_atomic;
@@ -169,6 +170,7 @@ pub fn run_command(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<Exi
         .out
         .clone()
         .unwrap_or_else(|| run_dir(settings, &resolved));
+    claim_run_dir(&dir)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating the run directory {}", dir.display()))?;
     let _lock = RunLock::acquire(&dir)?;
@@ -197,20 +199,18 @@ fn evaluate_and_report(
     force: bool,
 ) -> anyhow::Result<ExitCode> {
     let registry = Registry::embedded()?;
-    let names = registry.expand(&resolved.recipe.evaluate)?;
+    let plan = crate::bench::runner::plan(&registry, &evaluate_entries(&resolved.recipe))?;
     let inner = open_encoder(spec, settings)?;
     let encoder = CachedEncoder::new(inner, &settings.cache_dir);
     let results_dir = dir.join("results");
-    std::fs::create_dir_all(&results_dir)
-        .with_context(|| format!("creating {}", results_dir.display()))?;
-    let results = evaluate(
-        &names,
+    let results = crate::bench::runner::evaluate(
+        &plan,
         &registry,
         &encoder,
         settings,
         resolved.recipe.seed,
         &results_dir,
-        force,
+        !force,
     )?;
     print!("{}", summary_table(&results));
     if resolved.recipe.report.is_empty() {
@@ -239,6 +239,12 @@ fn evaluate_and_report(
             report_dir.join("report.html").display()
         );
     }
+    let (files, rehashed, bytes, spent) = crate::stamp::totals();
+    eprintln!(
+        "datasets and models checked before use: {files} file checks, {rehashed} re-hashed ({}), {:.1} ms",
+        crate::data::fetch::human_bytes(bytes),
+        spent.as_secs_f64() * 1e3
+    );
     println!("run directory: {}", dir.display());
     Ok(if results.iter().any(|r| r.error.is_some()) {
         ExitCode::from(1)
@@ -247,53 +253,68 @@ fn evaluate_and_report(
     })
 }
 
-/// Runs every benchmark in `names` into `out`, keeping a previous result of the same encoder,
-/// seed and datasets when `force` is off; prints a progress bar.
-pub fn evaluate(
-    names: &[String],
-    registry: &Registry,
-    encoder: &CachedEncoder<Box<dyn Encoder>>,
-    settings: &Settings,
-    seed: u64,
-    out: &Path,
-    force: bool,
-) -> anyhow::Result<Vec<BenchResult>> {
-    let progress = indicatif::ProgressBar::new(names.len() as u64).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    progress.set_prefix("evaluate");
-    let fingerprint = encoder.fingerprint();
-    let mut results = Vec::with_capacity(names.len());
-    for name in names {
-        let path = out.join(format!("{name}.json"));
-        if !force {
-            if let Ok(previous) = read_result(&path) {
-                if previous.error.is_none()
-                    && previous.encoder.fingerprint == fingerprint
-                    && previous.seed == seed
-                    && previous.datasets == Lock::embedded_digest()
-                {
-                    progress.suspend(|| eprintln!("{name}: kept {}", path.display()));
-                    results.push(previous);
-                    progress.inc(1);
-                    continue;
-                }
-            }
+/// Whether `dir` is a harness run directory: the first files every run writes into it
+/// (`.lock`, `recipe.resolved.yaml`, `env.json`).
+fn is_run_dir(dir: &Path) -> bool {
+    let env_ok = std::fs::read_to_string(dir.join("env.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("harness_version").is_some());
+    let lock_ok =
+        std::fs::read_to_string(dir.join(".lock")).is_ok_and(|t| t.trim().parse::<u32>().is_ok());
+    env_ok || lock_ok || dir.join("recipe.resolved.yaml").is_file()
+}
+
+/// A run directory (`--out DIR` of `run` and `train`) must be new, empty, or a harness run
+/// directory: harness never writes its files among someone else's.
+pub fn claim_run_dir(dir: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        if dir.exists() {
+            bail!(
+                "{}: not a directory. Fix: name a new or empty directory with --out",
+                dir.display()
+            );
         }
-        progress.set_message(name.clone());
-        let result = run_benchmark(name, registry, encoder, settings, seed);
-        if let Some(e) = &result.error {
-            progress.suspend(|| eprintln!("error: {e}"));
-        }
-        write_result(out, &result)?;
-        results.push(result);
-        progress.inc(1);
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() || is_run_dir(dir) {
+        return Ok(());
     }
-    progress.finish_and_clear();
-    Ok(results)
+    names.sort();
+    let more = names.len().saturating_sub(3);
+    names.truncate(3);
+    bail!(
+        "{}: this directory holds files harness did not write ({}{}) and is not a harness run directory; nothing was written. Fix: name a new or empty directory with --out, or leave --out out (runs/<recipe>-<fingerprint8>)",
+        dir.display(),
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// A recipe's `evaluate:` entries as benchmark names with the overrides of their
+/// declarations.
+pub fn evaluate_entries(recipe: &crate::recipe::Recipe) -> Vec<(String, Overrides)> {
+    recipe
+        .evaluate
+        .iter()
+        .map(|e| {
+            (
+                e.name.clone(),
+                Overrides {
+                    params: e.params.clone(),
+                    languages: e.languages.clone(),
+                },
+            )
+        })
+        .collect()
 }
 
 /// Exclusive use of a run directory: `<dir>/.lock` created with `create_new`, holding the

@@ -110,9 +110,10 @@ fn flipped_byte_in_installed_file_fails_verify_naming_the_file_with_exit_1() {
     );
     assert!(lines[1].starts_with("FAILED: 1 problem(s)"), "{out}");
 
-    // `list` judges by size only, so a same-size change still shows as present...
+    // `list` hashes nothing: a same-size change shows as unverified (changed on disk since
+    // it was last hashed)...
     let (_, listed) = run(DatasetsCommand::List, &s, &lock);
-    assert!(listed.contains("present"), "{listed}");
+    assert!(listed.contains("unverified"), "{listed}");
     // ...but a truncated file shows as corrupt.
     std::fs::write(&victim, b"short").unwrap();
     assert!(matches!(

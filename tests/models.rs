@@ -371,3 +371,74 @@ fn e5_safetensors_round_trips_and_has_minilm_key_layout() {
     assert_eq!(ours, theirs);
     assert_eq!(ours.len(), 5 + 16);
 }
+
+/// A changed model file is never used: `harness embed` refuses it naming the file and the
+/// fix, which works offline (the verified wheel is kept in the models directory).
+#[test]
+fn a_flipped_byte_in_an_installed_model_is_refused_and_force_repairs_it() {
+    let home = tempfile::tempdir().unwrap();
+    let models = home.path().join("models");
+    for part in ["all-MiniLM-L6-v2", ".wheels"] {
+        copy_tree(&fetched().join("models").join(part), &models.join(part));
+    }
+    let input = home.path().join("s.txt");
+    std::fs::write(&input, "A man is playing a guitar.\n").unwrap();
+    let embed = |name: &str| {
+        harness(
+            home.path(),
+            &[
+                "embed",
+                "--encoder",
+                "all-MiniLM-L6-v2",
+                "--input",
+                input.to_str().unwrap(),
+                "--out",
+                home.path().join(name).to_str().unwrap(),
+                "--no-cache",
+            ],
+        )
+    };
+    let good = embed("good.npy");
+    assert!(good.status.success(), "{}", text(&good));
+    // Same size, one byte flipped (as a disk error or a stray write would).
+    let victim = models.join("all-MiniLM-L6-v2/model.safetensors");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&victim, &bytes).unwrap();
+    let refused = embed("bad.npy");
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let msg = text(&refused);
+    assert!(
+        msg.contains("model.safetensors")
+            && msg.contains("content changed")
+            && msg.contains("harness models fetch all-MiniLM-L6-v2 --force"),
+        "{msg}"
+    );
+    assert!(!home.path().join("bad.npy").exists(), "nothing written");
+    // The fix the message gives, offline.
+    let fix = harness(
+        home.path(),
+        &["models", "fetch", "all-MiniLM-L6-v2", "--force"],
+    );
+    assert!(fix.status.success(), "{}", text(&fix));
+    let again = embed("again.npy");
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(
+        std::fs::read(home.path().join("good.npy")).unwrap(),
+        std::fs::read(home.path().join("again.npy")).unwrap()
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}

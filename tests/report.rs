@@ -21,7 +21,7 @@ fn eval_into(dir: &Path, cache: &Path, benches: &[&str]) {
     let registry = Registry::embedded().unwrap();
     let encoder = CachedEncoder::new(open_encoder("hashed-ngrams", &settings).unwrap(), cache);
     for b in benches {
-        let r = run_benchmark(b, &registry, &encoder, &settings, 1);
+        let r = run_benchmark(b, &Default::default(), &registry, &encoder, &settings, 1);
         assert!(r.error.is_none(), "{b}: {:?}", r.error);
         write_result(dir, &r).unwrap();
     }

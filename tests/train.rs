@@ -89,21 +89,53 @@ fn train_stop_resume_embed_and_export() {
         bytes.len()
     );
 
-    // Export.
+    // Export, into a folder that holds someone's file: refused, the folder untouched.
     let exported = out.path().join("export");
-    let o = harness(
-        home.path(),
-        &[
+    std::fs::create_dir(&exported).unwrap();
+    std::fs::write(exported.join("notes.txt"), "my notes").unwrap();
+    let export = |extra: &[&str]| {
+        let mut a = vec![
             "export",
             run.to_str().unwrap(),
             "--out",
             exported.to_str().unwrap(),
-        ],
+        ];
+        a.extend_from_slice(extra);
+        harness(home.path(), &a)
+    };
+    let o = export(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("notes.txt") && text(&o).contains("--force"),
+        "{}",
+        text(&o)
     );
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&exported), ["notes.txt"], "nothing written");
+    // With --force: the three files beside it; the foreign file kept as it was.
+    let o = export(&["--force"]);
     assert!(o.status.success(), "{}", text(&o));
     for f in ["encoder.safetensors", "config.json", "tokenizer.json"] {
         assert!(exported.join(f).is_file(), "{f} missing");
     }
+    assert_eq!(
+        std::fs::read_to_string(exported.join("notes.txt")).unwrap(),
+        "my notes"
+    );
+    // An earlier export is replaced without --force, still leaving the foreign file.
+    let o = export(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(exported.join("notes.txt")).unwrap(),
+        "my notes"
+    );
     let cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(exported.join("config.json")).unwrap())
             .unwrap();

@@ -416,6 +416,14 @@ impl<E: Encoder> CachedEncoder<E> {
     }
 }
 
+/// The message for an encoder that returned a non-finite value.
+pub fn non_finite_detail(sentence: &str, col: usize, value: f32) -> String {
+    let shown: String = sentence.chars().take(80).collect();
+    format!(
+        "returned a non-finite value ({value}) in dimension {col} of the vector of the sentence {shown:?}; no score is computed from it. Fix: check the encoder (its weights or its input file) for NaN or infinite values"
+    )
+}
+
 impl<E: Encoder> Encoder for CachedEncoder<E> {
     fn name(&self) -> &str {
         self.inner.name()
@@ -457,6 +465,13 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
                         m.cols,
                         batch.len()
                     ),
+                });
+            }
+            // A NaN would otherwise turn into a silent NaN score (and be cached).
+            if let Some((row, col, v)) = m.first_non_finite() {
+                return Err(BenchError::Encoder {
+                    name: self.inner.name().to_string(),
+                    detail: non_finite_detail(batch[row], col, v),
                 });
             }
             let start = b * self.batch_size * dim;
@@ -729,5 +744,42 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.parent().unwrap(), Path::new("/c/embeddings"));
         assert!(!a.file_name().unwrap().to_string_lossy().contains('/'));
+    }
+
+    struct Nan;
+    impl Encoder for Nan {
+        fn name(&self) -> &str {
+            "nan"
+        }
+        fn fingerprint(&self) -> String {
+            "nan".into()
+        }
+        fn dim(&self) -> usize {
+            2
+        }
+        fn encode(&self, s: &[&str]) -> Result<Matrix, BenchError> {
+            let mut m = Matrix::zeros(s.len(), 2);
+            if let Some(i) = s.iter().position(|x| *x == "bad") {
+                m.row_mut(i)[1] = f32::NAN;
+            }
+            Ok(m)
+        }
+    }
+
+    #[test]
+    fn a_non_finite_vector_is_an_error_naming_the_sentence_and_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let enc = CachedEncoder::new(Nan, dir.path());
+        let err = enc.encode(&["good", "bad"]).unwrap_err().to_string();
+        assert!(
+            err.contains("nan") && err.contains("\"bad\"") && err.contains("dimension 1"),
+            "{err}"
+        );
+        assert!(enc.encode(&["good"]).is_ok());
+        assert_eq!(
+            enc.stats().hits,
+            0,
+            "nothing of the failed batch was cached"
+        );
     }
 }

@@ -34,9 +34,11 @@ pub fn embed(
     settings: &Settings,
     use_cache: bool,
     batch_size: usize,
+    force: bool,
 ) -> Result<EmbedSummary, BenchError> {
     let start = Instant::now();
     let encoder = open_encoder(spec, settings)?;
+    refuse_existing(out, force)?;
     let sentences = read_sentences(input)?;
     let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
     let bar = progress_bar(refs.len());
@@ -48,6 +50,7 @@ pub fn embed(
         (encode_chunks(&encoder, &refs, &bar)?, None)
     };
     bar.finish_and_clear();
+    refuse_existing(out, force)?;
     write_npy(out, &matrix)?;
     Ok(EmbedSummary {
         sentences: matrix.rows,
@@ -57,6 +60,23 @@ pub fn embed(
     })
 }
 
+/// An existing `out` is replaced only with `--force`; a directory never.
+fn refuse_existing(out: &Path, force: bool) -> Result<(), BenchError> {
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.is_dir() => Err(BenchError::format(
+            out,
+            "is a directory",
+            "name the .npy file to write, e.g. --out DIR/embeddings.npy",
+        )),
+        Ok(_) if !force => Err(BenchError::format(
+            out,
+            "exists, and harness does not replace a file it cannot tell it wrote",
+            "choose another --out, or pass --force to replace it",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn encode_chunks(
     encoder: &dyn Encoder,
     refs: &[&str],
@@ -64,7 +84,14 @@ fn encode_chunks(
 ) -> Result<Matrix, BenchError> {
     let mut data = Vec::with_capacity(refs.len() * encoder.dim());
     for chunk in refs.chunks(CHUNK) {
-        data.extend_from_slice(&encoder.encode(chunk)?.data);
+        let m = encoder.encode(chunk)?;
+        if let Some((row, col, v)) = m.first_non_finite() {
+            return Err(BenchError::Encoder {
+                name: encoder.name().to_string(),
+                detail: super::cache::non_finite_detail(chunk[row], col, v),
+            });
+        }
+        data.extend_from_slice(&m.data);
         bar.inc(chunk.len() as u64);
     }
     Ok(Matrix::from_vec(refs.len(), encoder.dim(), data))
@@ -98,6 +125,7 @@ pub fn embed_command(
         settings,
         !args.no_cache,
         args.batch_size,
+        args.force,
     )?;
     let cache = match s.cache {
         Some(c) => format!(

@@ -41,6 +41,15 @@ impl Matrix {
         }
     }
 
+    /// The first non-finite value (NaN or ±∞): `(row, column, value)`.
+    pub fn first_non_finite(&self) -> Option<(usize, usize, f32)> {
+        let cols = self.cols.max(1);
+        self.data
+            .iter()
+            .position(|v| !v.is_finite())
+            .map(|i| (i / cols, i % cols, self.data[i]))
+    }
+
     /// Row `i`.
     pub fn row(&self, i: usize) -> &[f32] {
         &self.data[i * self.cols..(i + 1) * self.cols]

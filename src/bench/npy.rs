@@ -152,7 +152,7 @@ pub fn sentences_path(npy: &Path) -> PathBuf {
 ///
 /// `PATH` is a 2-D `.npy` (f32 or f64, C order, one row per sentence) and
 /// [`sentences_path`]`(PATH)` the sentences it was computed from. A sentence listed twice
-/// keeps its first row. The fingerprint is the sha256 of both files, so replacing either
+/// must have the same row both times; a non-finite value anywhere is refused (file, row). The fingerprint is the sha256 of both files, so replacing either
 /// invalidates cached results.
 #[derive(Debug)]
 pub struct NpyEncoder {
@@ -192,9 +192,40 @@ impl NpyEncoder {
                 "keep exactly one line per matrix row, in the same order",
             ));
         }
-        let mut index = HashMap::with_capacity(sentences.len());
+        if let Some((row, col, v)) = matrix.first_non_finite() {
+            return Err(BenchError::format(
+                npy_path,
+                format!(
+                    "row {} (line {} of {}: {:?}) has a non-finite value ({v}) in column {col}",
+                    row,
+                    row + 1,
+                    txt_path.display(),
+                    sentences[row].chars().take(80).collect::<String>()
+                ),
+                "recompute the embeddings; a NaN or infinite value cannot be scored",
+            ));
+        }
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(sentences.len());
         for (i, s) in sentences.into_iter().enumerate() {
-            index.entry(s).or_insert(i);
+            match index.get(&s) {
+                None => {
+                    index.insert(s, i);
+                }
+                Some(&first) if matrix.row(first) != matrix.row(i) => {
+                    return Err(BenchError::format(
+                        &txt_path,
+                        format!(
+                            "line {} repeats the sentence of line {} ({:?}), but rows {first} and {i} of {} differ",
+                            i + 1,
+                            first + 1,
+                            s.chars().take(80).collect::<String>(),
+                            npy_path.display()
+                        ),
+                        "a sentence must have one vector: remove the repeated line and its row, or recompute them",
+                    ));
+                }
+                Some(_) => {}
+            }
         }
         let fingerprint = format!(
             "npy-v1-{}-{}",
@@ -329,5 +360,32 @@ mod tests {
         std::fs::remove_file(dir.path().join("emb.txt")).unwrap();
         let err = NpyEncoder::open(&npy).unwrap_err().to_string();
         assert!(err.contains("emb.txt: missing"), "{err}");
+    }
+
+    #[test]
+    fn non_finite_rows_and_conflicting_repeats_are_refused_naming_file_and_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let npy = dir.path().join("emb.npy");
+        std::fs::write(dir.path().join("emb.txt"), "un\ndeux\ntrois\n").unwrap();
+        let m = Matrix::from_rows(&[vec![1.0, 0.0], vec![0.0, f32::NAN], vec![0.5, 0.5]], 2);
+        write_npy(&npy, &m).unwrap();
+        let err = NpyEncoder::open(&npy).unwrap_err().to_string();
+        assert!(
+            err.contains("emb.npy") && err.contains("row 1 (line 2") && err.contains("\"deux\""),
+            "{err}"
+        );
+        // The same sentence twice with two different vectors.
+        std::fs::write(dir.path().join("emb.txt"), "un\ndeux\nun\n").unwrap();
+        let m = Matrix::from_rows(&[vec![1.0, 0.0], vec![0.0, 1.0], vec![0.5, 0.5]], 2);
+        write_npy(&npy, &m).unwrap();
+        let err = NpyEncoder::open(&npy).unwrap_err().to_string();
+        assert!(
+            err.contains("line 3 repeats the sentence of line 1"),
+            "{err}"
+        );
+        // Twice with the same vector is fine.
+        let m = Matrix::from_rows(&[vec![1.0, 0.0], vec![0.0, 1.0], vec![1.0, 0.0]], 2);
+        write_npy(&npy, &m).unwrap();
+        assert_eq!(NpyEncoder::open(&npy).unwrap().len(), 2);
     }
 }

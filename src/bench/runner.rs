@@ -7,13 +7,14 @@ use super::cache::{CacheStats, CachedEncoder};
 use super::encoder::{open_encoder, Encoder};
 use super::error::BenchError;
 use super::protocols::{protocol, Context, Outcome};
-use super::registry::Registry;
+use super::registry::{Benchmark, Overrides, Registry};
 use crate::cli::EvalArgs;
 use crate::data::fetch::ensure_dataset;
 use crate::data::lock::Lock;
 use crate::fsutil::write_atomic;
 use crate::settings::Settings;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -49,6 +50,14 @@ pub struct BenchResult {
     pub cache: CacheCounts,
     /// harness version that wrote the file.
     pub harness_version: String,
+    /// Overrides of the declaration applied in this run (a recipe's `evaluate:` entry or
+    /// `--set BENCH.KEY=VALUE`); absent when none.
+    #[serde(default, skip_serializing_if = "Overrides::is_empty")]
+    pub overrides: Overrides,
+    /// Identity of the declaration as run ([`Benchmark::identity`]): a kept result is
+    /// reused only while it is unchanged.
+    #[serde(default)]
+    pub declaration: String,
     /// Why the benchmark failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -78,9 +87,25 @@ impl CacheCounts {
     }
 }
 
-/// Runs one benchmark against an encoder; never fails: errors land in the result.
+/// Installs and verifies every dataset a benchmark reads (its own and its protocol's side
+/// datasets, [`super::protocols::datasets_read`]) before anything runs: name → folder.
+pub fn ensure_benchmark_data(
+    bench: &Benchmark,
+    settings: &Settings,
+) -> Result<BTreeMap<String, PathBuf>, BenchError> {
+    let mut dirs = BTreeMap::new();
+    for d in super::protocols::datasets_read(bench)? {
+        let dir = ensure_dataset(settings, &d)?;
+        dirs.insert(d, dir);
+    }
+    Ok(dirs)
+}
+
+/// Runs one benchmark (with `overrides` applied to its declaration) against an encoder;
+/// never fails: errors land in the result.
 pub fn run_benchmark(
     name: &str,
+    overrides: &Overrides,
     registry: &Registry,
     encoder: &CachedEncoder<Box<dyn Encoder>>,
     settings: &Settings,
@@ -88,9 +113,9 @@ pub fn run_benchmark(
 ) -> BenchResult {
     let start = Instant::now();
     let before = encoder.stats();
-    let bench = registry.get(name);
+    let bench = registry.get(name).map(|b| b.with(overrides));
     let outcome = (|| -> Result<Outcome, BenchError> {
-        let bench = bench.ok_or_else(|| BenchError::Protocol {
+        let bench = bench.as_ref().ok_or_else(|| BenchError::Protocol {
             benchmark: name.to_string(),
             detail: "no declaration in benchmarks/".into(),
         })?;
@@ -101,10 +126,16 @@ pub fn run_benchmark(
                 bench.protocol
             ),
         })?;
-        let dir = ensure_dataset(settings, &bench.dataset)?;
+        super::protocols::check_params(bench).map_err(|detail| BenchError::Params {
+            benchmark: name.to_string(),
+            detail,
+        })?;
+        let mut dirs = ensure_benchmark_data(bench, settings)?;
+        let own = dirs.remove(&bench.dataset).unwrap_or_default();
         run(&Context {
             benchmark: bench,
-            dataset_dir: &dir,
+            dataset_dir: &own,
+            side: &dirs,
             encoder,
             seed,
         })
@@ -130,8 +161,8 @@ pub fn run_benchmark(
     };
     BenchResult {
         benchmark: name.to_string(),
-        protocol: bench.map_or(String::new(), |b| b.protocol.clone()),
-        dataset: bench.map_or(String::new(), |b| b.dataset.clone()),
+        protocol: bench.as_ref().map_or(String::new(), |b| b.protocol.clone()),
+        dataset: bench.as_ref().map_or(String::new(), |b| b.dataset.clone()),
         main_metric,
         main_score,
         scores,
@@ -147,13 +178,30 @@ pub fn run_benchmark(
         seconds,
         cache: CacheCounts::since(encoder.stats(), before),
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        overrides: overrides.clone(),
+        declaration: bench.as_ref().map_or(String::new(), Benchmark::identity),
         error,
     }
 }
 
-/// Writes a result file atomically.
+/// Writes a result file atomically. An existing file at that place is replaced only when
+/// it is a harness result file: a foreign file of the same name is refused, never
+/// overwritten.
 pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf, BenchError> {
     let path = dir.join(format!("{}.json", result.benchmark));
+    if path.exists() {
+        if let Err(e) = read_result(&path) {
+            return Err(BenchError::Format {
+                path: path.clone(),
+                detail: format!(
+                    "a file harness did not write is in the way of the result of `{}` ({e}); it was left as it is",
+                    result.benchmark
+                ),
+                fix: "move it elsewhere, or write the results into another directory (--out DIR)"
+                    .into(),
+            });
+        }
+    }
     let mut text = serde_json::to_string_pretty(result).map_err(|e| BenchError::Protocol {
         benchmark: result.benchmark.clone(),
         detail: format!("serialising the result: {e}"),
@@ -220,42 +268,124 @@ pub fn summary_table(results: &[BenchResult]) -> String {
     out
 }
 
+/// What to evaluate: benchmark names (groups expanded), each with the overrides of its
+/// declaration.
+pub type Plan = Vec<(String, Overrides)>;
+
+/// Expands names with overrides into a [`Plan`] and checks every overridden declaration
+/// before anything runs (a misspelt parameter fails here, not after an hour of work).
+pub fn plan(registry: &Registry, entries: &[(String, Overrides)]) -> Result<Plan, BenchError> {
+    let plan = registry
+        .expand_with(entries)
+        .map_err(|e| BenchError::Protocol {
+            benchmark: String::new(),
+            detail: e.to_string(),
+        })?;
+    for (name, overrides) in &plan {
+        if overrides.is_empty() {
+            continue;
+        }
+        if let Some(b) = registry.get(name) {
+            super::protocols::check_params(&b.with(overrides)).map_err(|detail| {
+                BenchError::Params {
+                    benchmark: name.clone(),
+                    detail,
+                }
+            })?;
+        }
+    }
+    Ok(plan)
+}
+
+/// Runs every benchmark of `plan` into `out` (one result file each, written as soon as it
+/// is done) and returns the results in order. With `keep`, a result already in `out` for
+/// the same encoder, seed, datasets and declaration is reused instead of recomputed. A
+/// failing benchmark is recorded and the others go on.
+pub fn evaluate(
+    plan: &Plan,
+    registry: &Registry,
+    encoder: &CachedEncoder<Box<dyn Encoder>>,
+    settings: &Settings,
+    seed: u64,
+    out: &Path,
+    keep: bool,
+) -> Result<Vec<BenchResult>, BenchError> {
+    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
+    let progress = indicatif::ProgressBar::new(plan.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    progress.set_prefix("evaluate");
+    let fingerprint = encoder.fingerprint();
+    let mut results = Vec::with_capacity(plan.len());
+    for (name, overrides) in plan {
+        let path = out.join(format!("{name}.json"));
+        if keep {
+            let identity = registry.get(name).map(|b| b.with(overrides).identity());
+            if let Ok(previous) = read_result(&path) {
+                if previous.error.is_none()
+                    && previous.encoder.fingerprint == fingerprint
+                    && previous.seed == seed
+                    && previous.datasets == Lock::embedded_digest()
+                    && Some(&previous.declaration) == identity.as_ref()
+                {
+                    progress.suspend(|| eprintln!("{name}: kept {}", path.display()));
+                    results.push(previous);
+                    progress.inc(1);
+                    continue;
+                }
+            }
+        }
+        progress.set_message(name.clone());
+        let result = run_benchmark(name, overrides, registry, encoder, settings, seed);
+        if let Some(e) = &result.error {
+            progress.suspend(|| eprintln!("error: {e}"));
+        }
+        write_result(out, &result)?;
+        results.push(result);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    Ok(results)
+}
+
 /// `harness eval`.
 pub fn eval_command(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let registry = Registry::embedded()?;
-    let requested: Vec<String> = args
+    let mut entries: Vec<(String, Overrides)> = args
         .bench
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+        .map(|s| (s, Overrides::default()))
         .collect();
-    let names = registry.expand(&requested)?;
+    // `--set BENCH.KEY=VALUE`: BENCH must be one of the requested names (or a member of
+    // one of the requested groups).
+    let selected = registry.expand(&entries.iter().map(|e| e.0.clone()).collect::<Vec<_>>())?;
+    for raw in &args.sets {
+        let (bench, param, value) = Overrides::parse_set(raw).map_err(anyhow::Error::msg)?;
+        let members = registry.expand(std::slice::from_ref(&bench))?;
+        if let Some(m) = members.iter().find(|m| !selected.contains(m)) {
+            anyhow::bail!(
+                "`--set {raw}`: benchmark `{m}` is not among those evaluated (--bench {}). Fix: add it to --bench",
+                args.bench
+            );
+        }
+        let mut o = Overrides::default();
+        o.set(&param, value)
+            .map_err(|e| anyhow::anyhow!("`--set {raw}`: {e}"))?;
+        entries.push((bench, o));
+    }
+    let plan = plan(&registry, &entries)?;
     let inner = open_encoder(&args.encoder, settings)?;
     let encoder = CachedEncoder::new(inner, &settings.cache_dir);
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(settings, &encoder));
-    std::fs::create_dir_all(&out).map_err(|e| BenchError::io(&out, e))?;
-    let progress = indicatif::ProgressBar::new(names.len() as u64).with_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    progress.set_prefix("eval");
-    let mut results = Vec::with_capacity(names.len());
-    for name in &names {
-        progress.set_message(name.clone());
-        let result = run_benchmark(name, &registry, &encoder, settings, args.seed);
-        if let Some(e) = &result.error {
-            progress.suspend(|| eprintln!("error: {e}"));
-        }
-        write_result(&out, &result)?;
-        results.push(result);
-        progress.inc(1);
-    }
-    progress.finish_and_clear();
+    let results = evaluate(&plan, &registry, &encoder, settings, args.seed, &out, false)?;
     print!("{}", summary_table(&results));
     println!("results in {}", out.display());
     let failed = results.iter().any(|r| r.error.is_some());
@@ -264,4 +394,164 @@ pub fn eval_command(args: &EvalArgs, settings: &Settings) -> anyhow::Result<Exit
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::protocols::fake_encoder::HashEncoder;
+
+    /// Overrides that make every declared benchmark cheap (few epochs, few languages): the
+    /// protocols still open every file they would open in a full run.
+    pub(crate) const CHEAP: &[(&str, &str)] = &[
+        (
+            "xnli",
+            "{params: {epochs: 1, train_fraction: 0.02, eval_limit: 40}, languages: [en, de]}",
+        ),
+        ("sib200", "{params: {epochs: 1, languages: [en, de]}}"),
+        (
+            "sentiment",
+            "{params: {epochs: 1, eval_limit: 40, few_shot: [1.0]}}",
+        ),
+        ("tatoeba", "{languages: [deu, fra]}"),
+        ("flores200", "{languages: [eng_Latn, deu_Latn]}"),
+        (
+            "eigen-similarity",
+            "{params: {samples: 3}, languages: [eng_Latn-fra_Latn]}",
+        ),
+        (
+            "retrieval-p1",
+            "{params: {distractors: 10}, languages: [deu-eng]}",
+        ),
+        (
+            "stsb-multi",
+            "{languages: [de, en], params: {cross_lingual: [en-de]}}",
+        ),
+    ];
+
+    fn cheap(name: &str, protocol: &str) -> Overrides {
+        let mut o: Overrides = CHEAP
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, y)| serde_yaml::from_str(y).unwrap())
+            .unwrap_or_default();
+        if protocol == "senteval-classification" {
+            o.params.insert("kfold".into(), 2.into());
+            o.params.insert("max_epoch".into(), 2.into());
+        }
+        o
+    }
+
+    /// Item 1 of the fresh-machine issue: every benchmark, run against an empty data
+    /// directory, installs every dataset it reads before its protocol starts, and reads
+    /// nothing else (its protocol sees only the folders the runner ensured; any other
+    /// dataset would be missing from this data directory and fail the run).
+    #[test]
+    fn every_benchmark_fetches_everything_it_reads_into_an_empty_data_directory() {
+        let shared = crate::data::shared_datasets_dir();
+        assert!(shared.is_dir(), "{} missing", shared.display());
+        let registry = Registry::embedded().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let boxed: Box<dyn Encoder> = Box::new(HashEncoder);
+        let encoder = CachedEncoder::new(boxed, cache.path());
+        for name in registry.names() {
+            let data = tempfile::tempdir().unwrap();
+            let settings = Settings {
+                data_dir: data.path().to_path_buf(),
+                mirrors: vec![shared.display().to_string()],
+                cache_dir: cache.path().to_path_buf(),
+                ..Settings::default()
+            };
+            let bench = registry.get(name).unwrap();
+            let overrides = cheap(name, &bench.protocol);
+            let declared = crate::bench::protocols::datasets_read(&bench.with(&overrides)).unwrap();
+            let r = run_benchmark(name, &overrides, &registry, &encoder, &settings, 1);
+            assert!(r.error.is_none(), "{name}: {:?}", r.error);
+            assert!(
+                r.main_score.is_some_and(f64::is_finite),
+                "{name}: {:?}",
+                r.main_score
+            );
+            let mut installed: Vec<String> = std::fs::read_dir(data.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n != ".stamps")
+                .collect();
+            installed.sort();
+            let mut want = declared.clone();
+            want.sort();
+            assert_eq!(installed, want, "{name}: installed datasets");
+            assert_eq!(r.overrides, overrides, "{name}: overrides recorded");
+        }
+    }
+
+    #[test]
+    fn kept_results_follow_the_declaration_and_foreign_files_are_not_overwritten() {
+        let shared = crate::data::shared_datasets_dir();
+        let data = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            data_dir: data.path().to_path_buf(),
+            mirrors: vec![shared.display().to_string()],
+            cache_dir: data.path().join("cache"),
+            ..Settings::default()
+        };
+        let registry = Registry::embedded().unwrap();
+        let boxed: Box<dyn Encoder> = Box::new(HashEncoder);
+        let encoder = CachedEncoder::new(boxed, &settings.cache_dir);
+        let plain: Plan = vec![("stsb-test".into(), Overrides::default())];
+        let first = evaluate(&plain, &registry, &encoder, &settings, 1, out.path(), true).unwrap();
+        let kept = evaluate(&plain, &registry, &encoder, &settings, 1, out.path(), true).unwrap();
+        assert_eq!(first[0].seconds, kept[0].seconds, "kept, not recomputed");
+        // Another similarity is another declaration: recomputed, and recorded.
+        let mut o = Overrides::default();
+        o.set("similarity", "angular".into()).unwrap();
+        let changed: Plan = vec![("stsb-test".into(), o.clone())];
+        let again = evaluate(
+            &changed,
+            &registry,
+            &encoder,
+            &settings,
+            1,
+            out.path(),
+            true,
+        )
+        .unwrap();
+        assert_ne!(again[0].declaration, first[0].declaration);
+        assert_eq!(again[0].overrides, o);
+        assert_eq!(again[0].protocol_params["similarity"], "angular");
+        // A file harness did not write, where a result would go, is left alone.
+        std::fs::write(out.path().join("sick-r.json"), "my notes").unwrap();
+        let foreign: Plan = vec![("sick-r".into(), Overrides::default())];
+        let err = evaluate(
+            &foreign,
+            &registry,
+            &encoder,
+            &settings,
+            1,
+            out.path(),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("sick-r.json") && err.contains("did not write"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.path().join("sick-r.json")).unwrap(),
+            "my notes"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_override_is_refused_before_anything_runs() {
+        let registry = Registry::embedded().unwrap();
+        let mut o = Overrides::default();
+        o.set("epoch", 3.into()).unwrap();
+        let err = plan(&registry, &[("xnli".into(), o)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("epoch") && err.contains("xnli"), "{err}");
+    }
 }

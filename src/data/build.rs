@@ -24,6 +24,28 @@ pub fn excluded_datasets(corpus: &Corpus, registry: &Registry) -> anyhow::Result
         .collect())
 }
 
+/// Every dataset the given corpora read: each one's own and the evaluation datasets of its
+/// `exclude:` list (the one list a recipe's corpus building installs up front).
+pub fn corpus_datasets<'a>(
+    corpora: impl IntoIterator<Item = &'a Corpus>,
+    registry: &Registry,
+) -> anyhow::Result<BTreeSet<String>> {
+    let mut all = BTreeSet::new();
+    for c in corpora {
+        all.insert(c.dataset.clone());
+        all.extend(excluded_datasets(c, registry)?);
+    }
+    Ok(all)
+}
+
+/// Installs and verifies every dataset in `names` (fetched on first use) before any is read.
+pub fn ensure_all(settings: &Settings, names: &BTreeSet<String>) -> anyhow::Result<()> {
+    for n in names {
+        ensure_dataset(settings, n)?;
+    }
+    Ok(())
+}
+
 /// Builds one parallel corpus of a recipe: installs its dataset and every excluded
 /// evaluation dataset (fetched on first use), loads the pairs and filters them.
 pub fn build_recipe_parallel(
@@ -53,6 +75,10 @@ pub fn corpora_command(args: &CorporaArgs, settings: &Settings) -> anyhow::Resul
         )
     })?;
     let registry = Registry::embedded()?;
+    ensure_all(
+        settings,
+        &corpus_datasets(resolved.recipe.data.corpora.values(), &registry)?,
+    )?;
     for (name, corpus) in &resolved.recipe.data.corpora {
         if !corpus.pairs.iter().any(|p| p.ends_with("-eng")) {
             println!(

@@ -38,6 +38,11 @@ pub enum DataError {
         actual: String,
     },
 
+    /// Installed files of a dataset changed since they were verified (content, size, or a
+    /// directory in a file's place); nothing was read from them. `files` has one line each.
+    #[error("dataset `{dataset}` cannot be used: these files differ from datasets.lock:\n{files}\nFix: `harness datasets fetch {dataset} --force` replaces them with verified copies from the mirrors (a directory standing in a file's place too)")]
+    Changed { dataset: String, files: String },
+
     /// A dataset name that the lock file does not know.
     #[error("unknown dataset `{name}`{suggestion}. `harness datasets list` shows them all")]
     UnknownDataset { name: String, suggestion: String },

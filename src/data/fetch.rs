@@ -73,6 +73,8 @@ pub struct FetchReport {
     pub installed: Vec<(String, String)>,
     /// Installed files that did not match the lock and were replaced by a verified copy.
     pub replaced_corrupt: Vec<String>,
+    /// Directories that stood where a file belongs, removed (`--force` only).
+    pub removed_directories: Vec<String>,
     /// Bytes copied or downloaded.
     pub bytes: u64,
     /// Mirrors that failed for some file although a later mirror served it (bad copies,
@@ -90,16 +92,33 @@ pub fn ensure_dataset(settings: &Settings, name: &str) -> Result<PathBuf, DataEr
 }
 
 /// [`ensure_dataset`] for an explicit lock entry, data directory and mirror list.
+///
+/// Every file is checked against its verification stamp (see [`crate::stamp`]): unchanged
+/// files cost one `stat`, a file whose identity moved is hashed again. Missing files are
+/// fetched; a file that changed, has the wrong size or is not a file is refused (all of them
+/// named), never repaired behind the user's back: `harness datasets fetch NAME --force` is
+/// the fix the error gives.
 pub fn ensure_entry(
     entry: &DatasetEntry,
     data_dir: &Path,
     mirrors: &[Mirror],
 ) -> Result<PathBuf, DataError> {
     let dir = data_dir.join(&entry.name);
-    let state = quick_state(entry, data_dir);
-    if state == DatasetState::Present {
-        return Ok(dir);
+    let problems = match check_stamped(entry, data_dir) {
+        Ok(_) => return Ok(dir),
+        Err(p) => p,
+    };
+    let (missing, bad): (Vec<_>, Vec<_>) = problems
+        .into_iter()
+        .partition(|p| p.failure == crate::stamp::Failure::Missing);
+    if !bad.is_empty() {
+        return Err(changed_error(&entry.name, &bad));
     }
+    let state = if missing.len() == entry.file.len() {
+        "missing".to_string()
+    } else {
+        format!("missing {} of {} files", missing.len(), entry.file.len())
+    };
     eprintln!(
         "dataset `{}` is {state} in {}: fetching it",
         entry.name,
@@ -117,7 +136,102 @@ pub fn ensure_entry(
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
+    check_stamped(entry, data_dir).map_err(|bad| changed_error(&entry.name, &bad))?;
     Ok(dir)
+}
+
+/// The verification stamp of dataset `name`: `<data_dir>/.stamps/<name>.json` (outside the
+/// dataset folder, which holds exactly the lock's files).
+pub fn stamp_path(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join(".stamps").join(format!("{name}.json"))
+}
+
+/// Every file of `entry` as the stamp check sees it.
+fn pinned<'a>(entry: &'a DatasetEntry, data_dir: &Path) -> Vec<crate::stamp::Pinned<'a>> {
+    let dir = data_dir.join(&entry.name);
+    entry
+        .file
+        .iter()
+        .map(|f| crate::stamp::Pinned {
+            rel: &f.path,
+            path: f.local_path(&dir),
+            bytes: f.bytes,
+            sha256: &f.sha256,
+        })
+        .collect()
+}
+
+/// Checks an installed dataset against its stamp, re-hashing only files that changed on
+/// disk since they were verified. Returns every file that is missing or fails.
+pub fn check_stamped(
+    entry: &DatasetEntry,
+    data_dir: &Path,
+) -> Result<crate::stamp::Checked, Vec<crate::stamp::Problem>> {
+    crate::stamp::check(&stamp_path(data_dir, &entry.name), &pinned(entry, data_dir))
+}
+
+/// The error for files of a dataset that cannot be used as they are.
+fn changed_error(dataset: &str, problems: &[crate::stamp::Problem]) -> DataError {
+    DataError::Changed {
+        dataset: dataset.to_string(),
+        files: problems
+            .iter()
+            .map(|p| format!("  - {}: {}", p.path.display(), describe(p)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn describe(p: &crate::stamp::Problem) -> String {
+    use crate::stamp::Failure;
+    match &p.failure {
+        Failure::Content { found } => format!(
+            "content changed since it was installed: sha256 {found}, datasets.lock says {}",
+            p.expected_sha256
+        ),
+        Failure::Size { found } => format!(
+            "size changed: {found} bytes, datasets.lock says {}",
+            p.expected_bytes
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A stamp problem as the error `verify` reports for it.
+fn problem_error(dataset: &str, p: crate::stamp::Problem) -> DataError {
+    use crate::stamp::Failure;
+    let checksum = |detail: &str, expected: String, actual: String| DataError::Checksum {
+        dataset: dataset.into(),
+        path: p.path.clone(),
+        detail: detail.into(),
+        expected,
+        actual,
+    };
+    match &p.failure {
+        Failure::Missing => DataError::Missing {
+            path: p.path.clone(),
+            hint: format!("fetch it with `harness datasets fetch {dataset}`"),
+        },
+        Failure::NotAFile => checksum(
+            "not a regular file",
+            "a file".into(),
+            "a directory or something else".into(),
+        ),
+        Failure::Size { found } => checksum(
+            "size differs from datasets.lock",
+            format!("{} bytes", p.expected_bytes),
+            format!("{found} bytes"),
+        ),
+        Failure::Content { found } => checksum(
+            "content changed: sha256 differs from datasets.lock",
+            format!("sha256 {}", p.expected_sha256),
+            format!("sha256 {found}"),
+        ),
+        Failure::Io(e) => DataError::Io {
+            path: p.path.clone(),
+            source: std::io::Error::other(e.clone()),
+        },
+    }
 }
 
 /// Installation state of a dataset judged by file existence and size only.
@@ -182,59 +296,10 @@ pub fn quick_state(entry: &DatasetEntry, data_dir: &Path) -> DatasetState {
     }
 }
 
-/// Checks one installed file against its lock entry by size and sha256.
-/// `Ok(None)` when it verifies; `Ok(Some(problem))` names the file and the fix.
-fn check_installed(
-    dataset: &str,
-    f: &FileEntry,
-    path: &Path,
-    on_bytes: &mut dyn FnMut(u64),
-) -> Option<DataError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Some(DataError::Missing {
-                path: path.to_path_buf(),
-                hint: format!("fetch it with `harness datasets fetch {dataset}`"),
-            })
-        }
-        Err(e) => return Some(DataError::io(path, e)),
-    };
-    if !meta.is_file() {
-        return Some(DataError::Checksum {
-            dataset: dataset.into(),
-            path: path.to_path_buf(),
-            detail: "not a regular file".into(),
-            expected: "a file".into(),
-            actual: "something else".into(),
-        });
-    }
-    if meta.len() != f.bytes {
-        on_bytes(f.bytes);
-        return Some(DataError::Checksum {
-            dataset: dataset.into(),
-            path: path.to_path_buf(),
-            detail: "size differs from datasets.lock".into(),
-            expected: format!("{} bytes", f.bytes),
-            actual: format!("{} bytes", meta.len()),
-        });
-    }
-    match hash_file(path, on_bytes) {
-        Ok((_, sha)) if sha == f.sha256 => None,
-        Ok((_, sha)) => Some(DataError::Checksum {
-            dataset: dataset.into(),
-            path: path.to_path_buf(),
-            detail: "content changed: sha256 differs from datasets.lock".into(),
-            expected: format!("sha256 {}", f.sha256),
-            actual: format!("sha256 {sha}"),
-        }),
-        Err(e) => Some(e),
-    }
-}
-
-/// Recomputes the sha256 of every file of `entry` under `data_dir`. Returns one problem per
-/// missing or changed file (empty when everything verifies). A dataset whose folder does not
-/// exist at all gives a single "not installed" problem.
+/// Recomputes the sha256 of every file of `entry` under `data_dir` (renewing the
+/// verification stamps of the files that pass). Returns one problem per missing or changed
+/// file (empty when everything verifies). A dataset whose folder does not exist at all gives
+/// a single "not installed" problem.
 pub fn verify_dataset(entry: &DatasetEntry, data_dir: &Path, pb: &ProgressBar) -> Vec<DataError> {
     let dir = data_dir.join(&entry.name);
     if !dir.is_dir() {
@@ -249,18 +314,20 @@ pub fn verify_dataset(entry: &DatasetEntry, data_dir: &Path, pb: &ProgressBar) -
             ),
         }];
     }
-    let mut problems = Vec::new();
-    for f in &entry.file {
-        let path = f.local_path(&dir);
-        let mut counted = 0;
-        let problem = check_installed(&entry.name, f, &path, &mut |n| {
-            counted += n;
-            pb.inc(n)
-        });
-        pb.inc(f.bytes.saturating_sub(counted));
-        problems.extend(problem);
+    let start = pb.position();
+    let result = crate::stamp::verify_all(
+        &stamp_path(data_dir, &entry.name),
+        &pinned(entry, data_dir),
+        &mut |n| pb.inc(n),
+    );
+    pb.set_position(start + entry.total_bytes());
+    match result {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems
+            .into_iter()
+            .map(|p| problem_error(&entry.name, p))
+            .collect(),
     }
-    problems
 }
 
 /// Why one mirror could not provide one file.
@@ -289,19 +356,38 @@ pub fn fetch_dataset(
         dataset: entry.name.clone(),
         ..FetchReport::default()
     };
-    // Phase 1: which files need fetching (hash what is installed, unless forced).
+    // Phase 1: which files need fetching: those that are missing or fail their check
+    // (stamped files that did not change are not hashed again), or every file when forced.
     let mut todo: Vec<(&FileEntry, bool)> = Vec::new();
-    for f in &entry.file {
-        let path = f.local_path(&dir);
-        if opts.force {
-            todo.push((f, false));
-            continue;
+    if opts.force {
+        todo.extend(entry.file.iter().map(|f| (f, false)));
+    } else {
+        let problems = check_stamped(entry, data_dir).err().unwrap_or_default();
+        for f in &entry.file {
+            match problems.iter().find(|p| p.rel == f.path) {
+                None => report.already_present += 1,
+                Some(p) if p.failure == crate::stamp::Failure::Missing => todo.push((f, false)),
+                Some(_) => todo.push((f, true)),
+            }
         }
-        match check_installed(&entry.name, f, &path, &mut |_| {}) {
-            None => report.already_present += 1,
-            Some(DataError::Missing { .. }) => todo.push((f, false)),
-            Some(DataError::Checksum { .. }) => todo.push((f, true)),
-            Some(other) => return Err(other),
+    }
+    // A directory standing where a file belongs is removed only when asked to (`--force`):
+    // it may hold someone's work.
+    for (f, _) in &todo {
+        let dest = f.local_path(&dir);
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+            if opts.force {
+                std::fs::remove_dir_all(&dest).map_err(|e| DataError::io(&dest, e))?;
+                report.removed_directories.push(f.path.clone());
+            } else {
+                return Err(DataError::Changed {
+                    dataset: entry.name.clone(),
+                    files: format!(
+                        "  - {}: a directory stands where this file belongs",
+                        dest.display()
+                    ),
+                });
+            }
         }
     }
     if todo.is_empty() {
@@ -712,7 +798,20 @@ fn list_command(lock: &Lock, data_dir: &Path, out: &mut dyn Write) -> anyhow::Re
         "DATASET", "FILES", "SIZE", "STATE"
     )?;
     for d in &lock.dataset {
-        let state = quick_state(d, data_dir);
+        // Sizes from `stat`; "verified" only while every file keeps the identity it had
+        // when it was last hashed (nothing is hashed here).
+        let state = match quick_state(d, data_dir) {
+            DatasetState::Present
+                if crate::stamp::all_stamped(
+                    &stamp_path(data_dir, &d.name),
+                    &pinned(d, data_dir),
+                ) =>
+            {
+                "verified".to_string()
+            }
+            DatasetState::Present => "unverified".to_string(),
+            other => other.to_string(),
+        };
         writeln!(
             out,
             "{:<width$}  {:>6}  {:>9}  {:<10}  {}",
@@ -726,7 +825,7 @@ fn list_command(lock: &Lock, data_dir: &Path, out: &mut dyn Write) -> anyhow::Re
     let (files, bytes) = lock.totals();
     writeln!(
         out,
-        "{} datasets, {files} files, {} (`harness datasets verify` checks every sha256)",
+        "{} datasets, {files} files, {} (unverified: changed on disk since last hashed, or never hashed; `harness datasets verify` re-hashes every file, and every use re-hashes the files that changed)",
         lock.dataset.len(),
         human_bytes(bytes)
     )?;
@@ -797,6 +896,13 @@ fn fetch_command(
             Ok(r) => {
                 for w in &r.warnings {
                     eprintln!("warning: {w}");
+                }
+                for p in &r.removed_directories {
+                    writeln!(
+                        out,
+                        "{}: removed the directory {p}, which stood where a file of the dataset belongs",
+                        d.name
+                    )?;
                 }
                 for p in &r.replaced_corrupt {
                     writeln!(

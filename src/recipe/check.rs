@@ -107,7 +107,18 @@ pub struct Known {
     pub groups: Vec<String>,
     /// Report table spec names.
     pub tables: Vec<String>,
+    /// Checks an `evaluate:` entry's overrides against its benchmark (or every member of
+    /// its group): `(key, problem)` pairs, the key a parameter name, `languages`, or empty
+    /// for the entry as a whole. `None`: overrides are not checked.
+    pub check_bench: Option<CheckBench>,
 }
+
+/// See [`Known::check_bench`].
+pub type CheckBench = fn(
+    &str,
+    &std::collections::BTreeMap<String, Value>,
+    Option<&[String]>,
+) -> Vec<(String, String)>;
 
 impl Known {
     /// The names compiled into this binary: the dataset lock and the benchmark registry.
@@ -121,6 +132,7 @@ impl Known {
             benchmarks: reg.names().into_iter().map(String::from).collect(),
             groups: reg.group_names().into_iter().map(String::from).collect(),
             tables: reg.tables().to_vec(),
+            check_bench: Some(crate::bench::registry::check_overrides),
         })
     }
 }
@@ -695,14 +707,33 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
 
     // evaluate, report
     for (i, b) in recipe.evaluate.iter().enumerate() {
+        let at = vec![k("evaluate"), Seg::Index(i)];
+        let known_name = bench_names.contains(&b.name);
+        let name_at = if b.has_overrides() {
+            with(&at, &[k("name")])
+        } else {
+            at.clone()
+        };
         refer(
             out,
-            vec![k("evaluate"), Seg::Index(i)],
+            name_at,
             "benchmark or group",
-            b,
+            &b.name,
             &bench_names,
             "",
         );
+        if known_name && b.has_overrides() {
+            if let Some(check) = known.check_bench {
+                for (key, msg) in check(&b.name, &b.params, b.languages.as_deref()) {
+                    let path = match key.as_str() {
+                        "" => at.clone(),
+                        "languages" => with(&at, &[k("languages")]),
+                        param => with(&at, &[k("params"), k(param)]),
+                    };
+                    out.add(path, msg);
+                }
+            }
+        }
     }
     for (i, t) in recipe.report.iter().enumerate() {
         refer(

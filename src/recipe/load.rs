@@ -205,16 +205,20 @@ pub fn apply(root: &mut Value, key: &str, value: Value) -> Result<Path, String> 
                 m.get_mut(seg.as_str()).expect("inserted above")
             }
             Value::Sequence(s) => {
+                let named = |item: &Value| {
+                    item.get("name")
+                        .and_then(Value::as_str)
+                        .or_else(|| item.as_str())
+                        .map(str::to_string)
+                };
                 let idx = match seg.parse::<usize>() {
                     Ok(n) => n,
                     Err(_) => s
                         .iter()
-                        .position(|item| item.get("name").and_then(Value::as_str) == Some(seg))
+                        .position(|item| named(item).as_deref() == Some(seg))
                         .ok_or_else(|| {
-                            let names: Vec<&str> = s
-                                .iter()
-                                .filter_map(|it| it.get("name").and_then(Value::as_str))
-                                .collect();
+                            let names: Vec<String> = s.iter().filter_map(named).collect();
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
                             format!(
                                 "`{}` is a list with no item named `{seg}`{}",
                                 path_string(&path),
@@ -224,6 +228,15 @@ pub fn apply(root: &mut Value, key: &str, value: Value) -> Result<Path, String> 
                         })?,
                 };
                 let len = s.len();
+                // A bare name (`evaluate: [xnli]`) becomes `{name: xnli}` when a key is set
+                // under it (`evaluate.xnli.params.epochs`).
+                if !last {
+                    if let Some(Value::String(name)) = s.get(idx) {
+                        let mut m = Mapping::new();
+                        m.insert(Value::String("name".into()), Value::String(name.clone()));
+                        s[idx] = Value::Mapping(m);
+                    }
+                }
                 path.push(Seg::Index(idx));
                 s.get_mut(idx).ok_or_else(|| {
                     format!(
@@ -510,6 +523,11 @@ mod tests {
         let p = apply(&mut v, &o.key, o.value).unwrap();
         assert_eq!(path_string(&p), "tasks[1].weight");
         assert_eq!(v["tasks"][1]["weight"], Value::from(0.5));
+        let mut root: Value = serde_yaml::from_str("evaluate: [tatoeba, xnli]").unwrap();
+        apply(&mut root, "evaluate.xnli.params.epochs", Value::from(5)).unwrap();
+        assert_eq!(root["evaluate"][0], Value::from("tatoeba"));
+        assert_eq!(root["evaluate"][1]["name"], Value::from("xnli"));
+        assert_eq!(root["evaluate"][1]["params"]["epochs"], Value::from(5));
         let o = parse_set("evaluate=[xnli, bucc]").unwrap();
         apply(&mut v, &o.key, o.value).unwrap();
         assert_eq!(v["evaluate"][1], Value::from("bucc"));

@@ -39,9 +39,10 @@ pub struct Recipe {
     /// Required when there are tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train: Option<Train>,
-    /// Benchmarks and benchmark groups (`benchmarks/*.yaml`, `benchmarks/groups.yaml`).
+    /// Benchmarks and benchmark groups (`benchmarks/*.yaml`, `benchmarks/groups.yaml`),
+    /// each optionally with parameter overrides.
     #[serde(default)]
-    pub evaluate: Vec<String>,
+    pub evaluate: Vec<EvalEntry>,
     /// Report tables (`benchmarks/tables/*.yaml`).
     #[serde(default)]
     pub report: Vec<String>,
@@ -56,6 +57,94 @@ pub struct Recipe {
 
 fn default_seed() -> u64 {
     1
+}
+
+/// One `evaluate:` entry: a benchmark or group name (`xnli`), or the name with overrides
+/// of its declaration (`{name: xnli, params: {epochs: 20}, languages: [en, de]}`): `params`
+/// merge over the declared protocol parameters, `languages` replaces the declared list.
+/// `--set evaluate.xnli.params.epochs=20` writes the same. A bare name serializes as a
+/// string, so recipes without overrides keep their fingerprints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalEntry {
+    pub name: String,
+    pub params: BTreeMap<String, Value>,
+    pub languages: Option<Vec<String>>,
+}
+
+impl EvalEntry {
+    /// A bare benchmark or group name.
+    pub fn named(name: impl Into<String>) -> EvalEntry {
+        EvalEntry {
+            name: name.into(),
+            params: BTreeMap::new(),
+            languages: None,
+        }
+    }
+
+    /// Whether the entry overrides anything.
+    pub fn has_overrides(&self) -> bool {
+        !self.params.is_empty() || self.languages.is_some()
+    }
+}
+
+impl PartialEq<&str> for EvalEntry {
+    fn eq(&self, other: &&str) -> bool {
+        !self.has_overrides() && self.name == *other
+    }
+}
+
+/// The mapping form of [`EvalEntry`].
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvalEntryFull {
+    name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    params: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    languages: Option<Vec<String>>,
+}
+
+impl Serialize for EvalEntry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.has_overrides() {
+            EvalEntryFull {
+                name: self.name.clone(),
+                params: self.params.clone(),
+                languages: self.languages.clone(),
+            }
+            .serialize(s)
+        } else {
+            s.serialize_str(&self.name)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for EvalEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EvalEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a benchmark name, or `{name: BENCH, params: {...}, languages: [...]}`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EvalEntry, E> {
+                Ok(EvalEntry::named(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<EvalEntry, A::Error> {
+                let full =
+                    EvalEntryFull::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(EvalEntry {
+                    name: full.name,
+                    params: full.params,
+                    languages: full.languages,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Top-level keys, for suggestions where serde gives none.

@@ -48,7 +48,9 @@ pub struct ReportSummary {
 /// Renders the report of `run_dirs` (run directories or result directories, optionally
 /// `NAME=DIR`) for `tables` (all when empty) into `out_dir`: report.md, report.html,
 /// cells.csv, tables/*.csv, charts/*.svg. `harness run` calls it with the recipe's
-/// `report:` list and `<run dir>/report`.
+/// `report:` list and `<run dir>/report`. Files in `out_dir` that harness did not write are
+/// left alone (one in the way is refused), unless `out_dir` is a run directory's own
+/// `report/` folder.
 pub fn render_report(
     run_dirs: &[PathBuf],
     tables: &[String],
@@ -71,7 +73,10 @@ pub fn render_report(
         tables: rendered,
         warnings: warnings.clone(),
     };
-    let files = render::write_all(&report, out_dir)?;
+    let owned = run_dirs
+        .iter()
+        .any(|d| d.join("report") == out_dir && d.join("results").is_dir());
+    let files = render::write_all(&report, out_dir, owned)?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         files,

@@ -7,7 +7,7 @@
 use super::error::ReportError;
 use super::provenance::Provenance;
 use super::table::{Block, CellRecord, RenderedTable};
-use crate::fsutil::write_atomic;
+use crate::outdir::{Foreign, OutDir};
 use include_dir::{include_dir, Dir};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -22,12 +22,66 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
+/// The auto-escape mode of the Markdown template.
+const MARKDOWN: minijinja::AutoEscape = minijinja::AutoEscape::Custom("markdown");
+
+/// A string from data (a system name, a path, a note) made inert in Markdown: HTML's
+/// special characters become entities (so `<script>` is text in every renderer that allows
+/// raw HTML), the characters that start links and images, end table cells or escape are
+/// backslash-escaped, and line breaks become spaces (no injected headings or rows). Code
+/// spans and emphasis are left as written: they format, they cannot inject.
+pub fn escape_markdown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\\' | '[' | ']' | '|' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn environment() -> Result<minijinja::Environment<'static>, ReportError> {
     let mut env = minijinja::Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
-    // Markdown table cells: a `|` would end the cell.
-    env.add_filter("md", |s: String| s.replace('|', "\\|").replace('\n', " "));
+    // Every value the Markdown template prints is escaped (HTML's template escapes as HTML).
+    env.set_auto_escape_callback(|name| {
+        if name.ends_with(".md.j2") {
+            MARKDOWN
+        } else {
+            minijinja::default_auto_escape_callback(name)
+        }
+    });
+    env.set_formatter(|out, state, value| {
+        if state.auto_escape() == MARKDOWN {
+            if value.is_safe() {
+                return out
+                    .write_str(value.as_str().unwrap_or_default())
+                    .map_err(Into::into);
+            }
+            let text = match value.as_str() {
+                Some(s) => escape_markdown(s),
+                None if value.is_none() || value.is_undefined() => String::new(),
+                None => escape_markdown(&value.to_string()),
+            };
+            return out.write_str(&text).map_err(Into::into);
+        }
+        minijinja::escape_formatter(out, state, value)
+    });
+    // Kept for the templates' table cells; the escaping itself is the formatter's.
+    env.add_filter("md", |s: String| {
+        minijinja::Value::from_safe_string(escape_markdown(&s))
+    });
     for f in TEMPLATES.files() {
         let name = f.path().to_string_lossy().into_owned();
         let text = f.contents_utf8().ok_or_else(|| ReportError::Template {
@@ -171,23 +225,38 @@ fn write_block(
     Ok(())
 }
 
-/// Writes every output file into `out` (atomically, each); returns their paths.
-pub fn write_all(report: &Report, out: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    let mut files = Vec::new();
-    let mut put = |rel: String, bytes: &[u8]| -> Result<(), ReportError> {
-        let path = out.join(rel);
-        write_atomic(&path, bytes).map_err(|e| ReportError::io(&path, e))?;
-        files.push(path);
-        Ok(())
-    };
-    put("report.md".into(), markdown(report)?.as_bytes())?;
-    put("report.html".into(), html(report)?.as_bytes())?;
-    put("cells.csv".into(), cells_csv(report)?.as_bytes())?;
+/// Writes every output file into `out` (atomically, each); returns their paths. Only files
+/// harness wrote there before are replaced: a file of someone else's in the way of one of
+/// them is refused before anything is written, and other files are left alone.
+///
+/// `owned`: `out` is harness's own folder (a run directory's `report/`), so every file in it
+/// may be replaced.
+pub fn write_all(report: &Report, out: &Path, owned: bool) -> Result<Vec<PathBuf>, ReportError> {
+    let mut outputs: Vec<(String, Vec<u8>)> = vec![
+        ("report.md".into(), markdown(report)?.into_bytes()),
+        ("report.html".into(), html(report)?.into_bytes()),
+        ("cells.csv".into(), cells_csv(report)?.into_bytes()),
+    ];
     for t in &report.tables {
-        put(format!("tables/{}.csv", t.name), table_csv(t)?.as_bytes())?;
+        outputs.push((format!("tables/{}.csv", t.name), table_csv(t)?.into_bytes()));
         for c in &t.charts {
-            put(format!("charts/{}.svg", c.id), c.svg.as_bytes())?;
+            outputs.push((format!("charts/{}.svg", c.id), c.svg.clone().into_bytes()));
         }
+    }
+    let names: Vec<String> = outputs.iter().map(|(n, _)| n.clone()).collect();
+    let foreign = if owned {
+        Foreign::Ours
+    } else {
+        Foreign::LeaveAlone
+    };
+    let mut dir = OutDir::claim(out, "report", &names, foreign, false)
+        .map_err(|e| ReportError::Setup(e.to_string()))?;
+    let mut files = Vec::with_capacity(outputs.len());
+    for (rel, bytes) in outputs {
+        files.push(
+            dir.write(&rel, &bytes)
+                .map_err(|e| ReportError::Setup(e.to_string()))?,
+        );
     }
     Ok(files)
 }

@@ -1020,6 +1020,8 @@ mod tests {
             seconds: 0.5,
             cache: CacheCounts::default(),
             harness_version: "0".into(),
+            overrides: Default::default(),
+            declaration: String::new(),
             error: None,
         };
         ResultFile {

@@ -1,26 +1,32 @@
 //! `harness export runs/<dir> --out DIR`: the run's encoder (best, else newest checkpoint)
 //! as `encoder.safetensors` + `config.json` + `tokenizer.json`, for use outside harness.
-//! The directory is written under a temporary name and renamed into place.
+//! Each file is written atomically. `DIR` must be new, empty or an earlier export (listed in
+//! its `.harness-files.json`); with `--force` a directory holding other files is written
+//! into too, replacing only the three files export writes. Nothing else is ever touched.
 
 use crate::model::trained::{load_system, run_files};
+use crate::outdir::{Foreign, OutDir};
 use anyhow::Context;
 use burn::backend::NdArray;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use std::path::Path;
 
+/// The files export writes.
+pub const FILES: [&str; 3] = ["encoder.safetensors", "config.json", "tokenizer.json"];
+
 /// Exports the encoder of `run_dir` into `out`.
-pub fn export(run_dir: &Path, out: &Path) -> anyhow::Result<()> {
+pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
     let files = run_files(run_dir)?;
+    let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+    // Refuse before any work if `out` is not ours to write.
+    let mut dir = OutDir::claim(out, "export", &will_write, Foreign::RefuseDirectory, force)?;
     let device = Default::default();
     let (system, config, _tokenizer) = load_system::<NdArray<f32>>(&files, &device)?;
-    let parent = crate::fsutil::parent_dir(out);
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let tmp = parent.join(format!(".tmp-export-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp)?;
-    }
-    std::fs::create_dir_all(&tmp)?;
-    let mut store = SafetensorsStore::from_file(tmp.join("encoder.safetensors"))
+    // The tensors go through a scratch file in the system's temporary folder (burn's store
+    // writes a path), then into `out` atomically.
+    let scratch = tempfile::tempdir().context("creating a temporary folder")?;
+    let tensors = scratch.path().join("encoder.safetensors");
+    let mut store = SafetensorsStore::from_file(&tensors)
         .metadata("harness_recipe", files.recipe.name.clone())
         .overwrite(true);
     system
@@ -41,12 +47,12 @@ pub fn export(run_dir: &Path, out: &Path) -> anyhow::Result<()> {
         "checkpoint": files.checkpoint.display().to_string(),
         "recipe": files.recipe.name,
     });
-    std::fs::write(tmp.join("config.json"), serde_json::to_string_pretty(&cfg)?)?;
-    std::fs::copy(&files.tokenizer, tmp.join("tokenizer.json"))
+    dir.copy("encoder.safetensors", &tensors)?;
+    dir.write(
+        "config.json",
+        serde_json::to_string_pretty(&cfg)?.as_bytes(),
+    )?;
+    dir.copy("tokenizer.json", &files.tokenizer)
         .with_context(|| format!("copying {}", files.tokenizer.display()))?;
-    if out.exists() {
-        std::fs::remove_dir_all(out).with_context(|| format!("replacing {}", out.display()))?;
-    }
-    std::fs::rename(&tmp, out).with_context(|| format!("writing {}", out.display()))?;
     Ok(())
 }

@@ -188,6 +188,15 @@ pub fn prepare(
         .map(|t| &t.corpus)
         .chain(recipe.data.tokenizer.iter().flat_map(|t| t.train_on.iter()))
         .collect();
+    // One list of every dataset the corpora read, installed and verified before any is.
+    let used: Vec<&Corpus> = needed
+        .iter()
+        .filter_map(|n| recipe.data.corpora.get(*n))
+        .collect();
+    crate::data::build::ensure_all(
+        settings,
+        &crate::data::build::corpus_datasets(used, &registry)?,
+    )?;
     for name in needed {
         let corpus = recipe.data.corpora.get(name).ok_or_else(|| {
             TrainError::recipe(
@@ -527,7 +536,19 @@ where
         let cache_dir = run_dir.join(".eval-cache");
         let boxed: Box<dyn Encoder> = Box::new(enc);
         let cached = CachedEncoder::new(boxed, &cache_dir);
-        let r = run_benchmark(bench, &registry, &cached, settings, plan.recipe.seed);
+        let overrides = crate::run::evaluate_entries(&plan.recipe)
+            .into_iter()
+            .find(|(n, _)| n == bench)
+            .map(|(_, o)| o)
+            .unwrap_or_default();
+        let r = run_benchmark(
+            bench,
+            &overrides,
+            &registry,
+            &cached,
+            settings,
+            plan.recipe.seed,
+        );
         let _ = std::fs::remove_dir_all(&cache_dir);
         if let Some(e) = r.error {
             eprintln!("evaluation at step {step} failed: {e}");
@@ -592,6 +613,7 @@ pub fn train_recipe(args: &TrainArgs, settings: &Settings) -> anyhow::Result<(Re
         .clone()
         .unwrap_or_else(|| run_dir_for(settings, &resolved));
     eprintln!("run directory: {}", run_dir.display());
+    crate::run::claim_run_dir(&run_dir)?;
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("creating the run directory {}", run_dir.display()))?;
     let lock = crate::run::RunLock::acquire(&run_dir)?;

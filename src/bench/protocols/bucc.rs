@@ -871,6 +871,7 @@ mod tests {
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: std::path::Path::new("/nonexistent"),
+            side: &std::collections::BTreeMap::new(),
             encoder: &enc,
             seed: 1,
         };

@@ -360,6 +360,7 @@ mod tests {
         run(&Context {
             benchmark: &b,
             dataset_dir: dir,
+            side: &std::collections::BTreeMap::new(),
             encoder: enc,
             seed,
         })
@@ -399,6 +400,7 @@ mod tests {
         let err = run(&Context {
             benchmark: &bench("sib200", "sib200", "mldoc", &[], "{languages: [en, qq]}"),
             dataset_dir: tmp.path(),
+            side: &std::collections::BTreeMap::new(),
             encoder: &FakeEncoder,
             seed: 3,
         })

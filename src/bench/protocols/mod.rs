@@ -27,7 +27,7 @@ use super::registry::Benchmark;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Everything a protocol needs.
 pub struct Context<'a> {
@@ -35,6 +35,10 @@ pub struct Context<'a> {
     pub benchmark: &'a Benchmark,
     /// The installed dataset folder (`<data_dir>/<benchmark.dataset>`).
     pub dataset_dir: &'a Path,
+    /// The other datasets the protocol reads ([`side_datasets`]), installed and verified
+    /// by the runner: name → folder. A protocol reaches them only through
+    /// [`Context::side_dataset`], never by building a path.
+    pub side: &'a BTreeMap<String, PathBuf>,
     /// The encoder under test (cached).
     pub encoder: &'a dyn Encoder,
     /// Root of every random choice of this benchmark (folds, samples, initialisation).
@@ -45,15 +49,19 @@ impl Context<'_> {
     /// The declaration's `params`, typed. Use `#[serde(deny_unknown_fields)]` and
     /// `#[serde(default)]` on `T` so a misspelt parameter is an error naming the file.
     pub fn params<T: DeserializeOwned>(&self) -> Result<T, BenchError> {
-        let map: serde_yaml::Mapping = self
-            .benchmark
-            .params
-            .iter()
-            .map(|(k, v)| (serde_yaml::Value::String(k.clone()), v.clone()))
-            .collect();
-        serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| BenchError::Params {
-            benchmark: self.benchmark.name.clone(),
-            detail: e.to_string(),
+        params_of(self.benchmark)
+    }
+
+    /// The folder of `name`, one of the side datasets the benchmark declares
+    /// ([`side_datasets`]). Any other name is an error: the runner installs and verifies
+    /// exactly the declared datasets before the protocol starts.
+    pub fn side_dataset(&self, name: &str) -> Result<&Path, BenchError> {
+        self.side.get(name).map(PathBuf::as_path).ok_or_else(|| {
+            self.error(format!(
+                "the protocol reads dataset `{name}`, which `side_datasets` does not declare for \
+                 this benchmark, so it was not installed and verified before the run (a bug in \
+                 harness: declare it in src/bench/protocols/mod.rs::side_datasets)"
+            ))
         })
     }
 
@@ -79,6 +87,68 @@ impl Context<'_> {
             self.benchmark.languages.clone()
         }
     }
+}
+
+/// A declaration's `params`, typed as `T`.
+pub fn params_of<T: DeserializeOwned>(benchmark: &Benchmark) -> Result<T, BenchError> {
+    let map: serde_yaml::Mapping = benchmark
+        .params
+        .iter()
+        .map(|(k, v)| (serde_yaml::Value::String(k.clone()), v.clone()))
+        .collect();
+    serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| BenchError::Params {
+        benchmark: benchmark.name.clone(),
+        detail: e.to_string(),
+    })
+}
+
+/// Whether the declaration's parameters (after any overrides) parse as its protocol's;
+/// the serde message otherwise (it names the offending key in backquotes).
+pub fn check_params(benchmark: &Benchmark) -> Result<(), String> {
+    fn typed<T: DeserializeOwned>(b: &Benchmark) -> Result<(), String> {
+        match params_of::<T>(b) {
+            Ok(_) => Ok(()),
+            Err(BenchError::Params { detail, .. }) => Err(detail),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+    match benchmark.protocol.as_str() {
+        "bucc-mining" => typed::<bucc::BuccParams>(benchmark),
+        "eigen-similarity" => typed::<eigen::Params>(benchmark),
+        "intent-knn" => typed::<intent::Params>(benchmark),
+        "mldoc" => typed::<mldoc::MldocParams>(benchmark),
+        "multiway-search" => typed::<multiway::MultiwayParams>(benchmark),
+        "retrieval-p1" => typed::<retrieval::Params>(benchmark),
+        "senteval-classification" => typed::<senteval::Params>(benchmark),
+        "sentiment-transfer" => typed::<sentiment::SentimentParams>(benchmark),
+        "sts" => typed::<sts::StsParams>(benchmark),
+        "tatoeba-search" => typed::<tatoeba::TatoebaParams>(benchmark),
+        "xnli-zero-shot" => typed::<xnli::XnliParams>(benchmark),
+        other => Err(format!(
+            "protocol `{other}` is not implemented in this build"
+        )),
+    }
+}
+
+/// Every dataset a benchmark reads besides its own `dataset:` (XNLI's English NLI training
+/// sets), as its protocol and parameters determine them. The runner installs and verifies
+/// these and the benchmark's own dataset before the protocol starts; this is the one list.
+pub fn side_datasets(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
+    match benchmark.protocol.as_str() {
+        "xnli-zero-shot" => xnli::side_datasets(benchmark),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The benchmark's own dataset followed by its [`side_datasets`], without repeats.
+pub fn datasets_read(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
+    let mut all = vec![benchmark.dataset.clone()];
+    for d in side_datasets(benchmark)? {
+        if !all.contains(&d) {
+            all.push(d);
+        }
+    }
+    Ok(all)
 }
 
 /// What a protocol measured.
@@ -146,7 +216,7 @@ pub(crate) mod test_support {
     use crate::bench::matrix::Matrix;
     use crate::bench::registry::{Benchmark, Registry};
     use crate::settings::Settings;
-    use std::collections::HashMap;
+    use std::collections::{BTreeMap, HashMap};
     use std::sync::Mutex;
     use std::time::Instant;
 
@@ -239,9 +309,18 @@ pub(crate) mod test_support {
             Reuse::Disk => Box::new(CachedEncoder::new(inner, cache.path())),
             Reuse::Memory => Box::new(Memo::new(inner)),
         };
+        let side: BTreeMap<String, std::path::PathBuf> = super::side_datasets(&bench)
+            .unwrap()
+            .into_iter()
+            .map(|d| {
+                let p = crate::data::shared_datasets_dir().join(&d);
+                (d, p)
+            })
+            .collect();
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: &dir,
+            side: &side,
             encoder: &encoder,
             seed: 1,
         };

@@ -248,6 +248,7 @@ mod tests {
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: dir.path(),
+            side: &std::collections::BTreeMap::new(),
             encoder: &enc,
             seed: 1,
         };

@@ -465,6 +465,7 @@ mod tests {
         let ctx = Context {
             benchmark: b,
             dataset_dir: std::path::Path::new("."),
+            side: &std::collections::BTreeMap::new(),
             encoder: &HashedNgrams::new(Default::default()),
             seed: 1,
         };

@@ -444,6 +444,7 @@ mod tests {
         run(&Context {
             benchmark: bench,
             dataset_dir: dir,
+            side: &std::collections::BTreeMap::new(),
             encoder,
             seed: 1,
         })
@@ -646,6 +647,7 @@ mod tests {
             let ctx = Context {
                 benchmark: bench,
                 dataset_dir: Path::new("."),
+                side: &std::collections::BTreeMap::new(),
                 encoder: &Keywords,
                 seed: 1,
             };

@@ -330,6 +330,7 @@ mod tests {
         run(&Context {
             benchmark: &b,
             dataset_dir: dir,
+            side: &std::collections::BTreeMap::new(),
             encoder: enc,
             seed: 5,
         })

@@ -766,6 +766,7 @@ mod tests {
         run(&Context {
             benchmark: b,
             dataset_dir: dir,
+            side: &std::collections::BTreeMap::new(),
             encoder: enc,
             seed: 1,
         })
@@ -887,6 +888,7 @@ mod tests {
             let ctx = Context {
                 benchmark: b,
                 dataset_dir: Path::new("."),
+                side: &std::collections::BTreeMap::new(),
                 encoder: &enc,
                 seed: 1,
             };

@@ -164,6 +164,7 @@ mod tests {
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: std::path::Path::new("."),
+            side: &std::collections::BTreeMap::new(),
             encoder: &enc,
             seed: 1,
         };
@@ -247,6 +248,7 @@ mod tests {
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: &dir,
+            side: &std::collections::BTreeMap::new(),
             encoder: &enc,
             seed: 1,
         };

@@ -32,7 +32,6 @@ use crate::data::records::{NliPair, Split};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// English NLI training sources available here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,15 +60,20 @@ impl NliSource {
         }
     }
 
-    fn load(self, ctx: &Context, data_dir: &Path) -> Result<Vec<NliPair>, BenchError> {
-        let (folder, split) = match self {
+    /// The dataset folder and split it is read from.
+    fn place(self) -> (&'static str, Split) {
+        match self {
             NliSource::SnliDev => ("snli", Split::Dev),
             NliSource::SnliTest => ("snli", Split::Test),
             NliSource::SickTrain => ("sick", Split::Train),
             NliSource::SickDev => ("sick", Split::Dev),
             NliSource::SickTest => ("sick", Split::Test),
-        };
-        let dir = data_dir.join(folder);
+        }
+    }
+
+    fn load(self, ctx: &Context) -> Result<Vec<NliPair>, BenchError> {
+        let (folder, split) = self.place();
+        let dir = ctx.side_dataset(folder)?;
         if !dir.is_dir() {
             return Err(ctx.error(format!(
                 "the English NLI training data `{}` needs the dataset folder {} next to xnli; \
@@ -79,10 +83,25 @@ impl NliSource {
             )));
         }
         Ok(match folder {
-            "snli" => snli::load(&dir, split)?,
-            _ => sick::entailment(&dir, split)?,
+            "snli" => snli::load(dir, split)?,
+            _ => sick::entailment(dir, split)?,
         })
     }
+}
+
+/// The English NLI datasets the classifier trains on (`params.train`): read beside `xnli`.
+pub fn side_datasets(
+    benchmark: &crate::bench::registry::Benchmark,
+) -> Result<Vec<String>, BenchError> {
+    let params: XnliParams = super::params_of(benchmark)?;
+    let mut out: Vec<String> = Vec::new();
+    for s in params.train {
+        let folder = s.place().0.to_string();
+        if !out.contains(&folder) {
+            out.push(folder);
+        }
+    }
+    Ok(out)
 }
 
 /// Parameters of `xnli-zero-shot` (defaults: LASER `tasks/xnli/xnli.sh`).
@@ -199,17 +218,12 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         )));
     }
     let languages = ctx.languages_or(xnli::LANGUAGES.iter().map(|s| s.to_string()).collect());
-    let data_dir: PathBuf = ctx
-        .dataset_dir
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
 
     // English training data.
     let mut train_pairs = Vec::new();
     let mut train_counts = BTreeMap::new();
     for source in &params.train {
-        let pairs = source.load(ctx, &data_dir)?;
+        let pairs = source.load(ctx)?;
         train_counts.insert(source.name().to_string(), pairs.len());
         train_pairs.extend(pairs);
     }
@@ -361,6 +375,7 @@ mod tests {
     use crate::bench::hashed::HashedNgrams;
     use crate::bench::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
     use crate::bench::Encoder;
+    use std::path::Path;
 
     /// A synthetic NLI pair of concept `k` and label `l`: entailment repeats the concept,
     /// neutral names the next one, contradiction negates it.
@@ -406,6 +421,14 @@ mod tests {
         tmp
     }
 
+    /// The side datasets of the synthetic (or shared) data root `dir`.
+    fn side(dir: &Path) -> BTreeMap<String, std::path::PathBuf> {
+        ["snli", "sick"]
+            .map(|d| (d.to_string(), dir.join(d)))
+            .into_iter()
+            .collect()
+    }
+
     fn run_on(
         dir: &Path,
         encoder: &dyn Encoder,
@@ -417,10 +440,42 @@ mod tests {
         run(&Context {
             benchmark: &b,
             dataset_dir: &dir.join("xnli"),
+            side: &side(dir),
             encoder,
             seed,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn side_datasets_follow_the_training_sets() {
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &[], "");
+        assert_eq!(side_datasets(&b).unwrap(), ["snli", "sick"]);
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &[], "{train: [snli-dev]}");
+        assert_eq!(side_datasets(&b).unwrap(), ["snli"]);
+    }
+
+    #[test]
+    fn an_undeclared_side_dataset_is_refused() {
+        let tmp = synthetic_dir(&["en"]);
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &["en"], "{epochs: 1}");
+        let only_snli: BTreeMap<String, std::path::PathBuf> =
+            [("snli".to_string(), tmp.path().join("snli"))]
+                .into_iter()
+                .collect();
+        let msg = run(&Context {
+            benchmark: &b,
+            dataset_dir: &tmp.path().join("xnli"),
+            side: &only_snli,
+            encoder: &FakeEncoder,
+            seed: 1,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.contains("`sick`") && msg.contains("side_datasets"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -454,9 +509,11 @@ mod tests {
         let tmp = synthetic_dir(&["en"]);
         std::fs::remove_dir_all(tmp.path().join("sick")).unwrap();
         let b = bench("xnli", "xnli", "xnli-zero-shot", &["en"], "{epochs: 1}");
+        let side = side(tmp.path());
         let ctx = Context {
             benchmark: &b,
             dataset_dir: &tmp.path().join("xnli"),
+            side: &side,
             encoder: &FakeEncoder,
             seed: 1,
         };

@@ -1,0 +1,259 @@
+//! Directories a user names for harness to write into (`--out` of `export` and `report`):
+//! harness replaces only files it wrote there itself. Each such directory holds a manifest,
+//! `.harness-files.json`, listing the files harness wrote into it; a file in the way that
+//! the manifest does not list is someone else's, and is never overwritten or deleted
+//! without `--force` (and never deleted at all).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = ".harness-files.json";
+
+/// What to do with a directory that holds files harness did not write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Foreign {
+    /// Write beside them, refusing only a file in the way of one harness writes.
+    LeaveAlone,
+    /// Refuse the directory unless it is empty or an earlier output of the same kind.
+    RefuseDirectory,
+    /// The directory is harness's own (a run directory's `report/`): every file in it is
+    /// harness's to replace.
+    Ours,
+}
+
+/// Why a directory cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutDirError {
+    #[error("{dir}: this directory holds files harness did not write ({examples}), and is not an earlier harness {kind}; nothing was written. Fix: choose a new or empty directory, or pass --force to write the {kind}'s files beside them (only those files are replaced)")]
+    ForeignDirectory {
+        dir: PathBuf,
+        kind: String,
+        examples: String,
+    },
+    #[error("{path}: a file harness did not write is where the {kind} puts `{rel}`; it was left as it is and nothing was written. Fix: move it, choose another directory{force}")]
+    InTheWay {
+        path: PathBuf,
+        rel: String,
+        kind: String,
+        force: &'static str,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    kind: String,
+    files: BTreeSet<String>,
+}
+
+/// A user-named output directory, claimed for one kind of output.
+#[derive(Debug)]
+pub struct OutDir {
+    dir: PathBuf,
+    kind: String,
+    force: bool,
+    manifest: Manifest,
+}
+
+impl OutDir {
+    /// Claims `dir` for writing the files `will_write` (relative, `/`-separated) of output
+    /// `kind` (`export`, `report`). Creates it if missing. Checks every file in the way
+    /// before anything is written, so a refusal leaves the directory as it was.
+    pub fn claim(
+        dir: &Path,
+        kind: &str,
+        will_write: &[String],
+        foreign: Foreign,
+        force: bool,
+    ) -> Result<OutDir, OutDirError> {
+        let io = |path: &Path, source| OutDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let manifest_path = dir.join(MANIFEST);
+        let manifest: Option<Manifest> = std::fs::read(&manifest_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let ours = manifest.as_ref().is_some_and(|m| m.kind == kind);
+        if dir.exists() && foreign == Foreign::RefuseDirectory && !ours && !force {
+            let mut others: Vec<String> = std::fs::read_dir(dir)
+                .map_err(|e| io(dir, e))?
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != MANIFEST)
+                .collect();
+            if !others.is_empty() {
+                others.sort();
+                let more = others.len().saturating_sub(3);
+                others.truncate(3);
+                let mut examples = others.join(", ");
+                if more > 0 {
+                    examples.push_str(&format!(" and {more} more"));
+                }
+                return Err(OutDirError::ForeignDirectory {
+                    dir: dir.to_path_buf(),
+                    kind: kind.to_string(),
+                    examples,
+                });
+            }
+        }
+        let manifest = manifest.filter(|m| m.kind == kind).unwrap_or(Manifest {
+            kind: kind.to_string(),
+            files: BTreeSet::new(),
+        });
+        if !force && foreign != Foreign::Ours {
+            for rel in will_write {
+                let path = local(dir, rel);
+                if std::fs::symlink_metadata(&path).is_ok() && !manifest.files.contains(rel) {
+                    return Err(OutDirError::InTheWay {
+                        path,
+                        rel: rel.clone(),
+                        kind: kind.to_string(),
+                        force: if foreign == Foreign::RefuseDirectory {
+                            ", or pass --force to replace it"
+                        } else {
+                            ""
+                        },
+                    });
+                }
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        Ok(OutDir {
+            dir: dir.to_path_buf(),
+            kind: kind.to_string(),
+            force: force || foreign == Foreign::Ours,
+            manifest,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `rel` atomically, recording it in the manifest first (so a killed write
+    /// leaves a file the next run may replace). A file in the way that harness did not
+    /// write is refused (replaced with `--force`); a directory in the way is never removed.
+    pub fn write(&mut self, rel: &str, bytes: &[u8]) -> Result<PathBuf, OutDirError> {
+        let path = local(&self.dir, rel);
+        let io = |source| OutDirError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Ok(m) = std::fs::symlink_metadata(&path) {
+            if m.is_dir() || (!self.force && !self.manifest.files.contains(rel)) {
+                return Err(OutDirError::InTheWay {
+                    path: path.clone(),
+                    rel: rel.to_string(),
+                    kind: self.kind.clone(),
+                    force: "",
+                });
+            }
+        }
+        if self.manifest.files.insert(rel.to_string()) {
+            self.save_manifest()?;
+        }
+        crate::fsutil::write_atomic(&path, bytes).map_err(io)?;
+        Ok(path)
+    }
+
+    /// Copies the file `from` to `rel` (as [`OutDir::write`]).
+    pub fn copy(&mut self, rel: &str, from: &Path) -> Result<PathBuf, OutDirError> {
+        let bytes = std::fs::read(from).map_err(|e| OutDirError::Io {
+            path: from.to_path_buf(),
+            source: e,
+        })?;
+        self.write(rel, &bytes)
+    }
+
+    fn save_manifest(&self) -> Result<(), OutDirError> {
+        let path = self.dir.join(MANIFEST);
+        let text = serde_json::to_string_pretty(&self.manifest).unwrap_or_default();
+        crate::fsutil::write_atomic(&path, text.as_bytes())
+            .map_err(|e| OutDirError::Io { path, source: e })
+    }
+}
+
+fn local(dir: &Path, rel: &str) -> PathBuf {
+    rel.split('/').fold(dir.to_path_buf(), |p, c| p.join(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_foreign_directory_is_refused_unless_forced_and_its_files_survive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+        let files = vec!["a.json".to_string()];
+        let err = OutDir::claim(&dir, "export", &files, Foreign::RefuseDirectory, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("notes.txt") && err.contains("--force"),
+            "{err}"
+        );
+        assert_eq!(names(&dir), ["notes.txt"]);
+        let mut out =
+            OutDir::claim(&dir, "export", &files, Foreign::RefuseDirectory, true).unwrap();
+        out.write("a.json", b"{}").unwrap();
+        assert_eq!(names(&dir), [MANIFEST, "a.json", "notes.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+            "mine"
+        );
+        // An earlier export is replaced without --force; the foreign file stays.
+        let mut again =
+            OutDir::claim(&dir, "export", &files, Foreign::RefuseDirectory, false).unwrap();
+        again.write("a.json", b"{\"v\": 2}").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+
+    #[test]
+    fn a_foreign_file_in_the_way_is_refused_before_anything_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::write(dir.join("report.md"), "my notes").unwrap();
+        let files = vec!["report.html".to_string(), "report.md".to_string()];
+        let err = OutDir::claim(&dir, "report", &files, Foreign::LeaveAlone, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("report.md"), "{err}");
+        assert_eq!(names(&dir), ["report.md"], "nothing written");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("report.md")).unwrap(),
+            "my notes"
+        );
+        // Beside foreign files with other names: fine.
+        std::fs::rename(dir.join("report.md"), dir.join("notes.md")).unwrap();
+        let mut out = OutDir::claim(&dir, "report", &files, Foreign::LeaveAlone, false).unwrap();
+        out.write("report.md", b"# r").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.md")).unwrap(),
+            "my notes"
+        );
+    }
+}
