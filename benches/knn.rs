@@ -12,8 +12,8 @@
 
 use std::time::Instant;
 
-use harness::bench::knn::{top_k, KnnOptions, Metric};
-use harness::bench::matrix::Matrix;
+use harness_bench::knn::{top_k, KnnOptions, Metric};
+use harness_embed::matrix::Matrix;
 
 struct Rng(u64);
 impl Rng {

@@ -13,10 +13,11 @@
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
-use harness::recipe::{load, LoadOptions};
-use harness::settings::{FlagOverrides, Settings};
-use harness::train::run::{prepare, train_on};
-use harness::train::trainer::Plan;
+use harness_bench::load_recipe as load;
+use harness_core::settings::{FlagOverrides, Settings};
+use harness_recipe::LoadOptions;
+use harness_train::session::{prepare, train_on};
+use harness_train::trainer::Plan;
 use std::path::Path;
 
 fn env(name: &str, default: usize) -> usize {
@@ -30,13 +31,13 @@ fn env(name: &str, default: usize) -> usize {
 fn tokens_per_second<B: AutodiffBackend>(
     name: &str,
     plan: &Plan,
-    tokenizer: &harness::data::tokenize::TextTokenizer,
+    tokenizer: &harness_data::tokenize::TextTokenizer,
     scratch: &Path,
     settings: &Settings,
 ) -> f64
 where
     burn::tensor::Device<B::InnerBackend>: Sync,
-    harness::model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
+    harness_model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
 {
     let dir = scratch.join(name);
     // A fresh directory: the trainer resumes from any checkpoint it finds.
@@ -77,7 +78,7 @@ fn main() {
     .expect("the recipe resolves");
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let (plan, tokenizer, _) =
-        prepare(&resolved, &settings, scratch.path(), "cpu", &sets).expect("corpora and tokenizer");
+        prepare(&resolved, &settings, scratch.path()).expect("corpora and tokenizer");
     println!(
         "{recipe}: {steps} steps of up to {} tokens, {} threads",
         resolved

@@ -1,18 +1,12 @@
 //! harness — reproduce, extend and compare multilingual sentence-embedding systems from one
-//! YAML recipe. See `DESIGN.md` (in `../shared`) and the README for the architecture; the
-//! modules below follow it one concern each.
+//! YAML recipe. This root package is the command layer: [`cli`] parses, [`commands`] holds one
+//! file per verb, the only code that prints final output and picks exit codes. Everything
+//! else is a crate under `crates/`, one per layer of `../shared/DESIGN.md` (README, "Layout"):
+//!
+//! ```text
+//! harness (commands) ─▶ report ─▶ train ─▶ encoders ─▶ model ─┐
+//!                              └▶ bench ───────────────────────┴▶ embed ─▶ data ─▶ recipe ─▶ core
+//! ```
 
-pub mod bench;
 pub mod cli;
-pub mod clock;
-pub mod data;
-pub mod fsutil;
-pub mod model;
-pub mod model_store;
-pub mod outdir;
-pub mod recipe;
-pub mod report;
-pub mod run;
-pub mod settings;
-pub mod stamp;
-pub mod train;
+pub mod commands;

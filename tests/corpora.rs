@@ -2,9 +2,9 @@
 //! sentences, and a recipe's parallel corpus built through the filter keeps no pair that
 //! shares a sentence with the excluded benchmarks.
 
-use harness::bench::registry::Registry;
-use harness::data::corpus::{build_parallel, dataset_sentences, EvalSentences};
-use harness::data::shared_datasets_dir;
+use harness_bench::registry::Registry;
+use harness_core::shared_datasets_dir;
+use harness_data::corpus::{build_parallel, dataset_sentences, EvalSentences};
 use std::collections::BTreeSet;
 
 #[test]

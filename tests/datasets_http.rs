@@ -5,8 +5,8 @@
 mod common;
 
 use common::{Behaviour, Server, BIG, NAME};
-use harness::data::fetch::{fetch_dataset, part_path, FetchOptions, Mirror};
-use harness::data::DataError;
+use harness_data::fetch::{fetch_dataset, part_path, FetchOptions, Mirror};
+use harness_data::DataError;
 
 fn opts() -> FetchOptions {
     FetchOptions {

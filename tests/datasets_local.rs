@@ -4,13 +4,13 @@
 mod common;
 
 use common::{BIG, NAME};
-use harness::cli::{Cli, DatasetsCommand};
-use harness::data::fetch::{
-    datasets_command_with, ensure_entry, fetch_dataset, quick_state, DatasetState, FetchOptions,
-    Mirror,
+use harness::cli::Cli;
+use harness::commands::datasets::{run_with as datasets_command_with, DatasetsCommand};
+use harness_core::settings::Settings;
+use harness_data::fetch::{
+    ensure_entry, fetch_dataset, quick_state, DatasetState, FetchOptions, Mirror,
 };
-use harness::data::lock::Lock;
-use harness::settings::Settings;
+use harness_data::lock::Lock;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -277,7 +277,7 @@ fn unknown_dataset_name_gets_a_suggestion() {
 // ---- the real lock and ../shared/datasets ----
 
 fn shared() -> Option<std::path::PathBuf> {
-    let dir = harness::data::shared_datasets_dir();
+    let dir = harness_core::shared_datasets_dir();
     if dir.is_dir() {
         Some(dir)
     } else {
@@ -291,7 +291,7 @@ fn ensure_dataset_fetches_a_real_dataset_from_the_shared_mirror() {
     let Some(shared) = shared() else { return };
     let data = tempfile::tempdir().unwrap();
     let s = settings(&data.path().join("datasets"), &[&shared]);
-    let dir = harness::data::fetch::ensure_dataset(&s, "sts17").unwrap();
+    let dir = harness_data::fetch::ensure_dataset(&s, "sts17").unwrap();
     assert_eq!(dir, data.path().join("datasets").join("sts17"));
     assert!(dir.join("STS2017.gs/STS.gs.track5.en-en.txt").is_file());
     let lock = Lock::embedded().unwrap();

@@ -1,15 +1,15 @@
 //! The committed `datasets.lock` against `../shared/datasets`: it lists every dataset folder,
 //! every entry verifies byte for byte, and regenerating it changes nothing.
 
-use harness::data::fetch::verify_dataset;
-use harness::data::lock::{generate, read_meta, Lock};
+use harness_data::fetch::verify_dataset;
+use harness_data::lock::{generate, read_meta, Lock};
 use indicatif::ProgressBar;
 use std::path::Path;
 
 /// The real data is part of the test environment (`../shared` beside the clone): its
 /// absence is a failure, not a skip.
 fn shared() -> Option<std::path::PathBuf> {
-    let dir = harness::data::shared_datasets_dir();
+    let dir = harness_core::shared_datasets_dir();
     assert!(
         dir.is_dir(),
         "{} not found: clone harness beside ../shared or set HARNESS_SHARED_DATASETS",
@@ -71,5 +71,5 @@ fn regenerating_the_lock_from_shared_datasets_changes_nothing() {
         "run `harness datasets lock --from {}`",
         shared.display()
     );
-    assert_eq!(fresh.render(), harness::data::lock::LOCK_TEXT);
+    assert_eq!(fresh.render(), harness_data::lock::LOCK_TEXT);
 }

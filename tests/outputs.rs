@@ -34,6 +34,22 @@ fn eval(home: &Path, out: &Path) -> std::process::Output {
     )
 }
 
+/// `harness report RESULTS --table muse-t2-stsb-multi --out REP --quiet`.
+fn report(home: &Path, results: &Path, rep: &Path) -> std::process::Output {
+    harness(
+        home,
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--table",
+            "muse-t2-stsb-multi",
+            "--out",
+            rep.to_str().unwrap(),
+            "--quiet",
+        ],
+    )
+}
+
 #[test]
 fn a_changed_dataset_file_is_refused_and_the_fix_works() {
     let home = tempfile::tempdir().unwrap();
@@ -169,20 +185,7 @@ fn report_leaves_foreign_files_alone_and_embed_never_replaces_unasked() {
     assert!(o.status.success(), "{}", text(&o));
 
     // report --out: beside a foreign file; a foreign file in the way is refused.
-    let report = |rep: &Path| {
-        harness(
-            home.path(),
-            &[
-                "report",
-                results.to_str().unwrap(),
-                "--table",
-                "muse-t2-stsb-multi",
-                "--out",
-                rep.to_str().unwrap(),
-                "--quiet",
-            ],
-        )
-    };
+    let report = |rep: &Path| report(home.path(), &results, rep);
     let rep = home.path().join("rep");
     std::fs::create_dir(&rep).unwrap();
     std::fs::write(rep.join("notes.md"), "my notes").unwrap();
@@ -250,18 +253,7 @@ fn untrusted_names_are_escaped_in_markdown_and_html() {
     r["encoder"]["name"] = evil.into();
     std::fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
     let rep = home.path().join("rep");
-    let o = harness(
-        home.path(),
-        &[
-            "report",
-            results.to_str().unwrap(),
-            "--table",
-            "muse-t2-stsb-multi",
-            "--out",
-            rep.to_str().unwrap(),
-            "--quiet",
-        ],
-    );
+    let o = report(home.path(), &results, &rep);
     assert!(o.status.success(), "{}", text(&o));
     for f in ["report.md", "report.html"] {
         let body = std::fs::read_to_string(rep.join(f)).unwrap();

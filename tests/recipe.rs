@@ -3,14 +3,15 @@
 //! `recipes/`.
 
 use clap::Parser;
-use harness::recipe::{self, Known, LoadOptions, Problem};
+use harness_recipe as recipe;
+use harness_recipe::{Known, LoadOptions, Problem};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Known names for tests: the embedded benchmarks, and an explicit dataset list (the lock
 /// may still be empty).
 fn known() -> Known {
-    let mut k = Known::embedded().unwrap();
+    let mut k = harness_bench::known().unwrap();
     k.datasets = [
         "parallel-pairs",
         "wmt-news-parallel",
@@ -501,8 +502,8 @@ fn yaml_syntax_errors_name_the_line() {
 
 /// Dataset names from the shared folder when present (the lock may still be empty).
 fn known_with_shared_datasets() -> Known {
-    let mut k = Known::embedded().unwrap();
-    let dir = harness::data::shared_datasets_dir();
+    let mut k = harness_bench::known().unwrap();
+    let dir = harness_core::shared_datasets_dir();
     if let Ok(entries) = std::fs::read_dir(&dir) {
         k.datasets = entries
             .filter_map(|e| e.ok())

@@ -3,11 +3,12 @@
 //! in it is checked against the JSON field it names; run directories are identified as the
 //! systems the table specs declare; the HTML is opened in headless Chromium.
 
-use harness::bench::registry::Registry;
-use harness::bench::runner::{run_benchmark, write_result};
-use harness::bench::{open_encoder, CachedEncoder};
-use harness::report::render_report;
-use harness::settings::Settings;
+use harness_bench::registry::Registry;
+use harness_bench::runner::{run_benchmark, write_result};
+use harness_core::settings::Settings;
+use harness_embed::CachedEncoder;
+use harness_encoders::open_encoder;
+use harness_report::render_report;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -175,9 +176,9 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
         r#"{"recipe": "muse-xling", "profile": null, "backend": "ndarray", "device": "cpu", "threads": 2}"#,
     )
     .unwrap();
-    let resolved = harness::recipe::load(
+    let resolved = harness_bench::load_recipe(
         Path::new("recipes/muse-xling.yaml"),
-        &harness::recipe::LoadOptions {
+        &harness_recipe::LoadOptions {
             profile: Some("paper".into()),
             sets: vec![],
         },

@@ -2,7 +2,7 @@
 //! server on 127.0.0.1 that supports `Range` and can cut transfers.
 #![allow(dead_code)]
 
-use harness::data::lock::{generate, DatasetMeta, Lock};
+use harness_data::lock::{generate, DatasetMeta, Lock};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

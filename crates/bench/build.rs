@@ -1,0 +1,7 @@
+//! Makes cargo rebuild this crate when files are added to the directories it compiles in
+//! with `include_dir!` (which by itself only notices edits of files it already knows).
+
+fn main() {
+    println!("cargo:rerun-if-changed=../../benchmarks");
+    println!("cargo:rerun-if-changed=build.rs");
+}

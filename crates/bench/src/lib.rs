@@ -1,0 +1,41 @@
+//! harness-bench: the benchmarks. Declarations as data (`benchmarks/*.yaml`, [`registry`]),
+//! one file per protocol ([`protocols`], each naming its reference implementation), the
+//! classifiers ([`classify`]), kNN and metrics, and the [`runner`] that evaluates an encoder
+//! and writes one result file per benchmark. It also supplies the names a recipe may refer
+//! to ([`known`]) and loads recipes against them ([`load_recipe`]).
+//! Uses: harness-core, harness-recipe, harness-data, harness-embed (never a model: any
+//! [`harness_embed::Encoder`] is measured the same way).
+
+pub mod classify;
+pub mod error;
+pub mod knn;
+pub mod metrics;
+pub mod protocols;
+pub mod registry;
+pub mod runner;
+
+pub use error::BenchError;
+
+use harness_recipe::{Known, LoadOptions, RecipeError, Resolved};
+use std::path::Path;
+
+/// The names a recipe may refer to in this build: the datasets of `datasets.lock`, the
+/// benchmarks, groups and report tables of `benchmarks/`, and the benchmarks' parameters
+/// (for `evaluate:` overrides).
+pub fn known() -> Result<Known, RecipeError> {
+    let lock =
+        harness_data::lock::Lock::embedded().map_err(|e| RecipeError::Setup(e.to_string()))?;
+    let reg = registry::Registry::embedded().map_err(|e| RecipeError::Setup(e.to_string()))?;
+    Ok(Known {
+        datasets: lock.names().into_iter().map(String::from).collect(),
+        benchmarks: reg.names().into_iter().map(String::from).collect(),
+        groups: reg.group_names().into_iter().map(String::from).collect(),
+        tables: reg.tables().to_vec(),
+        check_bench: Some(registry::check_overrides),
+    })
+}
+
+/// Loads, resolves and checks a recipe against the names of this build ([`known`]).
+pub fn load_recipe(path: &Path, opts: &LoadOptions) -> Result<Resolved, RecipeError> {
+    harness_recipe::load_with(path, opts, &known()?)
+}

@@ -1,0 +1,569 @@
+//! XNLI zero-shot transfer (protocol `xnli-zero-shot`).
+//!
+//! Reference: LASER (Artetxe & Schwenk 2019, §4.1 "XNLI: cross-lingual NLI" and Appendix B)
+//! and its implementation, facebookresearch/LASER `tasks/xnli/xnli.sh` with
+//! `source/nli.py`:
+//! - premise and hypothesis embeddings are L2-normalised (`faiss.normalize_L2` in
+//!   `LoadDataNLI`), the features are `[p, h, |p − h|, p ∗ h]`;
+//! - the classifier is `Net(nhid = [512, 384], dropout = 0.3, activation = TANH)`: input
+//!   dropout, then `Linear → Tanh → Dropout` per hidden layer, then the output `Linear`
+//!   ([`MlpSpec::laser`]);
+//! - Adam, lr 0.001, batch 128, 200 epochs (`N=200`), mean cross-entropy, no weight decay;
+//!   after every epoch the model is scored on the English XNLI dev set and the best is kept
+//!   (`corr >= corr_best`: the later epoch on ties, [`TieBreak::Last`]);
+//! - the kept model is applied unchanged to the XNLI test set of every language, and with
+//!   `--cross-lingual` to every premise-language × hypothesis-language combination
+//!   (labels of the hypothesis file; they are the same in every language).
+//!
+//! Differences, all reported in the result's `notes`:
+//! - LASER trains on MultiNLI train (393k pairs). Neither MultiNLI (train or dev) nor SNLI
+//!   train is available here (datasets README, "Known gaps"), so the classifier trains on
+//!   the English NLI data that is: SNLI dev + SNLI test + SICK train (SICK-E labels),
+//!   ≈ 24k pairs, read from the `snli` and `sick` dataset folders next to `xnli`.
+//! - The reference's seed is 159753 with PyTorch's generators; here every random choice
+//!   (initialisation, shuffles, dropout) derives from the benchmark seed (ChaCha8 streams).
+
+use super::{sub_seed, Context, Outcome};
+use crate::classify::{train, Activation, MlpSpec, Selection, TieBreak, TrainConfig};
+use crate::error::BenchError;
+use harness_data::loaders::{sick, snli, xnli};
+use harness_data::records::{NliPair, Split};
+use harness_embed::matrix::Matrix;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// English NLI training sources available here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NliSource {
+    /// SNLI 1.0 dev (9,842 gold pairs), folder `snli`.
+    SnliDev,
+    /// SNLI 1.0 test (9,824 gold pairs), folder `snli`.
+    SnliTest,
+    /// SICK SemEval-2014 train (4,439 pairs, SICK-E labels), folder `sick`.
+    SickTrain,
+    /// SICK trial (500 pairs).
+    SickDev,
+    /// SICK test (4,906 pairs).
+    SickTest,
+}
+
+impl NliSource {
+    fn name(self) -> &'static str {
+        match self {
+            NliSource::SnliDev => "snli-dev",
+            NliSource::SnliTest => "snli-test",
+            NliSource::SickTrain => "sick-train",
+            NliSource::SickDev => "sick-dev",
+            NliSource::SickTest => "sick-test",
+        }
+    }
+
+    /// The dataset folder and split it is read from.
+    fn place(self) -> (&'static str, Split) {
+        match self {
+            NliSource::SnliDev => ("snli", Split::Dev),
+            NliSource::SnliTest => ("snli", Split::Test),
+            NliSource::SickTrain => ("sick", Split::Train),
+            NliSource::SickDev => ("sick", Split::Dev),
+            NliSource::SickTest => ("sick", Split::Test),
+        }
+    }
+
+    fn load(self, ctx: &Context) -> Result<Vec<NliPair>, BenchError> {
+        let (folder, split) = self.place();
+        let dir = ctx.side_dataset(folder)?;
+        if !dir.is_dir() {
+            return Err(ctx.error(format!(
+                "the English NLI training data `{}` needs the dataset folder {} next to xnli; \
+                 install it with `harness datasets fetch {folder}`",
+                self.name(),
+                dir.display()
+            )));
+        }
+        Ok(match folder {
+            "snli" => snli::load(dir, split)?,
+            _ => sick::entailment(dir, split)?,
+        })
+    }
+}
+
+/// The English NLI datasets the classifier trains on (`params.train`): read beside `xnli`.
+pub fn side_datasets(benchmark: &crate::registry::Benchmark) -> Result<Vec<String>, BenchError> {
+    let params: XnliParams = super::params_of(benchmark)?;
+    let mut out: Vec<String> = Vec::new();
+    for s in params.train {
+        let folder = s.place().0.to_string();
+        if !out.contains(&folder) {
+            out.push(folder);
+        }
+    }
+    Ok(out)
+}
+
+/// Parameters of `xnli-zero-shot` (defaults: LASER `tasks/xnli/xnli.sh`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct XnliParams {
+    /// English NLI training sets, concatenated in this order.
+    pub train: Vec<NliSource>,
+    /// Use only this fraction of the training pairs, from the beginning (LASER's
+    /// `--fraction`).
+    pub train_fraction: f64,
+    /// Language of the dev set that picks the epoch.
+    pub dev_language: String,
+    /// Hidden layer sizes (`nhid="512 384"`).
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    /// Dropout on the input and after every hidden layer (`drop=0.3`).
+    pub dropout: f32,
+    pub lr: f32,
+    pub batch_size: usize,
+    /// Epochs (`N=200`); the one of best dev accuracy is kept.
+    pub epochs: usize,
+    /// L2-normalise the sentence embeddings before building the features.
+    pub normalize: bool,
+    /// Also evaluate every premise-language × hypothesis-language combination (`--cross-lingual`).
+    pub matrix: bool,
+    /// Evaluate on only the first this many pairs of the dev set and of each test set (0:
+    /// all). For quick smoke runs; the result's notes say so.
+    pub eval_limit: usize,
+}
+
+impl Default for XnliParams {
+    fn default() -> Self {
+        XnliParams {
+            train: vec![
+                NliSource::SnliDev,
+                NliSource::SnliTest,
+                NliSource::SickTrain,
+            ],
+            train_fraction: 1.0,
+            dev_language: "en".into(),
+            hidden: vec![512, 384],
+            activation: Activation::Tanh,
+            dropout: 0.3,
+            lr: 1e-3,
+            batch_size: 128,
+            epochs: 200,
+            normalize: true,
+            matrix: false,
+            eval_limit: 0,
+        }
+    }
+}
+
+/// Embeddings of the premises and of the hypotheses of a set of pairs, and its labels.
+struct Embedded {
+    premises: Matrix,
+    hypotheses: Matrix,
+    labels: Vec<usize>,
+}
+
+fn embed_pairs(ctx: &Context, pairs: &[NliPair], normalize: bool) -> Result<Embedded, BenchError> {
+    let p: Vec<&str> = pairs.iter().map(|x| x.premise.as_str()).collect();
+    let h: Vec<&str> = pairs.iter().map(|x| x.hypothesis.as_str()).collect();
+    let mut premises = ctx.embed(&p)?;
+    let mut hypotheses = ctx.embed(&h)?;
+    if normalize {
+        premises.l2_normalize_rows();
+        hypotheses.l2_normalize_rows();
+    }
+    Ok(Embedded {
+        premises,
+        hypotheses,
+        labels: pairs.iter().map(|x| x.label.index()).collect(),
+    })
+}
+
+/// `[p, h, |p − h|, p ∗ h]`, one row per pair.
+pub fn nli_features(p: &Matrix, h: &Matrix) -> Matrix {
+    assert_eq!(
+        (p.rows, p.cols),
+        (h.rows, h.cols),
+        "nli_features: shapes differ"
+    );
+    let d = p.cols;
+    let mut out = Matrix::zeros(p.rows, 4 * d);
+    for r in 0..p.rows {
+        let (pr, hr) = (p.row(r), h.row(r));
+        let o = out.row_mut(r);
+        o[..d].copy_from_slice(pr);
+        o[d..2 * d].copy_from_slice(hr);
+        for j in 0..d {
+            o[2 * d + j] = (pr[j] - hr[j]).abs();
+            o[3 * d + j] = pr[j] * hr[j];
+        }
+    }
+    out
+}
+
+fn percent(x: f64) -> f64 {
+    100.0 * x
+}
+
+/// Runs the protocol.
+pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
+    let params: XnliParams = ctx.params()?;
+    if params.train.is_empty() {
+        return Err(ctx.error("params.train names no training set"));
+    }
+    if !(params.train_fraction > 0.0 && params.train_fraction <= 1.0) {
+        return Err(ctx.error(format!(
+            "params.train_fraction {} is outside (0, 1]",
+            params.train_fraction
+        )));
+    }
+    let languages = ctx.languages_or(xnli::LANGUAGES.iter().map(|s| s.to_string()).collect());
+
+    // English training data.
+    let mut train_pairs = Vec::new();
+    let mut train_counts = BTreeMap::new();
+    for source in &params.train {
+        let pairs = source.load(ctx)?;
+        train_counts.insert(source.name().to_string(), pairs.len());
+        train_pairs.extend(pairs);
+    }
+    let total = train_pairs.len();
+    let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
+    train_pairs.truncate(n_train);
+    let train_set = embed_pairs(ctx, &train_pairs, params.normalize)?;
+    let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
+    drop(train_pairs);
+
+    let limit = |mut v: Vec<NliPair>| {
+        if params.eval_limit > 0 {
+            v.truncate(params.eval_limit);
+        }
+        v
+    };
+    let dev_pairs = limit(xnli::load(
+        ctx.dataset_dir,
+        &params.dev_language,
+        Split::Dev,
+    )?);
+    let dev = embed_pairs(ctx, &dev_pairs, params.normalize)?;
+    let x_dev = nli_features(&dev.premises, &dev.hypotheses);
+
+    let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
+    let cfg = TrainConfig {
+        lr: params.lr,
+        batch_size: params.batch_size,
+        epochs: params.epochs,
+        selection: Selection::BestOnDev {
+            ties: TieBreak::Last,
+            tenacity: None,
+        },
+        seed: sub_seed(ctx.seed, "xnli/classifier"),
+        ..TrainConfig::default()
+    };
+    let (model, report) = train(
+        &spec,
+        &cfg,
+        &x_train,
+        &train_set.labels,
+        3,
+        Some((&x_dev, &dev.labels)),
+    )
+    .map_err(|e| ctx.error(e.to_string()))?;
+    drop(x_train);
+
+    // Test: each language, premise and hypothesis in that language.
+    let mut per_language = serde_json::Map::new();
+    let mut embedded: Vec<Embedded> = Vec::new();
+    let mut sum = 0.0;
+    for lang in &languages {
+        let pairs = limit(xnli::load(ctx.dataset_dir, lang, Split::Test)?);
+        let e = embed_pairs(ctx, &pairs, params.normalize)?;
+        let acc = percent(model.accuracy(&nli_features(&e.premises, &e.hypotheses), &e.labels));
+        sum += acc;
+        per_language.insert(lang.clone(), json!(acc));
+        if params.matrix {
+            embedded.push(e);
+        }
+    }
+    let average = if languages.is_empty() {
+        0.0
+    } else {
+        sum / languages.len() as f64
+    };
+
+    let mut scores = json!({
+        "accuracy": per_language,
+        "average": average,
+        "dev_language": params.dev_language,
+        "dev_accuracy": report.best_dev_accuracy.map(percent),
+        "chosen_epoch": report.best_epoch,
+        "epochs_run": report.epochs_run,
+        "dev_curve": report.dev_accuracy.iter().map(|&(e, a)| json!([e, percent(a)])).collect::<Vec<_>>(),
+        "train_pairs": n_train,
+        "train_sets": train_counts,
+    });
+    if params.matrix {
+        // Rows: premise language; columns: hypothesis language (labels are aligned).
+        let mut rows = Vec::with_capacity(languages.len());
+        for p in &embedded {
+            let mut row = Vec::with_capacity(languages.len());
+            for h in &embedded {
+                if p.premises.rows != h.hypotheses.rows {
+                    return Err(ctx.error("XNLI test sets of different sizes cannot be crossed"));
+                }
+                let x = nli_features(&p.premises, &h.hypotheses);
+                row.push(percent(model.accuracy(&x, &h.labels)));
+            }
+            rows.push(row);
+        }
+        let n = languages.len() as f64;
+        let mean = rows.iter().flatten().sum::<f64>() / (n * n).max(1.0);
+        scores["matrix"] = json!({
+            "rows": "premise language",
+            "columns": "hypothesis language",
+            "languages": languages,
+            "accuracy": rows,
+            "average": mean,
+        });
+    }
+
+    let mut notes = vec![format!(
+        "Trained on {} English pairs ({}), NOT on MultiNLI train as LASER and XNLI do: MultiNLI \
+         (train and dev) and SNLI train are not available (datasets README, Known gaps). \
+         Numbers are not comparable to the published ones.",
+        n_train,
+        params
+            .train
+            .iter()
+            .map(|s| format!("{} {}", s.name(), train_counts[s.name()]))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    )];
+    notes.push(format!(
+        "Epoch chosen by {} XNLI dev accuracy: epoch {} of {} ({:.2}%).",
+        params.dev_language,
+        report.best_epoch,
+        report.epochs_run,
+        report.best_dev_accuracy.map(percent).unwrap_or(f64::NAN)
+    ));
+    if params.eval_limit > 0 {
+        notes.push(format!(
+            "Smoke run: only the first {} pairs of the dev and test sets were evaluated.",
+            params.eval_limit
+        ));
+    }
+    if n_train < total {
+        notes.push(format!(
+            "Only the first {n_train} of {total} training pairs were used (train_fraction {}).",
+            params.train_fraction
+        ));
+    }
+
+    Ok(Outcome {
+        main_metric: "accuracy".into(),
+        main_score: average,
+        scores,
+        params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
+    use harness_embed::cache::CachedEncoder;
+    use harness_embed::hashed::HashedNgrams;
+    use harness_embed::Encoder;
+    use std::path::Path;
+
+    /// A synthetic NLI pair of concept `k` and label `l`: entailment repeats the concept,
+    /// neutral names the next one, contradiction negates it.
+    fn pair_line(k: usize, l: usize, lang: &str, noise: usize) -> (String, String) {
+        let p = format!("{lang}: c{k} n{noise}");
+        let h = match l {
+            0 => format!("{lang}: c{k} n{}", noise + 1000),
+            1 => format!("{lang}: c{} n{}", (k + 1) % 8, noise + 1000),
+            _ => format!("{lang}: neg c{k} n{}", noise + 1000),
+        };
+        (p, h)
+    }
+
+    fn synthetic_dir(langs: &[&str]) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let mut snli_dev = String::from("premise\thypothesis\tlabel\n");
+        for i in 0..240 {
+            let (p, h) = pair_line(i % 8, i % 3, "en", i);
+            snli_dev.push_str(&format!("{p}\t{h}\t{}\n", i % 3));
+        }
+        write(root, "snli/validation.tsv", &snli_dev);
+        write(root, "snli/test.tsv", "premise\thypothesis\tlabel\n");
+        let names = ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"];
+        let mut sick = String::from(
+            "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n",
+        );
+        for i in 0..60 {
+            let (p, h) = pair_line((i * 3) % 8, (i + 1) % 3, "en", 5000 + i);
+            sick.push_str(&format!("{i}\t{p}\t{h}\t3.0\t{}\n", names[(i + 1) % 3]));
+        }
+        write(root, "sick/SICK_train.txt", &sick);
+        for lang in langs {
+            for (split, n) in [("validation", 60), ("test", 90)] {
+                let mut body = String::from("id\tpremise\thypothesis\tlabel\n");
+                for i in 0..n {
+                    let (p, h) = pair_line((i * 5 + 1) % 8, i % 3, lang, 9000 + i);
+                    body.push_str(&format!("{i}\t{p}\t{h}\t{}\n", i % 3));
+                }
+                write(root, &format!("xnli/xnli_{split}_{lang}.tsv"), &body);
+            }
+        }
+        tmp
+    }
+
+    /// The side datasets of the synthetic (or shared) data root `dir`.
+    fn side(dir: &Path) -> BTreeMap<String, std::path::PathBuf> {
+        ["snli", "sick"]
+            .map(|d| (d.to_string(), dir.join(d)))
+            .into_iter()
+            .collect()
+    }
+
+    fn run_on(
+        dir: &Path,
+        encoder: &dyn Encoder,
+        langs: &[&str],
+        params: &str,
+        seed: u64,
+    ) -> Outcome {
+        let b = bench("xnli", "xnli", "xnli-zero-shot", langs, params);
+        run(&Context {
+            benchmark: &b,
+            dataset_dir: &dir.join("xnli"),
+            side: &side(dir),
+            encoder,
+            seed,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn side_datasets_follow_the_training_sets() {
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &[], "");
+        assert_eq!(side_datasets(&b).unwrap(), ["snli", "sick"]);
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &[], "{train: [snli-dev]}");
+        assert_eq!(side_datasets(&b).unwrap(), ["snli"]);
+    }
+
+    #[test]
+    fn an_undeclared_side_dataset_is_refused() {
+        let tmp = synthetic_dir(&["en"]);
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &["en"], "{epochs: 1}");
+        let only_snli: BTreeMap<String, std::path::PathBuf> =
+            [("snli".to_string(), tmp.path().join("snli"))]
+                .into_iter()
+                .collect();
+        let msg = run(&Context {
+            benchmark: &b,
+            dataset_dir: &tmp.path().join("xnli"),
+            side: &only_snli,
+            encoder: &FakeEncoder,
+            seed: 1,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            msg.contains("`sick`") && msg.contains("side_datasets"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn the_declared_params_parse_to_the_reference_defaults() {
+        assert_eq!(declared_params::<XnliParams>("xnli"), XnliParams::default());
+    }
+
+    #[test]
+    fn synthetic_separable_nli_is_learnt_in_every_language_and_the_matrix() {
+        let langs = ["en", "de", "zh"];
+        let tmp = synthetic_dir(&langs);
+        let o = run_on(
+            tmp.path(),
+            &FakeEncoder,
+            &langs,
+            "{hidden: [32, 16], epochs: 40, batch_size: 16, lr: 0.01, dropout: 0.1, matrix: true}",
+            7,
+        );
+        assert_eq!(o.scores["train_pairs"], 300);
+        assert!(o.main_score > 95.0, "{:?}", o.scores);
+        for l in langs {
+            assert!(o.scores["accuracy"][l].as_f64().unwrap() > 95.0);
+        }
+        assert!(o.scores["matrix"]["average"].as_f64().unwrap() > 95.0);
+        assert!(o.notes[0].contains("NOT on MultiNLI"));
+        assert_eq!(o.params["hidden"], json!([32, 16]));
+    }
+
+    #[test]
+    fn missing_training_folder_and_bad_params_are_errors() {
+        let tmp = synthetic_dir(&["en"]);
+        std::fs::remove_dir_all(tmp.path().join("sick")).unwrap();
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &["en"], "{epochs: 1}");
+        let side = side(tmp.path());
+        let ctx = Context {
+            benchmark: &b,
+            dataset_dir: &tmp.path().join("xnli"),
+            side: &side,
+            encoder: &FakeEncoder,
+            seed: 1,
+        };
+        let msg = run(&ctx).unwrap_err().to_string();
+        assert!(msg.contains("harness datasets fetch sick"), "{msg}");
+        let b = bench("xnli", "xnli", "xnli-zero-shot", &["en"], "{epoch: 1}");
+        let ctx = Context {
+            benchmark: &b,
+            ..ctx
+        };
+        let msg = run(&ctx).unwrap_err().to_string();
+        assert!(msg.contains("epoch"), "{msg}");
+    }
+
+    /// Real data, reduced: 128-d hashed n-grams, a tenth of the training pairs, 3 epochs,
+    /// 1000 dev and test pairs in 3 languages. The second run reads the embedding cache, so
+    /// it checks that the classifier alone is deterministic.
+    #[test]
+    fn real_data_hashed_ngrams_reduced() {
+        let data = harness_core::shared_datasets_dir();
+        let cache = tempfile::tempdir().unwrap();
+        let enc = CachedEncoder::new(
+            HashedNgrams::from_spec("hashed-ngrams", Some("dim=128")).unwrap(),
+            cache.path(),
+        );
+        let params = "{train_fraction: 0.1, epochs: 3, hidden: [64], eval_limit: 1000}";
+        let langs = ["en", "de", "zh"];
+        let a = run_on(&data, &enc, &langs, params, 1);
+        let b = run_on(&data, &enc, &langs, params, 1);
+        assert_eq!(a, b);
+        assert_eq!(a.scores["train_pairs"], 2416);
+        let en = a.scores["accuracy"]["en"].as_f64().unwrap();
+        assert!((36.0..70.0).contains(&en), "{:?}", a.scores);
+        assert!(a.main_score > 33.0 && a.main_score < 65.0, "{:?}", a.scores);
+    }
+
+    /// The full protocol with hashed-ngrams: `cargo test --release --lib
+    /// protocols::xnli::tests::full -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn full_protocol_hashed_ngrams() {
+        let data = harness_core::shared_datasets_dir();
+        let enc = HashedNgrams::new(Default::default());
+        let langs: Vec<&str> = xnli::LANGUAGES.to_vec();
+        let start = std::time::Instant::now();
+        let o = run_on(&data, &enc, &langs, "{matrix: true}", 1);
+        eprintln!(
+            "xnli full: {:.1} s\n{}\nnotes: {:?}",
+            start.elapsed().as_secs_f64(),
+            serde_json::to_string_pretty(&o.scores).unwrap(),
+            o.notes
+        );
+        assert!(o.main_score > 33.4);
+    }
+}

@@ -1,0 +1,435 @@
+//! Benchmark declarations as data: one YAML file per benchmark in `benchmarks/` (dataset,
+//! protocol, split, languages, protocol parameters), groups in `benchmarks/groups.yaml`,
+//! and the report table specs' names from `benchmarks/tables/*.yaml`. All of it is
+//! compiled into the binary, so recipes are checked against the exact set a build runs.
+//! Adding a benchmark of an existing protocol is a YAML file, not code.
+
+use include_dir::{include_dir, Dir};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+static BENCHMARKS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../benchmarks");
+
+/// The protocols harness implements (`src/bench/protocols/`).
+pub const PROTOCOLS: &[&str] = &[
+    "sts",
+    "senteval-classification",
+    "xnli-zero-shot",
+    "mldoc",
+    "bucc-mining",
+    "tatoeba-search",
+    "multiway-search",
+    "retrieval-p1",
+    "intent-knn",
+    "sentiment-transfer",
+    "eigen-similarity",
+];
+
+/// The group that stands for every benchmark.
+pub const ALL: &str = "all";
+
+/// One benchmark, as declared in `benchmarks/<name>.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Benchmark {
+    pub name: String,
+    pub description: String,
+    /// Dataset name in `datasets.lock`.
+    pub dataset: String,
+    /// One of [`PROTOCOLS`].
+    pub protocol: String,
+    pub split: String,
+    /// Languages or language pairs evaluated (default: every one the dataset has).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
+    /// Protocol-specific parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, serde_yaml::Value>,
+}
+
+/// Changes to a benchmark's declaration for one run (a recipe's `evaluate:` entry, or
+/// `harness eval --set BENCH.KEY=VALUE`): `params` merge over the declared parameters,
+/// `languages` replaces the declared list. Recorded in every result file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overrides {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, serde_yaml::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub languages: Option<Vec<String>>,
+}
+
+impl Overrides {
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty() && self.languages.is_none()
+    }
+
+    /// `other` on top of `self` (its params win, its languages replace).
+    pub fn merged(&self, other: &Overrides) -> Overrides {
+        let mut params = self.params.clone();
+        params.extend(other.params.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Overrides {
+            params,
+            languages: other.languages.clone().or_else(|| self.languages.clone()),
+        }
+    }
+
+    /// Parses `KEY=VALUE` for one benchmark (`epochs=5`, `languages=[en, de]`); the value
+    /// is read as YAML.
+    pub fn parse_set(raw: &str) -> Result<(String, String, serde_yaml::Value), String> {
+        let (key, value) = raw.split_once('=').ok_or_else(|| {
+            format!("`--set {raw}`: expected BENCH.KEY=VALUE, for example `--set xnli.epochs=20`")
+        })?;
+        let (bench, param) = key.trim().split_once('.').ok_or_else(|| {
+            format!(
+                "`--set {raw}`: the key names a benchmark (or group) and one of its parameters, \
+                 for example `xnli.epochs`"
+            )
+        })?;
+        if bench.is_empty() || param.is_empty() || param.contains('.') {
+            return Err(format!(
+                "`--set {raw}`: expected BENCH.KEY=VALUE with one parameter name, for example `xnli.epochs=20`"
+            ));
+        }
+        let value = serde_yaml::from_str::<serde_yaml::Value>(value)
+            .unwrap_or_else(|_| serde_yaml::Value::String(value.into()));
+        Ok((bench.to_string(), param.to_string(), value))
+    }
+
+    /// Adds one parsed `--set` (`languages` replaces the list; any other key is a parameter).
+    pub fn set(&mut self, param: &str, value: serde_yaml::Value) -> Result<(), String> {
+        if param == "languages" {
+            let list: Vec<String> = serde_yaml::from_value(value).map_err(|e| {
+                format!("`languages` takes a list of language names, like `[en, de]` ({e})")
+            })?;
+            self.languages = Some(list);
+        } else {
+            self.params.insert(param.to_string(), value);
+        }
+        Ok(())
+    }
+}
+
+impl Benchmark {
+    /// The declaration with `overrides` applied.
+    pub fn with(&self, overrides: &Overrides) -> Benchmark {
+        let mut b = self.clone();
+        b.params
+            .extend(overrides.params.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(l) = &overrides.languages {
+            b.languages = l.clone();
+        }
+        b
+    }
+
+    /// Identity of everything in the declaration that can change a number (dataset,
+    /// protocol, split, languages, parameters; not the description): sha256 of its
+    /// canonical JSON. A kept result is reused only while this is unchanged.
+    pub fn identity(&self) -> String {
+        let json = serde_json::json!({
+            "name": self.name,
+            "dataset": self.dataset,
+            "protocol": self.protocol,
+            "split": self.split,
+            "languages": self.languages,
+            "params": self.params,
+        });
+        // serde_json maps are sorted (no `preserve_order`), so this text is canonical.
+        harness_core::fsutil::sha256_hex(json.to_string().as_bytes())
+    }
+}
+
+/// [`harness_recipe::Known::check_bench`] for the embedded registry: the overrides of an
+/// `evaluate:` entry applied to its benchmark (or each member of its group) must parse as
+/// that protocol's parameters.
+pub fn check_overrides(
+    name: &str,
+    params: &BTreeMap<String, serde_yaml::Value>,
+    languages: Option<&[String]>,
+) -> Vec<(String, String)> {
+    let Ok(registry) = Registry::embedded() else {
+        return Vec::new();
+    };
+    let overrides = Overrides {
+        params: params.clone(),
+        languages: languages.map(<[String]>::to_vec),
+    };
+    let Ok(members) = registry.expand(&[name.to_string()]) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in members {
+        if let Some(b) = registry.get(&m) {
+            if let Err(e) = super::protocols::check_params(&b.with(&overrides)) {
+                let key = params
+                    .keys()
+                    .find(|k| e.contains(&format!("`{k}`")))
+                    .cloned()
+                    .unwrap_or_default();
+                out.push((key, format!("benchmark `{m}`: {e}")));
+            }
+        }
+    }
+    out
+}
+
+/// A problem with the declarations themselves, or an unknown name.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("benchmarks/{file}: {detail}")]
+    Declaration { file: String, detail: String },
+    #[error("unknown benchmark `{name}`{suggestion}. Known: {known}")]
+    Unknown {
+        name: String,
+        suggestion: String,
+        known: String,
+    },
+}
+
+/// Every benchmark, group and table spec name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registry {
+    benchmarks: BTreeMap<String, Benchmark>,
+    groups: BTreeMap<String, Vec<String>>,
+    tables: Vec<String>,
+}
+
+impl Registry {
+    /// The declarations compiled into this binary.
+    pub fn embedded() -> Result<Registry, RegistryError> {
+        let mut files = Vec::new();
+        for f in BENCHMARKS.files() {
+            let name = f.path().to_string_lossy().into_owned();
+            if name.ends_with(".yaml") {
+                files.push((name, f.contents_utf8().unwrap_or_default().to_string()));
+            }
+        }
+        let tables = BENCHMARKS
+            .get_dir("tables")
+            .map(|d| {
+                d.files()
+                    .filter(|f| f.path().extension().is_some_and(|e| e == "yaml"))
+                    .filter_map(|f| f.path().file_stem())
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self::from_files(&files, tables)
+    }
+
+    /// Builds a registry from `(file name, text)` pairs of the `benchmarks/` directory
+    /// (`groups.yaml` among them) and the table spec names.
+    pub fn from_files(
+        files: &[(String, String)],
+        mut tables: Vec<String>,
+    ) -> Result<Registry, RegistryError> {
+        let decl = |file: &str, detail: String| RegistryError::Declaration {
+            file: file.to_string(),
+            detail,
+        };
+        let mut benchmarks = BTreeMap::new();
+        let mut groups = BTreeMap::new();
+        for (file, text) in files {
+            if file == "groups.yaml" {
+                groups = serde_yaml::from_str::<BTreeMap<String, Vec<String>>>(text)
+                    .map_err(|e| decl(file, e.to_string()))?;
+                continue;
+            }
+            let b: Benchmark = serde_yaml::from_str(text).map_err(|e| decl(file, e.to_string()))?;
+            if format!("{}.yaml", b.name) != *file {
+                return Err(decl(
+                    file,
+                    format!("`name: {}` must match the file name", b.name),
+                ));
+            }
+            if !PROTOCOLS.contains(&b.protocol.as_str()) {
+                return Err(decl(
+                    file,
+                    format!(
+                        "unknown protocol `{}`{}; known: {}",
+                        b.protocol,
+                        harness_core::suggest::did_you_mean(&b.protocol, PROTOCOLS),
+                        PROTOCOLS.join(", ")
+                    ),
+                ));
+            }
+            benchmarks.insert(b.name.clone(), b);
+        }
+        if groups.contains_key(ALL) {
+            return Err(decl("groups.yaml", format!("`{ALL}` is built in")));
+        }
+        for (g, members) in &groups {
+            if benchmarks.contains_key(g) {
+                return Err(decl(
+                    "groups.yaml",
+                    format!("group `{g}` has a benchmark's name"),
+                ));
+            }
+            for m in members {
+                if !benchmarks.contains_key(m) {
+                    return Err(decl(
+                        "groups.yaml",
+                        format!("group `{g}` names unknown benchmark `{m}`"),
+                    ));
+                }
+            }
+        }
+        groups.insert(ALL.to_string(), benchmarks.keys().cloned().collect());
+        tables.sort();
+        Ok(Registry {
+            benchmarks,
+            groups,
+            tables,
+        })
+    }
+
+    /// Every benchmark name, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.benchmarks.keys().map(String::as_str).collect()
+    }
+
+    /// Every group name (`all` included), sorted.
+    pub fn group_names(&self) -> Vec<&str> {
+        self.groups.keys().map(String::as_str).collect()
+    }
+
+    /// Members of a group.
+    pub fn group(&self, name: &str) -> Option<&[String]> {
+        self.groups.get(name).map(Vec::as_slice)
+    }
+
+    /// Report table spec names (`benchmarks/tables/*.yaml` stems), sorted.
+    pub fn tables(&self) -> &[String] {
+        &self.tables
+    }
+
+    /// The declaration of one benchmark.
+    pub fn get(&self, name: &str) -> Option<&Benchmark> {
+        self.benchmarks.get(name)
+    }
+
+    /// [`Registry::expand`] for names with overrides: each benchmark once, in order, with
+    /// the overrides of every entry that named it (or its group) merged, later ones winning.
+    pub fn expand_with(
+        &self,
+        entries: &[(String, Overrides)],
+    ) -> Result<Vec<(String, Overrides)>, RegistryError> {
+        let mut out: Vec<(String, Overrides)> = Vec::new();
+        for (name, overrides) in entries {
+            for m in self.expand(std::slice::from_ref(name))? {
+                match out.iter_mut().find(|(n, _)| *n == m) {
+                    Some((_, o)) => *o = o.merged(overrides),
+                    None => out.push((m, overrides.clone())),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Expands benchmark and group names into benchmark names, in order, without
+    /// duplicates; an unknown name is an error with a did-you-mean.
+    pub fn expand(&self, names: &[String]) -> Result<Vec<String>, RegistryError> {
+        let mut out: Vec<String> = Vec::new();
+        for n in names {
+            let members: Vec<String> = if let Some(g) = self.groups.get(n) {
+                g.clone()
+            } else if self.benchmarks.contains_key(n) {
+                vec![n.clone()]
+            } else {
+                let mut known = self.names();
+                known.extend(self.group_names());
+                return Err(RegistryError::Unknown {
+                    name: n.clone(),
+                    suggestion: harness_core::suggest::did_you_mean(n, &known),
+                    known: known.join(", "),
+                });
+            };
+            for m in members {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_declarations_load_and_cover_the_papers_benchmarks() {
+        let r = Registry::embedded().unwrap();
+        for n in [
+            "stsb-dev",
+            "stsb-test",
+            "sts12",
+            "sts13",
+            "sts14",
+            "sts15",
+            "sts16",
+            "sts17",
+            "sick-r",
+            "stsb-multi",
+            "mr",
+            "cr",
+            "subj",
+            "mpqa",
+            "trec",
+            "sst2",
+            "sst5",
+            "mrpc",
+            "xnli",
+            "sib200",
+            "bucc",
+            "tatoeba",
+            "newstest2012",
+            "flores200",
+            "retrieval-p1",
+            "xsid",
+            "atis",
+            "snips",
+            "sentiment",
+            "eigen-similarity",
+        ] {
+            assert!(r.get(n).is_some(), "{n} missing");
+        }
+        assert_eq!(r.names().len(), 30);
+        assert_eq!(r.group("senteval").unwrap().len(), 8);
+        assert_eq!(r.group(ALL).unwrap().len(), 30);
+        assert_eq!(r.get("bucc").unwrap().dataset, "bucc2018");
+        assert!(
+            r.tables().iter().any(|t| t == "laser-xnli"),
+            "table specs are registered"
+        );
+    }
+
+    #[test]
+    fn expand_resolves_groups_and_rejects_unknown_names_with_a_suggestion() {
+        let r = Registry::embedded().unwrap();
+        let names = ["xnli", "senteval", "mr"].map(String::from);
+        let got = r.expand(&names).unwrap();
+        assert_eq!(got[0], "xnli");
+        assert_eq!(got.len(), 9, "mr is not repeated");
+        let err = r.expand(&["tatoeb".to_string()]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `tatoeba`"), "{err}");
+    }
+
+    #[test]
+    fn declarations_name_datasets_the_shared_folder_has() {
+        // The lock may still be empty; the shared folder is the ground truth meanwhile.
+        let dir = harness_core::shared_datasets_dir();
+        if !dir.is_dir() {
+            return;
+        }
+        let r = Registry::embedded().unwrap();
+        for n in r.names() {
+            let ds = &r.get(n).unwrap().dataset;
+            assert!(
+                dir.join(ds).is_dir(),
+                "{n}: dataset folder `{ds}` not found"
+            );
+        }
+    }
+}

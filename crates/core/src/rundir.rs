@@ -1,0 +1,314 @@
+//! The run directory (DESIGN.md, "The run directory"): where a run lives, who may use it,
+//! and the two files that say what it is.
+//!
+//! ```text
+//! runs/<name>[-<profile>]-<fingerprint8>/
+//!   recipe.resolved.yaml   the recipe as run (base ⊕ profile ⊕ --set, defaults filled)
+//!   env.json               harness version, git commit, backend, device, threads, datasets digest
+//!   .lock                  the pid of the one process using it
+//!   results/, report/, checkpoints/, train/ ...   written by the layers above
+//! ```
+//! Training, benchmarks and reports use it from above; [`RunDir::record`] is the one writer
+//! of `env.json` and `recipe.resolved.yaml`.
+
+use crate::fsutil::write_atomic;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Why a run directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path, source: std::io::Error) -> RunDirError {
+    RunDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+macro_rules! bail {
+    ($($t:tt)*) => {
+        return Err(RunDirError::Refused(format!($($t)*)))
+    };
+}
+
+/// `env.json`: where and with what a run happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunEnv {
+    /// harness version (Cargo.toml).
+    pub harness_version: String,
+    /// Git commit the binary was built from (`-dirty` with local changes), or `unknown`.
+    pub git_commit: String,
+    /// Recipe name and fingerprint.
+    pub recipe: String,
+    pub recipe_fingerprint: String,
+    /// Profile applied, if any.
+    pub profile: Option<String>,
+    /// `--set` overrides applied after the profile, in order (absent when none). A run with
+    /// overrides is not the recipe's own system in reports.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub overrides: Vec<String>,
+    /// Compute backend and device of training and encoding.
+    pub backend: String,
+    pub device: String,
+    /// Worker threads (rayon).
+    pub threads: usize,
+    /// sha256 of the embedded `datasets.lock`.
+    pub datasets: String,
+    /// Operating system and CPU architecture.
+    pub os: String,
+    /// Start of the run (UTC, RFC 3339).
+    pub started: String,
+}
+
+impl RunEnv {
+    /// The environment of a run starting now on the CPU (training sets `backend` and
+    /// `device`): recipe name, fingerprint, profile, `--set` overrides and the digest of the
+    /// datasets lock come from the layers above.
+    pub fn new(
+        recipe: &str,
+        recipe_fingerprint: &str,
+        profile: Option<String>,
+        overrides: &[String],
+        datasets: String,
+    ) -> Self {
+        RunEnv {
+            harness_version: crate::VERSION.to_string(),
+            git_commit: crate::GIT_COMMIT.to_string(),
+            recipe: recipe.to_string(),
+            recipe_fingerprint: recipe_fingerprint.to_string(),
+            profile,
+            overrides: overrides.to_vec(),
+            backend: "cpu".into(),
+            device: "cpu".into(),
+            threads: rayon_threads(),
+            datasets,
+            os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            started: utc_now(),
+        }
+    }
+}
+
+/// Worker threads of the global pool: `RAYON_NUM_THREADS`, else the machine's cores (what
+/// rayon uses; read here so this crate needs no rayon).
+fn rayon_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The default run directory of a resolved recipe: `<runs_dir>/<name>[-<profile>]-<fp8>`
+/// (`fingerprint8`: the fingerprint's short form).
+pub fn default_dir(
+    runs_dir: &Path,
+    name: &str,
+    profile: Option<&str>,
+    fingerprint8: &str,
+) -> PathBuf {
+    let mut dir = safe_name(name);
+    if let Some(p) = profile {
+        dir.push('-');
+        dir.push_str(&safe_name(p));
+    }
+    runs_dir.join(format!("{dir}-{fingerprint8}"))
+}
+
+/// `s` with anything but letters, digits, `-`, `_` and `.` replaced by `_`.
+pub fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Whether `dir` is a harness run directory: the first files every run writes into it
+/// (`.lock`, `recipe.resolved.yaml`, `env.json`).
+fn is_run_dir(dir: &Path) -> bool {
+    let env_ok = std::fs::read_to_string(dir.join("env.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("harness_version").is_some());
+    let lock_ok =
+        std::fs::read_to_string(dir.join(".lock")).is_ok_and(|t| t.trim().parse::<u32>().is_ok());
+    env_ok || lock_ok || dir.join("recipe.resolved.yaml").is_file()
+}
+
+/// A run directory (`--out DIR` of `run` and `train`) must be new, empty, or a harness run
+/// directory: harness never writes its files among someone else's.
+pub fn claim(dir: &Path) -> Result<(), RunDirError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        if dir.exists() {
+            bail!(
+                "{}: not a directory. Fix: name a new or empty directory with --out",
+                dir.display()
+            );
+        }
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() || is_run_dir(dir) {
+        return Ok(());
+    }
+    names.sort();
+    let more = names.len().saturating_sub(3);
+    names.truncate(3);
+    bail!(
+        "{}: this directory holds files harness did not write ({}{}) and is not a harness run directory; nothing was written. Fix: name a new or empty directory with --out, or leave --out out (runs/<recipe>-<fingerprint8>)",
+        dir.display(),
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// A claimed, locked run directory.
+pub struct RunDir {
+    path: PathBuf,
+    _lock: RunLock,
+}
+
+impl RunDir {
+    /// Claims `path` ([`claim`]), creates it and takes its lock.
+    pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
+        claim(path)?;
+        std::fs::create_dir_all(path).map_err(|e| io(path, e))?;
+        let lock = RunLock::acquire(path)?;
+        Ok(RunDir {
+            path: path.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `recipe.resolved.yaml` and `env.json`: the one writer of both.
+    pub fn record(&self, resolved_yaml: &str, env: &RunEnv) -> Result<(), RunDirError> {
+        let p = self.path.join("recipe.resolved.yaml");
+        write_atomic(&p, resolved_yaml.as_bytes()).map_err(|e| io(&p, e))?;
+        let mut text = serde_json::to_string_pretty(env).unwrap_or_default();
+        text.push('\n');
+        let p = self.path.join("env.json");
+        write_atomic(&p, text.as_bytes()).map_err(|e| io(&p, e))
+    }
+}
+
+/// Exclusive use of a run directory: `<dir>/.lock` created with `create_new`, holding the
+/// owner's pid, removed on drop. A lock whose process is gone (Linux: no `/proc/<pid>`) is
+/// taken over, so a killed run does not block the next one.
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock or explains who holds it.
+    pub fn acquire(dir: &Path) -> Result<RunLock, RunDirError> {
+        let path = dir.join(".lock");
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    writeln!(f, "{}", std::process::id()).map_err(|e| io(&path, e))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                    let pid = owner.trim().parse::<u32>().ok();
+                    let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+                    if alive || !Path::new("/proc/self").exists() {
+                        bail!(
+                            "{}: another harness process (pid {}) is using this run directory. \
+                             Fix: wait for it to finish, or run with --out DIR elsewhere; if no \
+                             such process exists, delete the lock file",
+                            path.display(),
+                            pid.map_or("unknown".into(), |p| p.to_string())
+                        );
+                    }
+                    // Stale: its owner was killed. Remove and retry once.
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => {
+                    return Err(io(&path, e));
+                }
+            }
+        }
+        bail!("{}: could not take the run lock", path.display())
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Current UTC time as RFC 3339 (`2026-11-22T16:20:00Z`), from the system clock.
+pub fn utc_now() -> String {
+    rfc3339(crate::clock::unix_secs(std::time::SystemTime::now()))
+}
+
+fn rfc3339(secs: i64) -> String {
+    let (year, month, day, h, m, sec) = crate::clock::civil(secs);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{sec:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_350_896), "2026-11-22T12:34:56Z");
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_directory_is_refused_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path()).unwrap();
+        let err = RunLock::acquire(dir.path()).err().unwrap().to_string();
+        assert!(
+            err.contains(".lock") && err.contains("another harness process"),
+            "{err}"
+        );
+        drop(first);
+        RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lock_left_by_a_dead_process_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid 0 never names a user process, so no /proc/0 exists.
+        std::fs::write(dir.path().join(".lock"), "0\n").unwrap();
+        RunLock::acquire(dir.path()).unwrap();
+    }
+}

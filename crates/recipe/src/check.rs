@@ -1,0 +1,961 @@
+//! Checking a merged recipe value: the structure (unknown keys, wrong types; every one of
+//! them, via `de::collect`), then the meaning (ranges, required sections, references to
+//! corpora, tasks, heads, datasets, benchmarks and tables). Each problem names the file,
+//! the key path, the line when the text spells the key out, what was expected, and a
+//! "did you mean" for misspelt names.
+
+use super::de::{self, path_string, DeError, Path, Seg};
+use super::load::Sources;
+use super::schema::*;
+use serde_yaml::Value;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::PathBuf;
+
+/// One thing wrong with a recipe.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// The file that holds the offending key (the recipe, or a `base:` file).
+    pub file: PathBuf,
+    /// 1-based line of the key, when the file spells it out.
+    pub line: Option<usize>,
+    /// Dotted key path in the resolved recipe (`model.encoder.layers`, `tasks[1].corpus`).
+    pub key: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+    /// A likely intended name.
+    pub suggestion: Option<String>,
+    /// Where the value came from when not the file itself (`set by --set ...`).
+    pub note: Option<String>,
+}
+
+impl Problem {
+    pub fn new(
+        file: PathBuf,
+        line: Option<usize>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Problem {
+        Problem {
+            file,
+            line,
+            key: key.into(),
+            message: message.into(),
+            suggestion: None,
+            note: None,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(s) = &self.suggestion {
+            write!(f, " (did you mean `{s}`?)")?;
+        }
+        if let Some(n) = &self.note {
+            write!(f, " [{n}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a recipe could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    /// Every problem found, in file order.
+    #[error("{}", render(problems))]
+    Invalid { problems: Vec<Problem> },
+    /// The benchmark registry or dataset lock compiled into the binary is broken.
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn render(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(Problem::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl RecipeError {
+    /// The problems (empty for a setup error).
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            RecipeError::Invalid { problems } => problems,
+            RecipeError::Setup(_) => &[],
+        }
+    }
+}
+
+/// The names a recipe may refer to outside itself.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// Dataset names (`datasets.lock`). Empty: dataset names are not checked.
+    pub datasets: Vec<String>,
+    /// Benchmark names.
+    pub benchmarks: Vec<String>,
+    /// Benchmark group names (`all` included).
+    pub groups: Vec<String>,
+    /// Report table spec names.
+    pub tables: Vec<String>,
+    /// Checks an `evaluate:` entry's overrides against its benchmark (or every member of
+    /// its group): `(key, problem)` pairs, the key a parameter name, `languages`, or empty
+    /// for the entry as a whole. `None`: overrides are not checked.
+    pub check_bench: Option<CheckBench>,
+}
+
+/// See [`Known::check_bench`].
+pub type CheckBench = fn(
+    &str,
+    &std::collections::BTreeMap<String, Value>,
+    Option<&[String]>,
+) -> Vec<(String, String)>;
+
+pub use harness_core::suggest::suggest;
+
+/// Problems found at key paths, before they are attributed to files and lines.
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub items: Vec<(Path, String, Option<String>)>,
+}
+
+impl Findings {
+    fn add(&mut self, path: Path, msg: impl Into<String>) {
+        self.items.push((path, msg.into(), None));
+    }
+
+    fn add_suggest(&mut self, path: Path, msg: impl Into<String>, suggestion: Option<String>) {
+        self.items.push((path, msg.into(), suggestion));
+    }
+
+    /// Attributes every finding to its file and line.
+    pub fn into_problems(self, sources: &Sources) -> Vec<Problem> {
+        self.items
+            .into_iter()
+            .map(|(path, msg, suggestion)| {
+                let (file, line, note) = sources.attribute(&path);
+                Problem {
+                    file,
+                    line,
+                    key: path_string(&path),
+                    message: msg,
+                    suggestion,
+                    note,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Types the merged value. Tasks are typed one by one so a broken task does not hide the
+/// others. Returns the recipe built from what was well-formed, and the pruned paths.
+pub fn structure(value: &Value, out: &mut Findings) -> (Option<Recipe>, Vec<Path>) {
+    let mut v = value.clone();
+    let mut tasks = Vec::new();
+    let mut pruned = Vec::new();
+    let mut tasks_ok = true;
+    if let Some(Value::Sequence(items)) = v.get("tasks") {
+        for (i, item) in items.iter().enumerate() {
+            let prefix = [Seg::Key("tasks".into()), Seg::Index(i)];
+            let c = de::collect::<Task>(item);
+            for e in c.errors {
+                structural(e.under(&prefix), out);
+            }
+            pruned.extend(c.pruned.into_iter().map(|p| [prefix.to_vec(), p].concat()));
+            match c.value {
+                Some(t) => tasks.push(t),
+                None => {
+                    tasks_ok = false;
+                    pruned.push(prefix.to_vec());
+                }
+            }
+        }
+        if let Value::Mapping(m) = &mut v {
+            m.insert("tasks".into(), Value::Sequence(Vec::new()));
+        }
+    }
+    let c = de::collect::<Recipe>(&v);
+    for e in c.errors {
+        structural(e, out);
+    }
+    pruned.extend(c.pruned);
+    let recipe = c.value.map(|mut r| {
+        r.tasks = tasks;
+        r
+    });
+    if !tasks_ok {
+        pruned.push(vec![Seg::Key("tasks".into())]);
+    }
+    // `encodr:` makes `encoder` missing; the did-you-mean on the typo says it all.
+    let typos: Vec<Path> = out
+        .items
+        .iter()
+        .filter(|(_, msg, _)| msg.starts_with("unknown key"))
+        .filter_map(|(path, _, sugg)| {
+            let mut p = path[..path.len().saturating_sub(1)].to_vec();
+            p.push(Seg::Key(sugg.clone()?));
+            Some(p)
+        })
+        .collect();
+    out.items.retain(|(path, msg, _)| {
+        !(msg.starts_with("missing required key") && typos.contains(path))
+    });
+    (recipe, pruned)
+}
+
+/// Turns serde's wording into the recipe's: keys, not fields; plain words for types.
+fn structural(e: DeError, out: &mut Findings) {
+    let msg = e.msg.clone();
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or_default();
+        let mut expected = de::expected_names(&msg);
+        if e.path.len() == 1 && expected.is_empty() {
+            expected = TOP_LEVEL_KEYS.iter().map(|s| s.to_string()).collect();
+        }
+        let cands: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let suggestion = suggest(key, &cands);
+        out.add_suggest(
+            e.path,
+            format!("unknown key `{key}`; expected one of {}", list(&cands)),
+            suggestion,
+        );
+    } else if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        let expected = de::expected_names(&msg);
+        let cands: Vec<&str> = expected.iter().map(String::as_str).collect();
+        out.add_suggest(
+            e.path,
+            format!("unknown value `{name}`; expected one of {}", list(&cands)),
+            suggest(name, &cands),
+        );
+    } else if let Some(f) = de::missing_field(&msg) {
+        let mut path = e.path;
+        path.push(Seg::Key(f.clone()));
+        out.add(path, format!("missing required key `{f}`"));
+    } else {
+        out.add(e.path, plain_types(&msg));
+    }
+}
+
+fn plain_types(msg: &str) -> String {
+    let m = msg
+        .replace("invalid type: ", "wrong type: found ")
+        .replace("invalid value: ", "out of range: ")
+        .replace("integer `", "`")
+        .replace("floating point `", "`");
+    [
+        ("expected u32", "expected a whole number ≥ 0"),
+        ("expected u64", "expected a whole number ≥ 0"),
+        ("expected f64", "expected a number"),
+        ("expected a string", "expected a string"),
+        ("expected a sequence", "expected a list"),
+        ("expected a boolean", "expected true or false"),
+    ]
+    .iter()
+    .fold(m, |m, (a, b)| m.replace(a, b))
+}
+
+fn list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn k(s: &str) -> Seg {
+    Seg::Key(s.to_string())
+}
+
+fn p(segs: &[&str]) -> Path {
+    segs.iter().map(|s| k(s)).collect()
+}
+
+fn with(base: &Path, more: &[Seg]) -> Path {
+    let mut p = base.clone();
+    p.extend_from_slice(more);
+    p
+}
+
+/// Checks of meaning on a typed recipe. `raw` is the merged value (names defined there
+/// count as defined even when their definition was broken, to avoid knock-on errors);
+/// `pruned` lists keys removed after structural errors (their absence is not reported).
+pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, out: &mut Findings) {
+    let was_pruned = |path: &Path| {
+        pruned
+            .iter()
+            .any(|q| q.starts_with(path) || path.starts_with(q))
+    };
+    let defined = |section: &[&str]| -> Vec<String> {
+        let mut v = raw;
+        for s in section {
+            match v.get(*s) {
+                Some(x) => v = x,
+                None => return Vec::new(),
+            }
+        }
+        match v {
+            Value::Mapping(m) => m
+                .keys()
+                .filter_map(|k| k.as_str().map(String::from))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let corpora = defined(&["data", "corpora"]);
+    let heads = defined(&["model", "heads"]);
+    let task_names: Vec<String> = match raw.get("tasks") {
+        Some(Value::Sequence(s)) => s
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let refer =
+        |out: &mut Findings, path: Path, what: &str, name: &str, known: &[String], hint: &str| {
+            if !known.iter().any(|k| k == name) {
+                let cands: Vec<&str> = known.iter().map(String::as_str).collect();
+                let suggestion = suggest(name, &cands);
+                let defined = if cands.is_empty() {
+                    format!(" (none are defined{hint})")
+                } else if cands.len() <= 12 || suggestion.is_none() {
+                    format!(" (defined: {})", list(&cands))
+                } else {
+                    String::new()
+                };
+                out.add_suggest(
+                    path,
+                    format!("`{name}` is not a {what}{defined}"),
+                    suggestion,
+                );
+            }
+        };
+    let mut bench_names: Vec<String> = known.benchmarks.clone();
+    bench_names.extend(known.groups.iter().cloned());
+
+    // name
+    let name_ok = !recipe.name.is_empty()
+        && recipe
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if recipe.name.is_empty() && !was_pruned(&p(&["name"])) {
+        out.add(
+            p(&["name"]),
+            "missing required key `name` (it names the run directory)",
+        );
+    } else if !name_ok && !recipe.name.is_empty() {
+        out.add(
+            p(&["name"]),
+            format!(
+                "`{}`: use letters, digits, `-`, `_`, `.` only (it names the run directory)",
+                recipe.name
+            ),
+        );
+    }
+
+    // data
+    if let Some(tok) = &recipe.data.tokenizer {
+        let base = p(&["data", "tokenizer"]);
+        match (tok.kind, tok.vocab) {
+            (TokenizerKind::Pretrained, Some(_)) => out.add(
+                with(&base, &[k("vocab")]),
+                "a `pretrained` tokenizer has its own vocabulary; remove `vocab`",
+            ),
+            (TokenizerKind::Pretrained, None) => {}
+            (_, None) => out.add(
+                with(&base, &[k("vocab")]),
+                "missing required key `vocab` (vocabulary size, ≥ 1)",
+            ),
+            (_, Some(0)) => out.add(with(&base, &[k("vocab")]), "must be ≥ 1, found 0"),
+            _ => {}
+        }
+        for (i, c) in tok.train_on.iter().enumerate() {
+            refer(
+                out,
+                with(&base, &[k("train_on"), Seg::Index(i)]),
+                "corpus",
+                c,
+                &corpora,
+                " under `data.corpora`",
+            );
+        }
+        for (i, n) in tok.char_ngrams.iter().enumerate() {
+            if *n == 0 {
+                out.add(
+                    with(&base, &[k("char_ngrams"), Seg::Index(i)]),
+                    "n-gram order must be ≥ 1",
+                );
+            }
+        }
+        for (key, v) in [
+            ("hash_buckets", tok.hash_buckets),
+            ("oov_buckets", tok.oov_buckets),
+        ] {
+            if v == Some(0) {
+                out.add(with(&base, &[k(key)]), "must be ≥ 1, found 0");
+            }
+        }
+    }
+    for (name, c) in &recipe.data.corpora {
+        let base = p(&["data", "corpora", name]);
+        if !known.datasets.is_empty() {
+            refer(
+                out,
+                with(&base, &[k("dataset")]),
+                "known dataset",
+                &c.dataset,
+                &known.datasets,
+                "",
+            );
+        }
+        for (i, pair) in c.pairs.iter().enumerate() {
+            let ok = pair
+                .split_once('-')
+                .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty());
+            if !ok {
+                out.add(
+                    with(&base, &[k("pairs"), Seg::Index(i)]),
+                    format!("`{pair}`: expected a language pair spelled like the dataset's folders (`deu-eng`)"),
+                );
+            }
+        }
+        for (i, x) in c.exclude.iter().enumerate() {
+            let mut cands = bench_names.clone();
+            cands.extend(known.datasets.iter().cloned());
+            refer(
+                out,
+                with(&base, &[k("exclude"), Seg::Index(i)]),
+                "benchmark, group or dataset",
+                x,
+                &cands,
+                "",
+            );
+        }
+        if c.max_examples == Some(0) {
+            out.add(with(&base, &[k("max_examples")]), "must be ≥ 1, found 0");
+        }
+    }
+
+    // model
+    match &recipe.model {
+        None if !was_pruned(&p(&["model"])) => out.add(
+            p(&["model"]),
+            "missing required key `model` (with at least `encoder: {kind: ...}`)",
+        ),
+        None => {}
+        Some(m) => model(m, recipe, out),
+    }
+
+    // tasks
+    let mut seen = BTreeSet::new();
+    for (i, t) in recipe.tasks.iter().enumerate() {
+        let base = vec![k("tasks"), Seg::Index(i)];
+        if t.name.is_empty() {
+            out.add(with(&base, &[k("name")]), "must not be empty");
+        } else if !seen.insert(t.name.clone()) {
+            out.add(
+                with(&base, &[k("name")]),
+                format!("task `{}` is defined twice", t.name),
+            );
+        }
+        refer(
+            out,
+            with(&base, &[k("corpus")]),
+            "corpus",
+            &t.corpus,
+            &corpora,
+            " under `data.corpora`",
+        );
+        if !(t.weight > 0.0 && t.weight.is_finite()) {
+            out.add(
+                with(&base, &[k("weight")]),
+                format!("must be > 0, found {}", t.weight),
+            );
+        }
+        if t.batch_size == Some(0) {
+            out.add(with(&base, &[k("batch_size")]), "must be ≥ 1, found 0");
+        }
+        if t.stage == 0 {
+            out.add(with(&base, &[k("stage")]), "stages count from 1");
+        }
+        let par = with(&base, &[k("params")]);
+        let head_ref = |out: &mut Findings, head: &str, kinds: &[&str]| {
+            let hp = with(&par, &[k("head")]);
+            refer(
+                out,
+                hp.clone(),
+                "head",
+                head,
+                &heads,
+                " under `model.heads`",
+            );
+            let actual = recipe
+                .model
+                .as_ref()
+                .and_then(|m| m.heads.get(head))
+                .map(Head::kind);
+            if let Some(actual) = actual {
+                if !kinds.contains(&actual) {
+                    out.add(
+                        hp,
+                        format!(
+                            "objective `{}` needs a head of kind {}, but `{head}` is `{actual}`",
+                            t.objective.name(),
+                            list(kinds)
+                        ),
+                    );
+                }
+            }
+        };
+        let nonneg = |out: &mut Findings, key: &str, v: f64| {
+            if !(v >= 0.0 && v.is_finite()) {
+                out.add(with(&par, &[k(key)]), format!("must be ≥ 0, found {v}"));
+            }
+        };
+        match &t.objective {
+            Objective::Seq2seqCe(o) => {
+                let has_decoder = recipe.model.as_ref().is_some_and(|m| m.decoder.is_some());
+                if !has_decoder && recipe.model.is_some() {
+                    out.add(
+                        with(&base, &[k("objective")]),
+                        "`seq2seq_ce` needs `model.decoder`",
+                    );
+                }
+                if !(0.0..1.0).contains(&o.label_smoothing) {
+                    out.add(
+                        with(&par, &[k("label_smoothing")]),
+                        format!("must be in [0, 1), found {}", o.label_smoothing),
+                    );
+                }
+                if !(0.0..=1.0).contains(&o.autoencode) {
+                    out.add(
+                        with(&par, &[k("autoencode")]),
+                        format!("must be in [0, 1], found {}", o.autoencode),
+                    );
+                }
+                if o.autoencode > 0.0 && o.both_directions {
+                    out.add(
+                        with(&par, &[k("autoencode")]),
+                        "`autoencode` applies to one-direction training: drop it or `both_directions`",
+                    );
+                }
+            }
+            Objective::L2Similarity(o) => {
+                nonneg(out, "alpha", o.alpha);
+                if let Some(j) = &o.joint_with {
+                    refer(
+                        out,
+                        with(&par, &[k("joint_with")]),
+                        "task",
+                        j,
+                        &task_names,
+                        "",
+                    );
+                    if *j == t.name {
+                        out.add(
+                            with(&par, &[k("joint_with")]),
+                            "a task cannot be joint with itself",
+                        );
+                    }
+                }
+            }
+            Objective::TranslationRanking(o) => nonneg(out, "margin", o.margin),
+            Objective::ResponseRanking(o) => {
+                if let Some(h) = &o.head {
+                    head_ref(out, h, &["mlp"]);
+                }
+            }
+            Objective::QuickThought(o) => {
+                if let Some(h) = &o.head {
+                    head_ref(out, h, &["mlp"]);
+                }
+                if o.context == 0 {
+                    out.add(with(&par, &[k("context")]), "must be ≥ 1, found 0");
+                }
+            }
+            Objective::NliClassification(o) => head_ref(out, &o.head, &["mlp"]),
+            Objective::L2Softmax(o) => head_ref(out, &o.head, &["l2_softmax"]),
+            Objective::CenterLoss(o) => {
+                head_ref(out, &o.head, &["centers"]);
+                nonneg(out, "lambda", o.lambda);
+                if !positive(o.center_lr) {
+                    out.add(
+                        with(&par, &[k("center_lr")]),
+                        format!("must be > 0, found {}", o.center_lr),
+                    );
+                }
+            }
+            Objective::AdversarialLanguage(o) => {
+                head_ref(out, &o.head, &["discriminator"]);
+                nonneg(out, "lambda", o.lambda);
+                if !(o.lr > 0.0 && o.lr.is_finite()) {
+                    out.add(
+                        with(&par, &[k("lr")]),
+                        format!("learning rate must be > 0, found {}", o.lr),
+                    );
+                }
+                if o.critic_steps == 0 {
+                    out.add(with(&par, &[k("critic_steps")]), "must be ≥ 1, found 0");
+                }
+            }
+            Objective::AlignmentL2(o) => {
+                nonneg(out, "lambda", o.lambda);
+                if o.pivot.is_empty() {
+                    out.add(with(&par, &[k("pivot")]), "must name a language");
+                }
+            }
+        }
+    }
+
+    // an evaluation recipe, or a training one
+    let trainable_without_tasks = recipe
+        .model
+        .as_ref()
+        .is_some_and(|m| !matches!(m.encoder, Encoder::Pretrained(_) | Encoder::Hashed(_)));
+    if recipe.tasks.is_empty() && trainable_without_tasks && !was_pruned(&p(&["tasks"])) {
+        let kind = recipe.model.as_ref().map_or("", |m| m.encoder.kind());
+        out.add(
+            p(&["tasks"]),
+            format!("no tasks: a `{kind}` encoder must be trained; add `tasks`, or use a `pretrained` or `hashed` encoder for an evaluation-only recipe"),
+        );
+    }
+    if !recipe.tasks.is_empty() || was_pruned(&p(&["tasks"])) {
+        if recipe.optimizer.is_none() && !was_pruned(&p(&["optimizer"])) {
+            out.add(
+                p(&["optimizer"]),
+                "missing required key `optimizer` (a recipe with tasks trains)",
+            );
+        }
+        if recipe.train.is_none() && !was_pruned(&p(&["train"])) {
+            out.add(
+                p(&["train"]),
+                "missing required key `train` (a recipe with tasks trains)",
+            );
+        }
+    }
+    if let Some(o) = &recipe.optimizer {
+        optimizer(o, out);
+    }
+    if let Some(t) = &recipe.train {
+        train(t, recipe, &bench_names, out);
+    }
+
+    // evaluate, report
+    for (i, b) in recipe.evaluate.iter().enumerate() {
+        let at = vec![k("evaluate"), Seg::Index(i)];
+        let known_name = bench_names.contains(&b.name);
+        let name_at = if b.has_overrides() {
+            with(&at, &[k("name")])
+        } else {
+            at.clone()
+        };
+        refer(
+            out,
+            name_at,
+            "benchmark or group",
+            &b.name,
+            &bench_names,
+            "",
+        );
+        if known_name && b.has_overrides() {
+            if let Some(check) = known.check_bench {
+                for (key, msg) in check(&b.name, &b.params, b.languages.as_deref()) {
+                    let path = match key.as_str() {
+                        "" => at.clone(),
+                        "languages" => with(&at, &[k("languages")]),
+                        param => with(&at, &[k("params"), k(param)]),
+                    };
+                    out.add(path, msg);
+                }
+            }
+        }
+    }
+    for (i, t) in recipe.report.iter().enumerate() {
+        refer(
+            out,
+            vec![k("report"), Seg::Index(i)],
+            "report table",
+            t,
+            &known.tables,
+            " in `benchmarks/tables/`",
+        );
+    }
+}
+
+fn model(m: &Model, recipe: &Recipe, out: &mut Findings) {
+    let enc = p(&["model", "encoder"]);
+    let at_least_1 = |out: &mut Findings, path: Path, v: u32, what: &str| {
+        if v == 0 {
+            out.add(path, format!("{what} must be ≥ 1, found 0"));
+        }
+    };
+    let prob = |out: &mut Findings, path: Path, v: f64| {
+        if !(0.0..1.0).contains(&v) {
+            out.add(path, format!("dropout must be in [0, 1), found {v}"));
+        }
+    };
+    let f = |key: &str| with(&enc, &[k(key)]);
+    match &m.encoder {
+        Encoder::Bilstm(e) => {
+            at_least_1(out, f("layers"), e.layers, "layers");
+            at_least_1(out, f("hidden"), e.hidden, "hidden");
+            at_least_1(out, f("embed"), e.embed, "embed");
+            prob(out, f("dropout"), e.dropout);
+            if e.pool == Pool::Cls {
+                out.add(f("pool"), "a BiLSTM pools with `max`, `mean` or `last`");
+            }
+        }
+        Encoder::Lstm(e) => {
+            at_least_1(out, f("layers"), e.layers, "layers");
+            at_least_1(out, f("hidden"), e.hidden, "hidden");
+            at_least_1(out, f("embed"), e.embed, "embed");
+            if e.top_hidden == Some(0) {
+                out.add(f("top_hidden"), "top_hidden must be ≥ 1, found 0");
+            }
+            prob(out, f("dropout"), e.dropout);
+            if e.pool == Pool::Cls {
+                out.add(f("pool"), "an LSTM pools with `max`, `mean` or `last`");
+            }
+        }
+        Encoder::Transformer(e) => {
+            at_least_1(out, f("layers"), e.layers, "layers");
+            at_least_1(out, f("d_model"), e.d_model, "d_model");
+            at_least_1(out, f("d_ff"), e.d_ff, "d_ff");
+            at_least_1(out, f("heads"), e.heads, "heads");
+            at_least_1(out, f("max_len"), e.max_len, "max_len");
+            if e.heads > 0 && e.d_model % e.heads != 0 {
+                out.add(
+                    f("heads"),
+                    format!(
+                        "d_model ({}) must be divisible by heads ({})",
+                        e.d_model, e.heads
+                    ),
+                );
+            }
+            prob(out, f("dropout"), e.dropout);
+        }
+        Encoder::Cbow(e) => at_least_1(out, f("embed"), e.embed, "embed"),
+        Encoder::Hashed(e) => {
+            at_least_1(out, f("buckets"), e.buckets, "buckets");
+            at_least_1(out, f("dim"), e.dim, "dim");
+            if e.word_ngrams.is_empty() && e.char_ngrams.is_empty() {
+                out.add(
+                    enc.clone(),
+                    "a hashed encoder needs `word_ngrams` or `char_ngrams`",
+                );
+            }
+            for (key, v) in [
+                ("word_ngrams", &e.word_ngrams),
+                ("char_ngrams", &e.char_ngrams),
+            ] {
+                for (i, n) in v.iter().enumerate() {
+                    if *n == 0 {
+                        out.add(
+                            with(&enc, &[k(key), Seg::Index(i)]),
+                            "n-gram order must be ≥ 1",
+                        );
+                    }
+                }
+            }
+        }
+        Encoder::Pretrained(e) => {
+            let path_like =
+                e.name.contains('/') || e.name.starts_with('.') || e.name.contains('\\');
+            if !path_like && !PRETRAINED_NAMES.contains(&e.name.as_str()) {
+                out.add_suggest(
+                    f("name"),
+                    format!(
+                        "unknown pretrained encoder `{}`; expected one of {} or a path (containing `/`)",
+                        e.name,
+                        list(PRETRAINED_NAMES)
+                    ),
+                    suggest(&e.name, PRETRAINED_NAMES),
+                );
+            }
+        }
+    }
+    if let Some(Decoder::Lstm(d)) = &m.decoder {
+        let dp = |key: &str| p(&["model", "decoder", key]);
+        at_least_1(out, dp("layers"), d.layers, "layers");
+        at_least_1(out, dp("hidden"), d.hidden, "hidden");
+        at_least_1(out, dp("embed"), d.embed, "embed");
+        if d.targets.is_empty() {
+            out.add(
+                dp("targets"),
+                "list the languages the decoder translates into (`targets: [en, es]`)",
+            );
+        }
+        let used = recipe
+            .tasks
+            .iter()
+            .any(|t| matches!(t.objective, Objective::Seq2seqCe(_)));
+        if !used && !recipe.tasks.is_empty() {
+            out.add(
+                p(&["model", "decoder"]),
+                "no task uses the decoder (objective `seq2seq_ce`)",
+            );
+        }
+    }
+    for (name, h) in &m.heads {
+        let hp = |key: &str| p(&["model", "heads", name, key]);
+        match h {
+            Head::Mlp(h) => {
+                for (i, n) in h.hidden.iter().enumerate() {
+                    if *n == 0 {
+                        out.add(
+                            with(&hp("hidden"), &[Seg::Index(i)]),
+                            "layer size must be ≥ 1",
+                        );
+                    }
+                }
+                classes(out, hp("classes"), h.classes);
+                prob(out, hp("dropout"), h.dropout);
+            }
+            Head::L2Softmax(h) => {
+                if !(h.alpha > 0.0 && h.alpha.is_finite()) {
+                    out.add(hp("alpha"), format!("must be > 0, found {}", h.alpha));
+                }
+                classes(out, hp("classes"), h.classes);
+            }
+            Head::Centers(h) => classes(out, hp("classes"), h.classes),
+            Head::Discriminator(h) => {
+                if !positive(h.clip) {
+                    out.add(hp("clip"), format!("must be > 0, found {}", h.clip));
+                }
+                prob(out, hp("dropout"), h.dropout);
+            }
+        }
+    }
+}
+
+/// > 0 and finite (false for NaN).
+fn positive(v: f64) -> bool {
+    v > 0.0 && v.is_finite()
+}
+
+/// ≥ 0 and finite (false for NaN).
+fn non_negative(v: f64) -> bool {
+    v >= 0.0 && v.is_finite()
+}
+
+fn classes(out: &mut Findings, path: Path, classes: Option<u32>) {
+    if let Some(c) = classes.filter(|c| *c < 2) {
+        out.add(path, format!("must be ≥ 2, found {c}"));
+    }
+}
+
+fn optimizer(o: &Optimizer, out: &mut Findings) {
+    let f = |key: &str| p(&["optimizer", key]);
+    if !(o.lr > 0.0 && o.lr.is_finite()) {
+        out.add(
+            f("lr"),
+            format!("learning rate must be > 0, found {}", o.lr),
+        );
+    }
+    for (i, b) in o.betas.iter().enumerate() {
+        if !(0.0..1.0).contains(b) {
+            out.add(
+                with(&f("betas"), &[Seg::Index(i)]),
+                format!("must be in [0, 1), found {b}"),
+            );
+        }
+    }
+    if !positive(o.eps) {
+        out.add(f("eps"), format!("must be > 0, found {}", o.eps));
+    }
+    if !non_negative(o.weight_decay) {
+        out.add(
+            f("weight_decay"),
+            format!("must be ≥ 0, found {}", o.weight_decay),
+        );
+    }
+    if let Some(c) = o.grad_clip {
+        if !positive(c) {
+            out.add(f("grad_clip"), format!("must be > 0, found {c}"));
+        }
+    }
+    if !(0.0..1.0).contains(&o.dropout) {
+        out.add(
+            f("dropout"),
+            format!("dropout must be in [0, 1), found {}", o.dropout),
+        );
+    }
+    if !positive(o.embedding_grad_scale) {
+        out.add(
+            f("embedding_grad_scale"),
+            format!("must be > 0, found {}", o.embedding_grad_scale),
+        );
+    }
+    match (o.schedule.kind, o.schedule.decay) {
+        (ScheduleKind::Exponential, None) => out.add(
+            p(&["optimizer", "schedule", "decay"]),
+            "an `exponential` schedule needs `decay` (factor per epoch, in (0, 1])",
+        ),
+        (_, Some(d)) if !(d > 0.0 && d <= 1.0) => out.add(
+            p(&["optimizer", "schedule", "decay"]),
+            format!("must be in (0, 1], found {d}"),
+        ),
+        _ => {}
+    }
+}
+
+fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings) {
+    let f = |key: &str| p(&["train", key]);
+    match (t.steps, t.epochs) {
+        (Some(_), Some(_)) => out.add(f("epochs"), "give `steps` or `epochs`, not both"),
+        (None, None) => out.add(
+            p(&["train"]),
+            "give the training length: `steps` or `epochs`",
+        ),
+        // `steps: 0` is allowed: the initialised model is checkpointed and evaluated as it
+        // is (the untrained baseline of the same architecture).
+        (_, Some(0)) => out.add(f("epochs"), "must be ≥ 1, found 0"),
+        _ => {}
+    }
+    if t.batch_tokens.is_some() && t.batch_size.is_some() {
+        out.add(
+            f("batch_size"),
+            "give `batch_tokens` or `batch_size`, not both",
+        );
+    }
+    let every_task_sized =
+        !recipe.tasks.is_empty() && recipe.tasks.iter().all(|t| t.batch_size.is_some());
+    if t.batch_tokens.is_none() && t.batch_size.is_none() && !every_task_sized {
+        out.add(
+            p(&["train"]),
+            "give the batch: `batch_tokens` or `batch_size` (or `batch_size` on every task)",
+        );
+    }
+    for (key, v) in [
+        ("batch_tokens", t.batch_tokens.map(u64::from)),
+        ("batch_size", t.batch_size.map(u64::from)),
+        ("eval_every", t.eval_every),
+        ("checkpoint_every", t.checkpoint_every),
+        ("max_len", Some(u64::from(t.max_len))),
+    ] {
+        if v == Some(0) {
+            out.add(f(key), "must be ≥ 1, found 0");
+        }
+    }
+    if let Some(m) = &t.best_metric {
+        let bench = m.split('.').next().unwrap_or_default();
+        if !bench_names.iter().any(|b| b == bench) {
+            let cands: Vec<&str> = bench_names.iter().map(String::as_str).collect();
+            out.add_suggest(
+                f("best_metric"),
+                format!("`{m}`: expected `<benchmark>` or `<benchmark>.<metric>`, and `{bench}` is not a benchmark"),
+                suggest(bench, &cands),
+            );
+        }
+    }
+}

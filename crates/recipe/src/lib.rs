@@ -1,0 +1,232 @@
+//! harness-recipe: the recipe language. Serde schema, loading (base inheritance, profiles,
+//! `--set`), validation with did-you-mean, and the fingerprint of a resolved recipe. The
+//! names a recipe may refer to outside itself (datasets, benchmarks, tables) are handed in
+//! as [`Known`] by the layers that own them. Uses: harness-core.
+//!
+//! ```text
+//! file ─ read_chain ─▶ base ⊕ recipe ─ profile, --set ─▶ merged value
+//!      ─ check::structure ─▶ Recipe ─ check::semantics ─▶ Resolved { recipe, fingerprint }
+//! ```
+//! Every stage adds to one list of problems; a recipe is valid only when it is empty.
+
+pub mod check;
+pub mod de;
+pub mod fingerprint;
+pub mod load;
+pub mod schema;
+
+pub use check::{Known, Problem, RecipeError};
+pub use fingerprint::Fingerprint;
+pub use schema::Recipe;
+
+use de::Seg;
+use load::{Override, Sources};
+use serde_yaml::Value;
+use std::path::{Path, PathBuf};
+
+/// How to resolve a recipe beyond its files.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Profile to apply (`--profile`).
+    pub profile: Option<String>,
+    /// `key.path=value` overrides, applied in order after the profile (`--set`).
+    pub sets: Vec<String>,
+}
+
+/// A valid recipe, fully resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The recipe file it was loaded from.
+    pub path: PathBuf,
+    /// The profile applied, if any.
+    pub profile: Option<String>,
+    /// Profiles the recipe defines (after inheritance), sorted.
+    pub profiles: Vec<String>,
+    /// Defaults filled; `base` and `profiles` are empty (already applied).
+    pub recipe: Recipe,
+    pub fingerprint: Fingerprint,
+}
+
+impl Resolved {
+    /// The resolved recipe as YAML (defaults filled, profiles applied and left out).
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(&self.recipe).unwrap_or_default()
+    }
+}
+
+/// Loads, resolves and checks a recipe against `known` names. On failure the error holds
+/// every problem found, each with its file, key path and (where the text has it) line.
+pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, RecipeError> {
+    let invalid = |problems| RecipeError::Invalid { problems };
+    let (mut merged, layers) = load::read_chain(path).map_err(invalid)?;
+    let mut sources = Sources {
+        layers,
+        profile: None,
+        sets: Vec::new(),
+    };
+    let mut problems = Vec::new();
+    let profiles: Vec<String> = match merged.get("profiles") {
+        Some(Value::Mapping(m)) => m
+            .keys()
+            .filter_map(|k| k.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    if let Some(name) = &opts.profile {
+        match merged
+            .get("profiles")
+            .and_then(|p| p.get(name.as_str()))
+            .cloned()
+        {
+            None => {
+                let cands: Vec<&str> = profiles.iter().map(String::as_str).collect();
+                let defined = if cands.is_empty() {
+                    "the recipe defines no profiles".to_string()
+                } else {
+                    format!("defined: {}", cands.join(", "))
+                };
+                problems.push(Problem {
+                    suggestion: check::suggest(name, &cands),
+                    note: Some(format!("from `--profile {name}`")),
+                    ..Problem::new(
+                        path.into(),
+                        None,
+                        "profiles",
+                        format!("unknown profile `{name}` ({defined})"),
+                    )
+                });
+            }
+            Some(Value::Mapping(m)) => {
+                let mut applied = Vec::new();
+                for (k, v) in m {
+                    let Some(key) = k.as_str().map(String::from) else {
+                        continue; // a structural error reported by `check`
+                    };
+                    match load::apply(&mut merged, &key, v.clone()) {
+                        Ok(p) => applied.push(Override {
+                            raw: format!("{key}: ..."),
+                            key,
+                            value: v,
+                            applied: Some(p),
+                        }),
+                        Err(e) => {
+                            let at = [
+                                Seg::Key("profiles".into()),
+                                Seg::Key(name.clone()),
+                                Seg::Key(key.clone()),
+                            ];
+                            let (file, line, _) = sources.attribute(&at);
+                            problems.push(Problem::new(file, line, de::path_string(&at), e));
+                        }
+                    }
+                }
+                sources.profile = Some((name.clone(), applied));
+            }
+            Some(_) => {} // not a mapping: reported by `check` as a wrong type
+        }
+    }
+
+    for raw in &opts.sets {
+        match load::parse_set(raw).and_then(|mut o| {
+            let p = load::apply(&mut merged, &o.key, o.value.clone())?;
+            o.applied = Some(p);
+            Ok(o)
+        }) {
+            Ok(o) => sources.sets.push(o),
+            Err(e) => problems.push(Problem {
+                note: Some(format!("from `--set {raw}`")),
+                ..Problem::new(path.into(), None, "", e)
+            }),
+        }
+    }
+
+    let mut findings = check::Findings::default();
+    let (recipe, pruned) = check::structure(&merged, &mut findings);
+    if let Some(r) = &recipe {
+        check::semantics(r, &merged, &pruned, known, &mut findings);
+    }
+    problems.extend(findings.into_problems(&sources));
+    // File order, then line order; problems without a line keep their place at the end.
+    let order: Vec<PathBuf> = sources.layers.iter().map(|l| l.path.clone()).collect();
+    problems.sort_by_key(|p| {
+        (
+            order
+                .iter()
+                .position(|f| *f == p.file)
+                .unwrap_or(usize::MAX),
+            p.line.unwrap_or(usize::MAX),
+        )
+    });
+    problems.dedup();
+
+    match recipe {
+        Some(mut recipe) if problems.is_empty() => {
+            recipe.base = None;
+            recipe.profiles.clear();
+            Ok(Resolved {
+                path: path.to_path_buf(),
+                profile: opts.profile.clone(),
+                profiles,
+                fingerprint: fingerprint::fingerprint(&recipe),
+                recipe,
+            })
+        }
+        _ => Err(invalid(problems)),
+    }
+}
+
+/// The profile names a recipe (and its bases) define; empty when it cannot be read.
+pub fn profile_names(path: &Path) -> Vec<String> {
+    match load::read_chain(path) {
+        Ok((merged, _)) => match merged.get("profiles") {
+            Some(Value::Mapping(m)) => m
+                .keys()
+                .filter_map(|k| k.as_str().map(String::from))
+                .collect(),
+            _ => Vec::new(),
+        },
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Checks one recipe as `harness validate` does: as given, and, when no `--profile` is
+/// chosen, with each of its profiles too (problems a profile adds are marked with it).
+pub fn validate(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, Vec<Problem>> {
+    let main = load_with(path, opts, known);
+    let mut problems: Vec<Problem> = match &main {
+        Ok(_) => Vec::new(),
+        Err(e) => e.problems().to_vec(),
+    };
+    if let Err(RecipeError::Setup(msg)) = &main {
+        problems.push(Problem::new(path.into(), None, "", msg.clone()));
+    }
+    if opts.profile.is_none() {
+        for name in profile_names(path) {
+            let with_profile = LoadOptions {
+                profile: Some(name.clone()),
+                sets: opts.sets.clone(),
+            };
+            if let Err(e) = load_with(path, &with_profile, known) {
+                for mut p in e.problems().iter().cloned() {
+                    let already = problems
+                        .iter()
+                        .any(|q| q.key == p.key && q.message == p.message);
+                    if !already {
+                        let tag = format!("with profile `{name}`");
+                        p.note = Some(match p.note {
+                            Some(n) if n.contains(&format!("`{name}`")) => n,
+                            Some(n) => format!("{n}, {tag}"),
+                            None => tag,
+                        });
+                        problems.push(p);
+                    }
+                }
+            }
+        }
+    }
+    match main {
+        Ok(r) if problems.is_empty() => Ok(r),
+        _ => Err(problems),
+    }
+}

@@ -1,0 +1,561 @@
+//! Resolving a recipe at the YAML-value level: `base:` files (relative to the file that
+//! names them), then the recipe, then one profile's `dotted.key: value` overrides, then
+//! `--set key=value` overrides. Mappings merge key by key; anything else (lists included)
+//! replaces. Only the merged value is typed (`check.rs`), so every layer can override any
+//! key, and an error can still be traced back to the file and line that set it
+//! ([`Sources::attribute`]).
+
+use super::check::Problem;
+use super::de::{path_string, Path, Seg};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_yaml::{Mapping, Value};
+use std::fmt;
+use std::path::{Path as FsPath, PathBuf};
+
+/// One YAML file of the chain, recipe first, then its base, its base's base...
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// One `--set key=value` (or profile entry), with where it landed.
+#[derive(Debug, Clone)]
+pub struct Override {
+    /// As written: `train.steps=100`, or the profile key.
+    pub raw: String,
+    /// The dotted key as written.
+    pub key: String,
+    pub value: Value,
+    /// The concrete path it was applied at (sequence items by index), once applied.
+    pub applied: Option<Path>,
+}
+
+/// Everything a resolved value came from.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub layers: Vec<Layer>,
+    /// The selected profile and its overrides.
+    pub profile: Option<(String, Vec<Override>)>,
+    pub sets: Vec<Override>,
+}
+
+/// Reads `path` and its `base:` chain and merges them (base first). Problems name the file.
+pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
+    let mut layers = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut values = Vec::new();
+    let mut next = Some((path.to_path_buf(), None::<(PathBuf, Option<usize>)>));
+    while let Some((p, named_by)) = next.take() {
+        let canon = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        if seen.contains(&canon) {
+            let (file, line) = named_by.unwrap_or((p.clone(), None));
+            return Err(vec![Problem::new(
+                file,
+                line,
+                "base",
+                format!("`base:` chain loops back to {}", p.display()),
+            )]);
+        }
+        seen.push(canon);
+        let text = match std::fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) => {
+                let (file, line, key) = match named_by {
+                    Some((f, l)) => (f, l, "base"),
+                    None => (p.clone(), None, ""),
+                };
+                return Err(vec![Problem::new(
+                    file,
+                    line,
+                    key,
+                    format!("cannot read {}: {e}", p.display()),
+                )]);
+            }
+        };
+        let mut value: Value = match serde_yaml::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                let line = e.location().map(|l| l.line());
+                return Err(vec![Problem::new(
+                    p.clone(),
+                    line,
+                    "",
+                    format!("not valid YAML: {e}"),
+                )]);
+            }
+        };
+        if value.is_null() {
+            value = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(map) = &mut value else {
+            return Err(vec![Problem::new(
+                p.clone(),
+                Some(1),
+                "",
+                "a recipe must be a YAML mapping (`name: ...`, `model: ...`)",
+            )]);
+        };
+        match map.shift_remove("base") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(b)) => {
+                let line = locate(&text, &[Seg::Key("base".into())]);
+                let dir = harness_core::fsutil::parent_dir(&p);
+                next = Some((dir.join(b), Some((p.clone(), line))));
+            }
+            Some(_) => {
+                return Err(vec![Problem::new(
+                    p.clone(),
+                    locate(&text, &[Seg::Key("base".into())]),
+                    "base",
+                    "expected a path (string) to the recipe this one inherits from",
+                )])
+            }
+        }
+        layers.push(Layer { path: p, text });
+        values.push(value);
+    }
+    let mut merged = Value::Mapping(Mapping::new());
+    for v in values.into_iter().rev() {
+        merge(&mut merged, v);
+    }
+    Ok((merged, layers))
+}
+
+/// `over` on top of `base`: mappings merge key by key, everything else replaces. A
+/// mapping whose `kind` differs from the one it lands on replaces it whole: a `cbow`
+/// encoder keeps nothing of the `bilstm` it overrides.
+pub fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Mapping(b), Value::Mapping(o)) if !matches!((b.get("kind"), o.get("kind")), (Some(x), Some(y)) if x != y) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// Parses `key.path=value`; the value is read as YAML (`3`, `1e-4`, `[a, b]`, `true`),
+/// and kept as a string when it is not valid YAML.
+pub fn parse_set(raw: &str) -> Result<Override, String> {
+    let Some((key, val)) = raw.split_once('=') else {
+        return Err(format!(
+            "`--set {raw}`: expected KEY=VALUE, for example `--set train.steps=100`"
+        ));
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("`--set {raw}`: the key is empty"));
+    }
+    let value = serde_yaml::from_str::<Value>(val).unwrap_or_else(|_| Value::String(val.into()));
+    Ok(Override {
+        raw: raw.to_string(),
+        key: key.to_string(),
+        value,
+        applied: None,
+    })
+}
+
+/// Splits `tasks[0].weight` / `tasks.0.weight` / `tasks.translate.weight` into segments.
+fn split_key(key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in key.split('.') {
+        let mut rest = part;
+        while let Some(open) = rest.find('[') {
+            if open > 0 {
+                out.push(rest[..open].to_string());
+            }
+            let close = rest[open..].find(']').map_or(rest.len(), |c| open + c);
+            out.push(rest[open + 1..close].to_string());
+            rest = rest.get(close + 1..).unwrap_or("");
+        }
+        if !rest.is_empty() {
+            out.push(rest.to_string());
+        }
+    }
+    out
+}
+
+/// Applies one override to `root`; returns the concrete path. In a list, a segment is an
+/// index or the `name` of an item (`tasks.translate.weight`).
+pub fn apply(root: &mut Value, key: &str, value: Value) -> Result<Path, String> {
+    let segs = split_key(key);
+    if segs.is_empty() {
+        return Err("empty key".into());
+    }
+    let mut path = Vec::new();
+    let mut cur = root;
+    for (i, seg) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        if cur.is_null() {
+            *cur = Value::Mapping(Mapping::new());
+        }
+        cur = match cur {
+            Value::Mapping(m) => {
+                path.push(Seg::Key(seg.clone()));
+                if !m.contains_key(seg.as_str()) {
+                    m.insert(Value::String(seg.clone()), Value::Null);
+                }
+                m.get_mut(seg.as_str()).expect("inserted above")
+            }
+            Value::Sequence(s) => {
+                let named = |item: &Value| {
+                    item.get("name")
+                        .and_then(Value::as_str)
+                        .or_else(|| item.as_str())
+                        .map(str::to_string)
+                };
+                let idx = match seg.parse::<usize>() {
+                    Ok(n) => n,
+                    Err(_) => s
+                        .iter()
+                        .position(|item| named(item).as_deref() == Some(seg))
+                        .ok_or_else(|| {
+                            let names: Vec<String> = s.iter().filter_map(named).collect();
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            format!(
+                                "`{}` is a list with no item named `{seg}`{}",
+                                path_string(&path),
+                                harness_core::suggest::did_you_mean(seg, &names)
+                            )
+                        })?,
+                };
+                let len = s.len();
+                // A bare name (`evaluate: [xnli]`) becomes `{name: xnli}` when a key is set
+                // under it (`evaluate.xnli.params.epochs`).
+                if !last {
+                    if let Some(Value::String(name)) = s.get(idx) {
+                        let mut m = Mapping::new();
+                        m.insert(Value::String("name".into()), Value::String(name.clone()));
+                        s[idx] = Value::Mapping(m);
+                    }
+                }
+                path.push(Seg::Index(idx));
+                s.get_mut(idx).ok_or_else(|| {
+                    format!(
+                        "`{}` is out of range: the list has {len} items",
+                        path_string(&path)
+                    )
+                })?
+            }
+            other => {
+                return Err(format!(
+                    "cannot set `{key}`: `{}` is {}, not a mapping",
+                    path_string(&path),
+                    super::de::describe(other)
+                ))
+            }
+        };
+        if last {
+            merge(cur, value);
+            return Ok(path);
+        }
+    }
+    unreachable!("the loop returns on its last segment")
+}
+
+impl Sources {
+    /// The file and line an error at `path` (in the resolved value) comes from, and a note
+    /// when an override set it.
+    pub fn attribute(&self, path: &[Seg]) -> (PathBuf, Option<usize>, Option<String>) {
+        let recipe = self
+            .layers
+            .first()
+            .map_or_else(PathBuf::new, |l| l.path.clone());
+        let touches = |applied: &Option<Path>| {
+            applied
+                .as_ref()
+                .is_some_and(|a| path.starts_with(a) || a.starts_with(path) && !path.is_empty())
+        };
+        for s in self.sets.iter().rev() {
+            if touches(&s.applied) {
+                return (recipe, None, Some(format!("set by `--set {}`", s.raw)));
+            }
+        }
+        if let Some((name, overrides)) = &self.profile {
+            for o in overrides.iter().rev() {
+                if let Some(a) = o.applied.as_ref().filter(|_| touches(&o.applied)) {
+                    let mut p = vec![
+                        Seg::Key("profiles".into()),
+                        Seg::Key(name.clone()),
+                        Seg::Key(o.key.clone()),
+                    ];
+                    p.extend(path.iter().skip(a.len()).cloned());
+                    for layer in &self.layers {
+                        // The deepest part of the path the file spells out.
+                        for n in (3..=p.len()).rev() {
+                            if let Some(line) = locate(&layer.text, &p[..n]) {
+                                return (
+                                    layer.path.clone(),
+                                    Some(line),
+                                    Some(format!("set by profile `{name}`")),
+                                );
+                            }
+                        }
+                    }
+                    return (recipe, None, Some(format!("set by profile `{name}`")));
+                }
+            }
+        }
+        for layer in &self.layers {
+            if let Some(line) = locate(&layer.text, path) {
+                return (layer.path.clone(), Some(line), None);
+            }
+        }
+        // Not spelled out anywhere (a default, or a missing key): point at its parent.
+        for n in (1..path.len()).rev() {
+            for layer in &self.layers {
+                if let Some(line) = locate(&layer.text, &path[..n]) {
+                    return (layer.path.clone(), Some(line), None);
+                }
+            }
+        }
+        (recipe, None, None)
+    }
+}
+
+/// The 1-based line of the key at `path` in YAML `text` (of the item, for an index), if
+/// the text spells it out. serde_yaml attaches the position of the event being read to an
+/// error raised while reading it; this raises one at exactly that key and reads it back.
+pub fn locate(text: &str, path: &[Seg]) -> Option<usize> {
+    if path.is_empty() {
+        return None;
+    }
+    let de = serde_yaml::Deserializer::from_str(text);
+    match Find(path).deserialize(de) {
+        Ok(()) => None,
+        Err(e) if e.to_string().contains(FOUND) => e.location().map(|l| l.line()),
+        Err(_) => None,
+    }
+}
+
+const FOUND: &str = "\u{0}harness-located\u{0}";
+
+struct Find<'a>(&'a [Seg]);
+
+impl<'de> DeserializeSeed<'de> for Find<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Find<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("anything")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let want = match self.0.first() {
+            Some(Seg::Key(k)) => Some(k.as_str()),
+            Some(Seg::Index(_)) => None,
+            None => return Err(de::Error::custom(FOUND)),
+        };
+        let last = self.0.len() == 1;
+        while let Some(hit) = map.next_key_seed(KeySeed { want, last })? {
+            if hit {
+                map.next_value_seed(Find(&self.0[1..]))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let want = match self.0.first() {
+            Some(Seg::Index(i)) => Some(*i),
+            Some(Seg::Key(_)) => None,
+            None => return Err(de::Error::custom(FOUND)),
+        };
+        let mut i = 0;
+        loop {
+            let found = if Some(i) == want {
+                seq.next_element_seed(Find(&self.0[1..]))?
+            } else {
+                seq.next_element::<IgnoredAny>()?.map(|_| ())
+            };
+            if found.is_none() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.scalar()
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.scalar()
+    }
+}
+
+impl Find<'_> {
+    /// A scalar: found if the path ends here (a list item), otherwise not in this text.
+    fn scalar<E: de::Error>(&self) -> Result<(), E> {
+        if self.0.is_empty() {
+            Err(E::custom(FOUND))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Reads a mapping key; raises FOUND on the wanted key when it ends the path (so the
+/// position is the key's), else says whether it is the wanted one.
+struct KeySeed<'a> {
+    want: Option<&'a str>,
+    last: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        let hit = self.want == Some(v);
+        if hit && self.last {
+            return Err(E::custom(FOUND));
+        }
+        Ok(hit)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "name: x\nmodel:\n  encoder: {kind: bilstm,\n    layers: 0}\n  heads:\n    nli:\n      kind: mlp\ntasks:\n  - name: a\n  - {name: b, corpus: c}\nprofiles:\n  paper: {model.encoder.layers: 5}\n";
+
+    fn k(s: &str) -> Seg {
+        Seg::Key(s.into())
+    }
+
+    #[test]
+    fn locate_finds_keys_in_block_and_flow_style() {
+        assert_eq!(locate(TEXT, &[k("name")]), Some(1));
+        assert_eq!(locate(TEXT, &[k("model"), k("encoder")]), Some(3));
+        assert_eq!(
+            locate(TEXT, &[k("model"), k("encoder"), k("layers")]),
+            Some(4)
+        );
+        assert_eq!(
+            locate(TEXT, &[k("model"), k("heads"), k("nli"), k("kind")]),
+            Some(7)
+        );
+        assert_eq!(
+            locate(TEXT, &[k("tasks"), Seg::Index(1), k("corpus")]),
+            Some(10)
+        );
+        assert_eq!(locate(TEXT, &[k("tasks"), Seg::Index(0)]), Some(9));
+        assert_eq!(
+            locate(
+                TEXT,
+                &[k("profiles"), k("paper"), k("model.encoder.layers")]
+            ),
+            Some(12)
+        );
+        assert_eq!(locate(TEXT, &[k("model"), k("decoder")]), None);
+        assert_eq!(locate(TEXT, &[k("tasks"), Seg::Index(5)]), None);
+    }
+
+    #[test]
+    fn set_parses_yaml_values_and_addresses_list_items_by_name() {
+        let mut v: Value = serde_yaml::from_str(TEXT).unwrap();
+        let o = parse_set("tasks.b.weight=0.5").unwrap();
+        let p = apply(&mut v, &o.key, o.value).unwrap();
+        assert_eq!(path_string(&p), "tasks[1].weight");
+        assert_eq!(v["tasks"][1]["weight"], Value::from(0.5));
+        let mut root: Value = serde_yaml::from_str("evaluate: [tatoeba, xnli]").unwrap();
+        apply(&mut root, "evaluate.xnli.params.epochs", Value::from(5)).unwrap();
+        assert_eq!(root["evaluate"][0], Value::from("tatoeba"));
+        assert_eq!(root["evaluate"][1]["name"], Value::from("xnli"));
+        assert_eq!(root["evaluate"][1]["params"]["epochs"], Value::from(5));
+        let o = parse_set("evaluate=[xnli, bucc]").unwrap();
+        apply(&mut v, &o.key, o.value).unwrap();
+        assert_eq!(v["evaluate"][1], Value::from("bucc"));
+        let o = parse_set("tasks[0].corpus=c").unwrap();
+        apply(&mut v, &o.key, o.value).unwrap();
+        assert_eq!(v["tasks"][0]["corpus"], Value::from("c"));
+        assert!(apply(&mut v, "name.x", Value::from(1)).is_err());
+        let err = apply(&mut v, "tasks.c.weight", Value::from(1)).unwrap_err();
+        assert!(err.contains("no item named `c`"), "{err}");
+        assert!(parse_set("novalue").is_err());
+    }
+
+    #[test]
+    fn merge_is_deep_for_mappings_and_replaces_lists() {
+        let mut a: Value = serde_yaml::from_str("a: {b: 1, c: 2}\nl: [1, 2]").unwrap();
+        merge(
+            &mut a,
+            serde_yaml::from_str("a: {c: 3, d: 4}\nl: [9]").unwrap(),
+        );
+        let want: Value = serde_yaml::from_str("a: {b: 1, c: 3, d: 4}\nl: [9]").unwrap();
+        assert_eq!(a, want);
+        let mut e: Value = serde_yaml::from_str("{kind: bilstm, layers: 2}").unwrap();
+        merge(
+            &mut e,
+            serde_yaml::from_str("{kind: cbow, embed: 3}").unwrap(),
+        );
+        assert_eq!(
+            e,
+            serde_yaml::from_str::<Value>("{kind: cbow, embed: 3}").unwrap()
+        );
+    }
+}

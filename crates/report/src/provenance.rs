@@ -1,0 +1,156 @@
+//! What every report states about where its numbers come from: the harness build that
+//! rendered it (version, git commit, datasets.lock digest), and per system the inputs,
+//! how the system was identified, recipe and encoder fingerprints, the datasets.lock
+//! digest each result was measured against, backend and device (from `env.json`), dates
+//! and wall times.
+
+use super::runs::{utc, Inputs};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+/// The git commit this binary was built from (`build.rs`), `unknown` outside a checkout.
+pub const GIT_COMMIT: &str = harness_core::GIT_COMMIT;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Provenance {
+    pub harness_version: String,
+    pub git_commit: String,
+    pub rendered_at: String,
+    /// sha256 of the datasets.lock compiled into this binary.
+    pub datasets_lock: String,
+    pub systems: Vec<SystemProvenance>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemProvenance {
+    pub id: String,
+    pub inputs: Vec<String>,
+    pub identified_by: Vec<String>,
+    pub recipe_fingerprints: Vec<String>,
+    /// `name fingerprint (dim d)` of each encoder in the results.
+    pub encoders: Vec<String>,
+    /// datasets.lock digests of the results, each marked against this build's.
+    pub datasets: Vec<String>,
+    pub harness_versions: Vec<String>,
+    pub backend: String,
+    pub device: String,
+    /// Other scalar entries of env.json.
+    pub env: Vec<(String, String)>,
+    pub benchmarks: usize,
+    pub failed: Vec<String>,
+    /// Sum of the benchmarks' wall times, and env.json's wall time when recorded.
+    pub wall_time: String,
+    /// Modification time of the newest result file.
+    pub measured_at: String,
+}
+
+/// Provenance of a report over `inputs`.
+pub fn collect(inputs: &Inputs) -> Provenance {
+    let lock = harness_data::lock::Lock::embedded_digest();
+    let systems = inputs
+        .systems
+        .values()
+        .map(|s| {
+            let results = s.results.values();
+            let set = |f: &dyn Fn(&super::runs::ResultFile) -> String| -> Vec<String> {
+                s.results
+                    .values()
+                    .map(f)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect()
+            };
+            let encoders = set(&|r| {
+                format!(
+                    "{} {} (dim {})",
+                    r.result.encoder.name, r.result.encoder.fingerprint, r.result.encoder.dim
+                )
+            });
+            let datasets = set(&|r| {
+                if r.result.datasets == lock {
+                    format!("{} (same as this build)", short(&r.result.datasets))
+                } else {
+                    format!(
+                        "{} (differs from this build's {})",
+                        short(&r.result.datasets),
+                        short(&lock)
+                    )
+                }
+            });
+            let harness_versions = set(&|r| r.result.harness_version.clone());
+            let seconds: f64 = results.clone().map(|r| r.result.seconds).sum();
+            let newest: Option<SystemTime> = results.clone().filter_map(|r| r.modified).max();
+            let failed = s
+                .results
+                .iter()
+                .filter(|(_, r)| r.result.error.is_some())
+                .map(|(b, _)| b.clone())
+                .collect();
+            let mut env = Vec::new();
+            let mut backend = None;
+            let mut device = None;
+            let mut env_wall = None;
+            for src in &s.sources {
+                if let Some(serde_json::Value::Object(m)) = &src.env {
+                    for (k, v) in m {
+                        let text = match v {
+                            serde_json::Value::String(t) => t.clone(),
+                            serde_json::Value::Number(n) => n.to_string(),
+                            serde_json::Value::Bool(b) => b.to_string(),
+                            _ => continue,
+                        };
+                        match k.as_str() {
+                            "backend" => backend = Some(text),
+                            "device" => device = Some(text),
+                            "wall_seconds" | "wall_time_s" | "seconds" => env_wall = Some(text),
+                            _ => env.push((k.clone(), text)),
+                        }
+                    }
+                }
+            }
+            let not_recorded = "not recorded (no env.json beside these results)".to_string();
+            SystemProvenance {
+                id: s.id.clone(),
+                inputs: s
+                    .sources
+                    .iter()
+                    .map(|x| x.results_dir.display().to_string())
+                    .collect(),
+                identified_by: s.sources.iter().map(|x| x.identified_by.clone()).collect(),
+                recipe_fingerprints: s
+                    .sources
+                    .iter()
+                    .filter_map(|x| x.recipe_fingerprint.clone())
+                    .collect(),
+                encoders,
+                datasets,
+                harness_versions,
+                backend: backend.unwrap_or_else(|| not_recorded.clone()),
+                device: device.unwrap_or(not_recorded),
+                env,
+                benchmarks: s.results.len(),
+                failed,
+                wall_time: match env_wall {
+                    Some(w) => format!(
+                        "{seconds:.1} s over {} benchmarks; run: {w} s (env.json)",
+                        s.results.len()
+                    ),
+                    None => format!("{seconds:.1} s over {} benchmarks", s.results.len()),
+                },
+                measured_at: newest.map(utc).unwrap_or_else(|| "unknown".into()),
+            }
+        })
+        .collect();
+    Provenance {
+        harness_version: harness_core::VERSION.to_string(),
+        git_commit: GIT_COMMIT.to_string(),
+        rendered_at: utc(SystemTime::now()),
+        datasets_lock: lock,
+        systems,
+    }
+}
+
+fn short(digest: &str) -> String {
+    digest.chars().take(16).collect()
+}

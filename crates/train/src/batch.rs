@@ -1,0 +1,201 @@
+//! Example indices → padded tensors on the training device.
+//!
+//! Encoder inputs are the subword ids followed by `</s>` (LASER appends it; it also means
+//! no input is empty). Decoder inputs are a first token — `<s>`, or the target language's
+//! `<lang:xxx>` token when the decoder has no language embedding (seq2seq §2) — followed by
+//! the target ids; decoder outputs are the target ids followed by `</s>`.
+
+use crate::data::{NliExample, PairExample};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+use harness_data::tokenize::ids;
+
+pub use harness_model::input::{pad, Padded};
+
+/// An encoder input row: ids then `</s>`.
+pub fn encoder_row(ids_: &[u32]) -> Vec<u32> {
+    let mut r = Vec::with_capacity(ids_.len() + 1);
+    r.extend_from_slice(ids_);
+    r.push(ids::EOS);
+    r
+}
+
+/// Teacher-forcing rows of one target: (input, output).
+pub fn decoder_rows(target: &[u32], first: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut input = Vec::with_capacity(target.len() + 1);
+    input.push(first);
+    input.extend_from_slice(target);
+    let mut output = Vec::with_capacity(target.len() + 1);
+    output.extend_from_slice(target);
+    output.push(ids::EOS);
+    (input, output)
+}
+
+/// One side of a translation: what the decoder reads and must predict.
+#[derive(Debug, Clone)]
+pub struct DecoderSide<B: Backend> {
+    pub input: Padded<B>,
+    pub output: Tensor<B, 2, Int>,
+    /// Language-ID index of each row `[batch]`.
+    pub language: Tensor<B, 1, Int>,
+}
+
+/// A batch of translation pairs, both sides ready for the encoder and the decoder.
+#[derive(Debug, Clone)]
+pub struct PairBatch<B: Backend> {
+    /// Source side, encoder input.
+    pub src: Padded<B>,
+    /// Target side, encoder input (similarity loss, reverse direction).
+    pub tgt: Padded<B>,
+    /// Decode the target from the source.
+    pub to_tgt: DecoderSide<B>,
+    /// Decode the source from the target.
+    pub to_src: DecoderSide<B>,
+}
+
+/// How the decoder's first input is chosen: `<s>`, or the language token of each target
+/// language (`first_tokens[lang]`).
+#[derive(Debug, Clone)]
+pub enum FirstToken {
+    Bos,
+    Language(Vec<u32>),
+}
+
+impl FirstToken {
+    fn of(&self, lang: u32) -> u32 {
+        match self {
+            FirstToken::Bos => ids::BOS,
+            FirstToken::Language(t) => t.get(lang as usize).copied().unwrap_or(ids::BOS),
+        }
+    }
+}
+
+fn decoder_side<B: Backend>(
+    targets: &[&[u32]],
+    langs: &[u32],
+    first: &FirstToken,
+    device: &B::Device,
+) -> DecoderSide<B> {
+    let (inputs, outputs): (Vec<_>, Vec<_>) = targets
+        .iter()
+        .zip(langs)
+        .map(|(t, &l)| decoder_rows(t, first.of(l)))
+        .unzip();
+    let input = pad::<B>(&inputs, device);
+    let output = pad::<B>(&outputs, device).ids;
+    let language = Tensor::from_data(
+        TensorData::new(
+            langs.iter().map(|&l| l as i64).collect::<Vec<_>>(),
+            [langs.len()],
+        ),
+        device,
+    );
+    DecoderSide {
+        input,
+        output,
+        language,
+    }
+}
+
+/// Builds the tensors of a batch of translation examples.
+pub fn pair_batch<B: Backend>(
+    examples: &[PairExample],
+    index: &[u32],
+    first: &FirstToken,
+    device: &B::Device,
+) -> PairBatch<B> {
+    let ex: Vec<&PairExample> = index.iter().map(|&i| &examples[i as usize]).collect();
+    let src_rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.src)).collect();
+    let tgt_rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.tgt)).collect();
+    let tgts: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
+    let srcs: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
+    let tl: Vec<u32> = ex.iter().map(|e| e.tgt_lang).collect();
+    let sl: Vec<u32> = ex.iter().map(|e| e.src_lang).collect();
+    PairBatch {
+        src: pad(&src_rows, device),
+        tgt: pad(&tgt_rows, device),
+        to_tgt: decoder_side(&tgts, &tl, first, device),
+        to_src: decoder_side(&srcs, &sl, first, device),
+    }
+}
+
+/// A batch of NLI examples.
+#[derive(Debug, Clone)]
+pub struct NliBatch<B: Backend> {
+    pub premise: Padded<B>,
+    pub hypothesis: Padded<B>,
+    pub labels: Tensor<B, 1, Int>,
+}
+
+/// Builds the tensors of a batch of NLI examples.
+pub fn nli_batch<B: Backend>(
+    examples: &[NliExample],
+    index: &[u32],
+    device: &B::Device,
+) -> NliBatch<B> {
+    let ex: Vec<&NliExample> = index.iter().map(|&i| &examples[i as usize]).collect();
+    let p: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.premise)).collect();
+    let h: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.hypothesis)).collect();
+    NliBatch {
+        premise: pad(&p, device),
+        hypothesis: pad(&h, device),
+        labels: Tensor::from_data(
+            TensorData::new(
+                ex.iter().map(|e| e.label as i64).collect::<Vec<_>>(),
+                [ex.len()],
+            ),
+            device,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    #[test]
+    fn rows_and_padding() {
+        assert_eq!(encoder_row(&[9, 8]), vec![9, 8, ids::EOS]);
+        assert_eq!(
+            decoder_rows(&[9, 8], 5),
+            (vec![5, 9, 8], vec![9, 8, ids::EOS])
+        );
+        let p = pad::<B>(&[vec![4, 5, 6], vec![7]], &Default::default());
+        assert_eq!(
+            p.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![4, 5, 6, 7, 0, 0]
+        );
+        assert_eq!(
+            p.mask.into_data().to_vec::<f32>().unwrap(),
+            vec![1., 1., 1., 1., 0., 0.]
+        );
+        assert_eq!(p.tokens, 4);
+        let ex = vec![PairExample {
+            src: vec![10, 11],
+            tgt: vec![12],
+            src_lang: 0,
+            tgt_lang: 1,
+        }];
+        let b = pair_batch::<B>(
+            &ex,
+            &[0],
+            &FirstToken::Language(vec![4, 5]),
+            &Default::default(),
+        );
+        assert_eq!(
+            b.to_tgt.input.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![5, 12]
+        );
+        assert_eq!(
+            b.to_src.input.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![4, 10, 11]
+        );
+        assert_eq!(
+            b.to_tgt.output.into_data().to_vec::<i64>().unwrap(),
+            vec![12, 3]
+        );
+    }
+}

@@ -1,0 +1,480 @@
+//! Training data of a recipe: each task's corpus tokenised with the run's tokenizer, its
+//! examples grouped into length-bucketed batches under a token budget, and a deterministic
+//! data position (epoch, cursor) per task that checkpoints save and resume restores.
+//!
+//! Batches by token budget (LASER, fairseq `--max-tokens`): examples sorted by length (ties
+//! broken by a seeded shuffle) are cut greedily so that `examples × longest side` stays
+//! within `train.batch_tokens`; each epoch visits every batch once in an order drawn from
+//! `(seed, task, epoch)`. So the batch of a task at position (epoch, cursor) depends on
+//! nothing else, and a resumed run sees exactly the batches an uninterrupted one would.
+
+use harness_data::records::{Bitext, NliPair};
+use harness_data::tokenize::{TextTokenizer, TokenizeError};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A source/target pair as token ids, or why it could not be tokenised.
+type EncodedPair = Result<(Vec<u32>, Vec<u32>), TokenizeError>;
+
+/// One translation example: token ids of both sides (without special tokens) and the
+/// language-ID indices of both sides (positions in the tokenizer's language list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairExample {
+    pub src: Vec<u32>,
+    pub tgt: Vec<u32>,
+    pub src_lang: u32,
+    pub tgt_lang: u32,
+}
+
+/// One NLI example.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NliExample {
+    pub premise: Vec<u32>,
+    pub hypothesis: Vec<u32>,
+    pub label: u32,
+}
+
+/// A task's examples.
+#[derive(Debug, Clone)]
+pub enum Examples {
+    Pairs(Vec<PairExample>),
+    Nli(Vec<NliExample>),
+}
+
+impl Examples {
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        match self {
+            Examples::Pairs(v) => v.len(),
+            Examples::Nli(v) => v.len(),
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Length (in tokens, with the `</s>` every encoder input gets) of the longer side of
+    /// example `i`: what a batch's padded width is made of.
+    fn cost(&self, i: usize) -> usize {
+        match self {
+            Examples::Pairs(v) => v[i].src.len().max(v[i].tgt.len()) + 1,
+            Examples::Nli(v) => v[i].premise.len().max(v[i].hypothesis.len()) + 1,
+        }
+    }
+}
+
+/// Where a task is in its data: epoch and batch index within the epoch's order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    pub epoch: u64,
+    pub cursor: u64,
+}
+
+/// A task's tokenised examples and their batches.
+#[derive(Debug, Clone)]
+pub struct TaskData {
+    pub examples: Examples,
+    /// Each batch is a list of example indices.
+    pub batches: Vec<Vec<u32>>,
+    /// Seed of this task's epoch orders.
+    pub seed: u64,
+}
+
+impl TaskData {
+    /// Buckets `examples` into batches of at most `batch_tokens` padded tokens (or exactly
+    /// `batch_size` examples when given), deterministically from `seed`.
+    pub fn new(
+        examples: Examples,
+        batch_tokens: Option<usize>,
+        batch_size: Option<usize>,
+        seed: u64,
+    ) -> Self {
+        let n = examples.len();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let tie: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&i| (examples.cost(i as usize), tie[i as usize]));
+        let mut batches = Vec::new();
+        let mut current: Vec<u32> = Vec::new();
+        let mut widest = 0;
+        for i in order {
+            let c = examples.cost(i as usize);
+            let full = match (batch_size, batch_tokens) {
+                (Some(bs), _) => current.len() >= bs,
+                (None, Some(bt)) => (current.len() + 1) * widest.max(c) > bt,
+                (None, None) => current.len() >= 32,
+            };
+            if full && !current.is_empty() {
+                batches.push(std::mem::take(&mut current));
+                widest = 0;
+            }
+            widest = widest.max(c);
+            current.push(i);
+        }
+        if !current.is_empty() {
+            batches.push(current);
+        }
+        TaskData {
+            examples,
+            batches,
+            seed,
+        }
+    }
+
+    /// The batch at `pos`, and the position after it.
+    pub fn batch_at(&self, pos: Position) -> (&[u32], Position) {
+        let n = self.batches.len().max(1) as u64;
+        let (epoch, cursor) = (pos.epoch + pos.cursor / n, pos.cursor % n);
+        let order = self.epoch_order(epoch);
+        let b = &self.batches[order[cursor as usize] as usize];
+        let next = if cursor + 1 == n {
+            Position {
+                epoch: epoch + 1,
+                cursor: 0,
+            }
+        } else {
+            Position {
+                epoch,
+                cursor: cursor + 1,
+            }
+        };
+        (b, next)
+    }
+
+    fn epoch_order(&self, epoch: u64) -> Vec<u32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(epoch + 1);
+        let mut order: Vec<u32> = (0..self.batches.len() as u32).collect();
+        order.shuffle(&mut rng);
+        order
+    }
+
+    /// Real (unpadded) tokens of the whole task, both sides.
+    pub fn total_tokens(&self) -> usize {
+        match &self.examples {
+            Examples::Pairs(v) => v.iter().map(|e| e.src.len() + e.tgt.len() + 2).sum(),
+            Examples::Nli(v) => v
+                .iter()
+                .map(|e| e.premise.len() + e.hypothesis.len() + 2)
+                .sum(),
+        }
+    }
+}
+
+/// Which way each translation pair is trained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directions {
+    /// One direction per pair, into a language of `targets` (both allowed: drawn at
+    /// random per pair; LASER's alternation between target languages).
+    OneInto,
+    /// Every pair as `X → eng`; the trainer also decodes the reverse (seq2seq §2.1).
+    Both,
+}
+
+/// Tokenises parallel corpora into translation examples. `corpora` are
+/// `(source_lang, target_lang, pairs)`; `targets` the decoder's languages. Pairs with an
+/// empty side are dropped; sides are clipped to `max_len` tokens. A fraction `autoencode`
+/// of the pairs (drawn with the seed) become `target → target`. Returns the examples and
+/// the number of pairs that had no allowed direction.
+pub fn pair_examples(
+    tokenizer: &TextTokenizer,
+    corpora: &[(String, String, Vec<Bitext>)],
+    targets: &[String],
+    directions: Directions,
+    autoencode: f64,
+    max_len: usize,
+    seed: u64,
+) -> Result<(Vec<PairExample>, usize), TokenizeError> {
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    for (ci, (src_lang, tgt_lang, pairs)) in corpora.iter().enumerate() {
+        let (Some(si), Some(ti)) = (
+            tokenizer.language_index(src_lang),
+            tokenizer.language_index(tgt_lang),
+        ) else {
+            return Err(TokenizeError::Spec {
+                detail: format!(
+                    "the tokenizer has no language token for `{src_lang}` or `{tgt_lang}`"
+                ),
+                fix: "delete the run's tokenizer.json so that it is learned again with every corpus language".into(),
+            });
+        };
+        let into_tgt = targets.iter().any(|t| t == tgt_lang);
+        let into_src = targets.iter().any(|t| t == src_lang);
+        let encoded: Vec<EncodedPair> = pairs
+            .par_iter()
+            .map(|p| {
+                Ok((
+                    tokenizer.encode(&p.source, max_len)?,
+                    tokenizer.encode(&p.target, max_len)?,
+                ))
+            })
+            .collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (ci as u64).wrapping_mul(0x9E37_79B9));
+        for r in encoded {
+            let (s, t) = r?;
+            if s.is_empty() || t.is_empty() {
+                continue;
+            }
+            let forward = match directions {
+                Directions::Both => true,
+                Directions::OneInto => match (into_tgt, into_src) {
+                    (true, true) => rng.random::<bool>(),
+                    (true, false) => true,
+                    (false, true) => false,
+                    (false, false) => {
+                        skipped += 1;
+                        continue;
+                    }
+                },
+            };
+            let mut example = if forward {
+                PairExample {
+                    src: s,
+                    tgt: t,
+                    src_lang: si as u32,
+                    tgt_lang: ti as u32,
+                }
+            } else {
+                PairExample {
+                    src: t,
+                    tgt: s,
+                    src_lang: ti as u32,
+                    tgt_lang: si as u32,
+                }
+            };
+            // Drawn only when asked for, so that recipes without it keep their data.
+            if autoencode > 0.0 && rng.random::<f64>() < autoencode {
+                example.src = example.tgt.clone();
+                example.src_lang = example.tgt_lang;
+            }
+            out.push(example);
+        }
+    }
+    Ok((out, skipped))
+}
+
+/// Tokenises NLI pairs.
+pub fn nli_examples(
+    tokenizer: &TextTokenizer,
+    pairs: &[NliPair],
+    max_len: usize,
+) -> Result<Vec<NliExample>, TokenizeError> {
+    pairs
+        .par_iter()
+        .map(|p| {
+            Ok(NliExample {
+                premise: tokenizer.encode(&p.premise, max_len)?,
+                hypothesis: tokenizer.encode(&p.hypothesis, max_len)?,
+                label: p.label.index() as u32,
+            })
+        })
+        .filter(|r| {
+            r.as_ref()
+                .map_or(true, |e| !e.premise.is_empty() && !e.hypothesis.is_empty())
+        })
+        .collect()
+}
+
+/// Keeps at most `max` pairs over several language pairs: each pair list shuffled (seeded),
+/// then taken round-robin so every language pair keeps an equal share (or all it has).
+/// Why not the first `max`: the manythings files are sorted by length.
+pub fn cap_pairs(corpora: &mut [(String, String, Vec<Bitext>)], max: usize, seed: u64) {
+    for (i, (_, _, pairs)) in corpora.iter_mut().enumerate() {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(i as u64));
+        pairs.shuffle(&mut rng);
+    }
+    let total: usize = corpora.iter().map(|c| c.2.len()).sum();
+    if total <= max {
+        return;
+    }
+    let mut keep = vec![0usize; corpora.len()];
+    let mut left = max;
+    while left > 0 {
+        let mut progressed = false;
+        for (k, c) in keep.iter_mut().zip(corpora.iter()) {
+            if left > 0 && *k < c.2.len() {
+                *k += 1;
+                left -= 1;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    for (c, k) in corpora.iter_mut().zip(keep) {
+        c.2.truncate(k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_recipe::schema::{Tokenizer as TokenizerSpec, TokenizerKind};
+
+    /// A word-level-ish BPE over a few German–English pairs, and those pairs.
+    fn deu_eng() -> (TextTokenizer, Vec<(String, String, Vec<Bitext>)>) {
+        let pairs: Vec<Bitext> = (0..200)
+            .map(|i| Bitext {
+                source: format!("das haus {i}"),
+                target: format!("the house {i}"),
+            })
+            .collect();
+        let spec = TokenizerSpec {
+            kind: TokenizerKind::Bpe,
+            vocab: Some(300),
+            train_on: vec![],
+            lowercase: false,
+            char_ngrams: vec![],
+            hash_buckets: None,
+            oov_buckets: None,
+        };
+        let text: Vec<&str> = pairs
+            .iter()
+            .flat_map(|p| [p.source.as_str(), p.target.as_str()])
+            .collect();
+        let tok =
+            TextTokenizer::train(&spec, &["deu".into(), "eng".into()], text.into_iter()).unwrap();
+        (tok, vec![("deu".into(), "eng".into(), pairs)])
+    }
+
+    #[test]
+    fn autoencode_turns_that_fraction_of_pairs_into_target_to_target() {
+        let (tok, corpora) = deu_eng();
+        let targets = vec!["eng".to_string()];
+        let eng = tok.language_index("eng").unwrap() as u32;
+        let deu = tok.language_index("deu").unwrap() as u32;
+        let (plain, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.0, 50, 3).unwrap();
+        assert!(plain.iter().all(|e| e.src_lang == deu && e.tgt_lang == eng));
+        let (mixed, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.5, 50, 3).unwrap();
+        assert_eq!(mixed.len(), plain.len());
+        let copies = mixed.iter().filter(|e| e.src_lang == eng).count();
+        assert!((60..=140).contains(&copies), "{copies} of 200 autoencoded");
+        for (m, p) in mixed.iter().zip(&plain) {
+            // The target is untouched; the source is the pair's own or the target itself.
+            assert_eq!(m.tgt, p.tgt);
+            assert_eq!(m.tgt_lang, eng);
+            if m.src_lang == eng {
+                assert_eq!(m.src, m.tgt);
+            } else {
+                assert_eq!(m.src, p.src);
+            }
+        }
+        let (all, _) =
+            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 1.0, 50, 3).unwrap();
+        assert!(all.iter().all(|e| e.src == e.tgt && e.src_lang == eng));
+    }
+
+    fn pairs(lens: &[(usize, usize)]) -> Examples {
+        Examples::Pairs(
+            lens.iter()
+                .map(|&(a, b)| PairExample {
+                    src: vec![7; a],
+                    tgt: vec![8; b],
+                    src_lang: 0,
+                    tgt_lang: 1,
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn batches_respect_the_token_budget_and_cover_every_example() {
+        let lens: Vec<(usize, usize)> = (0..200).map(|i| (1 + i % 17, 1 + (i * 7) % 23)).collect();
+        let data = TaskData::new(pairs(&lens), Some(60), None, 3);
+        let mut seen: Vec<u32> = data.batches.iter().flatten().copied().collect();
+        seen.sort();
+        assert_eq!(seen, (0..200).collect::<Vec<_>>());
+        for b in &data.batches {
+            let widest = b
+                .iter()
+                .map(|&i| data.examples.cost(i as usize))
+                .max()
+                .unwrap();
+            assert!(
+                b.len() == 1 || b.len() * widest <= 60,
+                "{} × {widest}",
+                b.len()
+            );
+        }
+        // Bucketing: batches are much more uniform than the data.
+        let spread: usize = data
+            .batches
+            .iter()
+            .map(|b| {
+                let c: Vec<usize> = b.iter().map(|&i| data.examples.cost(i as usize)).collect();
+                c.iter().max().unwrap() - c.iter().min().unwrap()
+            })
+            .max()
+            .unwrap();
+        // (the data's own spread is 22)
+        assert!(spread <= 5, "{spread}");
+    }
+
+    #[test]
+    fn positions_walk_epochs_deterministically() {
+        let lens: Vec<(usize, usize)> = (0..50).map(|i| (1 + i % 5, 2)).collect();
+        let data = TaskData::new(pairs(&lens), None, Some(10), 9);
+        assert_eq!(data.batches.len(), 5);
+        let mut pos = Position::default();
+        let mut first_epoch = Vec::new();
+        for _ in 0..5 {
+            let (b, next) = data.batch_at(pos);
+            first_epoch.push(b.to_vec());
+            pos = next;
+        }
+        assert_eq!(
+            pos,
+            Position {
+                epoch: 1,
+                cursor: 0
+            }
+        );
+        let mut all: Vec<u32> = first_epoch.iter().flatten().copied().collect();
+        all.sort();
+        assert_eq!(all.len(), 50);
+        all.dedup();
+        assert_eq!(all.len(), 50, "an epoch visits every batch once");
+        // The same position gives the same batch; another epoch another order.
+        let again = data
+            .batch_at(Position {
+                epoch: 0,
+                cursor: 3,
+            })
+            .0
+            .to_vec();
+        assert_eq!(again, first_epoch[3]);
+        let orders: Vec<Vec<u32>> = (0..4).map(|e| data.epoch_order(e)).collect();
+        assert!(orders.windows(2).any(|w| w[0] != w[1]));
+    }
+
+    #[test]
+    fn capping_is_balanced_across_language_pairs() {
+        let mk = |n: usize| -> Vec<Bitext> {
+            (0..n)
+                .map(|i| Bitext {
+                    source: format!("s{i}"),
+                    target: format!("t{i}"),
+                })
+                .collect()
+        };
+        let mut c = vec![
+            ("deu".to_string(), "eng".to_string(), mk(100)),
+            ("fra".into(), "eng".into(), mk(3)),
+            ("spa".into(), "eng".into(), mk(100)),
+        ];
+        cap_pairs(&mut c, 53, 1);
+        let lens: Vec<usize> = c.iter().map(|x| x.2.len()).collect();
+        assert_eq!(lens, vec![25, 3, 25]);
+        // Shuffled, not the file's first lines.
+        assert_ne!(c[0].2[..5].to_vec(), mk(5));
+    }
+}

@@ -1,0 +1,52 @@
+//! Errors of the training layer; each names the file or recipe key and says how to fix it.
+
+use std::path::PathBuf;
+
+/// Anything that stops a training run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The operating system refused a read or write.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A checkpoint could not be written or read.
+    #[error("{path}: checkpoint: {detail}. Fix: delete this checkpoint directory; the run resumes from the previous one")]
+    Checkpoint { path: PathBuf, detail: String },
+    /// The recipe asks for something this trainer cannot do.
+    #[error("{key}: {detail}. Fix: {fix}")]
+    Recipe {
+        key: String,
+        detail: String,
+        fix: String,
+    },
+    /// The model could not be built from the recipe.
+    #[error(transparent)]
+    Model(#[from] harness_model::ModelError),
+    /// Tokenisation failed.
+    #[error(transparent)]
+    Tokenize(#[from] harness_data::tokenize::TokenizeError),
+    /// A dataset could not be installed or read.
+    #[error(transparent)]
+    Data(#[from] harness_data::DataError),
+    /// The loss became NaN or infinite.
+    #[error("step {step}: the loss is {value} (task `{task}`). Fix: lower `optimizer.lr`, set `optimizer.grad_clip`, or resume from an earlier checkpoint")]
+    Diverged { step: u64, task: String, value: f64 },
+}
+
+impl TrainError {
+    /// A recipe problem at `key`.
+    pub fn recipe(
+        key: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        TrainError::Recipe {
+            key: key.into(),
+            detail: detail.into(),
+            fix: fix.into(),
+        }
+    }
+}

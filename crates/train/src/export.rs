@@ -1,0 +1,58 @@
+//! `harness export runs/<dir> --out DIR`: the run's encoder (best, else newest checkpoint)
+//! as `encoder.safetensors` + `config.json` + `tokenizer.json`, for use outside harness.
+//! Each file is written atomically. `DIR` must be new, empty or an earlier export (listed in
+//! its `.harness-files.json`); with `--force` a directory holding other files is written
+//! into too, replacing only the three files export writes. Nothing else is ever touched.
+
+use anyhow::Context;
+use burn::backend::NdArray;
+use burn::store::{ModuleSnapshot, SafetensorsStore};
+use harness_core::outdir::{Foreign, OutDir};
+use harness_model::trained::{load_system, run_files};
+use std::path::Path;
+
+/// The files export writes.
+pub const FILES: [&str; 3] = ["encoder.safetensors", "config.json", "tokenizer.json"];
+
+/// Exports the encoder of `run_dir` into `out`.
+pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
+    let files = run_files(run_dir)?;
+    let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+    // Refuse before any work if `out` is not ours to write.
+    let mut dir = OutDir::claim(out, "export", &will_write, Foreign::RefuseDirectory, force)?;
+    let device = Default::default();
+    let (system, config, _tokenizer) = load_system::<NdArray<f32>>(&files, &device)?;
+    // The tensors go through a scratch file in the system's temporary folder (burn's store
+    // writes a path), then into `out` atomically.
+    let scratch = tempfile::tempdir().context("creating a temporary folder")?;
+    let tensors = scratch.path().join("encoder.safetensors");
+    let mut store = SafetensorsStore::from_file(&tensors)
+        .metadata("harness_recipe", files.recipe.name.clone())
+        .overwrite(true);
+    system
+        .encoder
+        .save_into(&mut store)
+        .map_err(|e| anyhow::anyhow!("{}: writing safetensors: {e:?}", out.display()))?;
+    let cfg = serde_json::json!({
+        "architecture": "harness-bilstm",
+        "n_vocab": config.encoder.n_vocab,
+        "d_embed": config.encoder.d_embed,
+        "layers": config.encoder.layers.iter().map(|l| serde_json::json!({
+            "d_hidden": l.d_hidden, "bidirectional": l.bidirectional
+        })).collect::<Vec<_>>(),
+        "pool": config.encoder.pool,
+        "d_sentence": config.encoder.d_sentence(),
+        "input": "tokenizer.json ids of the sentence followed by </s> (id 3); padding id 0",
+        "gates": "fused [input, forget, cell, output]; forward.N / reverse.N per layer",
+        "checkpoint": files.checkpoint.display().to_string(),
+        "recipe": files.recipe.name,
+    });
+    dir.copy("encoder.safetensors", &tensors)?;
+    dir.write(
+        "config.json",
+        serde_json::to_string_pretty(&cfg)?.as_bytes(),
+    )?;
+    dir.copy("tokenizer.json", &files.tokenizer)
+        .with_context(|| format!("copying {}", files.tokenizer.display()))?;
+    Ok(())
+}

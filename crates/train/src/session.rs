@@ -1,0 +1,275 @@
+//! A training session in a run directory: prepare (corpora, tokenizer, plan), then train on
+//! the chosen backend, resuming from the newest checkpoint, with the recipe's best-checkpoint
+//! metric measured through the benchmark runner.
+
+use crate::corpora::{load_corpora, CorpusCounts};
+use crate::plan::compile_plan;
+use crate::tokenizer::tokenizer_for;
+use crate::trainer::{self, Options, Outcome, Plan};
+use crate::TrainError;
+use anyhow::Context;
+use burn::tensor::backend::AutodiffBackend;
+use harness_bench::registry::Registry;
+use harness_bench::runner::{run_benchmark, BenchResult};
+use harness_core::settings::Settings;
+use harness_data::tokenize::TextTokenizer;
+use harness_embed::cache::CachedEncoder;
+use harness_embed::Encoder;
+use harness_model::system::System;
+use harness_model::trained::TrainedEncoder;
+use harness_recipe::Resolved;
+use std::path::Path;
+
+/// Loads the corpora, learns (or reloads) the tokenizer and compiles the training plan,
+/// writing `corpora.json` and `tokenizer.json` into the run directory.
+pub fn prepare(
+    resolved: &Resolved,
+    settings: &Settings,
+    run_dir: &Path,
+) -> anyhow::Result<(Plan, TextTokenizer, Vec<CorpusCounts>)> {
+    let recipe = &resolved.recipe;
+    let (loaded, counts) = load_corpora(recipe, settings)?;
+    let p = run_dir.join("corpora.json");
+    harness_core::fsutil::write_atomic(&p, serde_json::to_string_pretty(&counts)?.as_bytes())
+        .with_context(|| format!("writing {}", p.display()))?;
+    let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
+    let plan = compile_plan(recipe, &tokenizer, &loaded)?;
+    Ok((plan, tokenizer, counts))
+}
+
+/// Refuses a run directory that already holds checkpoints of another resolved recipe
+/// (`env.json`'s `recipe_fingerprint`): resuming them would train one recipe's weights under
+/// another's settings, and overwriting them would lose a run.
+pub fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Result<()> {
+    let env_path = run_dir.join("env.json");
+    let Ok(text) = std::fs::read_to_string(&env_path) else {
+        return Ok(());
+    };
+    let previous = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["recipe_fingerprint"].as_str().map(str::to_string));
+    let has_checkpoints = std::fs::read_dir(run_dir.join("checkpoints"))
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    match previous {
+        Some(fp) if fp != resolved.fingerprint.0 && has_checkpoints => anyhow::bail!(
+            "{}: this run directory holds checkpoints of another recipe (fingerprint {}), not of this one ({}). Fix: train into another directory (`--out`, or leave it out for `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
+            env_path.display(),
+            &fp[..fp.len().min(16)],
+            resolved.fingerprint.short(),
+            run_dir.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Where a recipe trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// burn-ndarray on the CPU (the default).
+    Cpu,
+    /// burn-flex on the CPU (a build made with `--features flex`).
+    Flex,
+    /// burn-cuda on GPU N (a build made with `--features cuda`).
+    Cuda(usize),
+}
+
+impl Device {
+    /// Parses `--device` against this build: `cpu`, `flex` or `cuda:N` / `cuda`. Every
+    /// device problem is refused here, before any corpus or tokenizer work.
+    pub fn parse(device: &str) -> anyhow::Result<Device> {
+        match device {
+            "cpu" => Ok(Device::Cpu),
+            "flex" if cfg!(feature = "flex") => Ok(Device::Flex),
+            "flex" => anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`"),
+            d if d == "cuda" || d.starts_with("cuda:") => {
+                if !cfg!(feature = "cuda") {
+                    anyhow::bail!("--device {d}: this binary was built without CUDA. Fix: build with `cargo build --release --features cuda`");
+                }
+                let index = d.strip_prefix("cuda:").unwrap_or("0");
+                let index = index
+                    .parse()
+                    .with_context(|| format!("--device {d}: `{index}` is not a device number. Fix: use `cuda:0`, `cuda:1`, …"))?;
+                Ok(Device::Cuda(index))
+            }
+            other => anyhow::bail!(
+                "--device {other}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`) or `cuda:N` (with `--features cuda`)"
+            ),
+        }
+    }
+
+    /// The backend's name, as `env.json` records it.
+    pub fn backend(self) -> &'static str {
+        match self {
+            Device::Cpu => "ndarray",
+            Device::Flex => "flex",
+            Device::Cuda(_) => "cuda",
+        }
+    }
+
+    /// The device's name, as `env.json` records it.
+    pub fn name(self) -> String {
+        match self {
+            Device::Cpu | Device::Flex => "cpu".into(),
+            Device::Cuda(i) => format!("cuda:{i}"),
+        }
+    }
+}
+
+/// Splits `bench.metric` into the benchmark and an optional sub-score path.
+fn split_metric(m: &str) -> (&str, Option<&str>) {
+    match m.split_once('.') {
+        Some((b, s)) => (b, Some(s)),
+        None => (m, None),
+    }
+}
+
+/// Whether a metric is better when lower (error rates, losses, Ψ).
+pub fn lower_is_better(metric: &str) -> bool {
+    let m = metric.to_ascii_lowercase();
+    m.contains("error") || m.contains("loss") || m.contains("psi")
+}
+
+/// The value of `metric` in a result (`main_score`, or a sub-score by dotted path).
+fn metric_value(r: &BenchResult, sub: Option<&str>) -> Option<(String, f64)> {
+    match sub {
+        None => Some((r.main_metric.clone()?, r.main_score?)),
+        Some(path) => {
+            let mut v = &r.scores;
+            for seg in path.split('.') {
+                v = v.get(seg)?;
+            }
+            Some((path.to_string(), v.as_f64()?))
+        }
+    }
+}
+
+/// Trains a prepared plan on backend `B`.
+pub fn train_on<B: AutodiffBackend>(
+    plan: &Plan,
+    tokenizer: &TextTokenizer,
+    run_dir: &Path,
+    settings: &Settings,
+    device: &B::Device,
+    stop_after: Option<u64>,
+) -> anyhow::Result<Outcome>
+where
+    burn::tensor::Device<B::InnerBackend>: Sync,
+    harness_model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
+{
+    let best_metric = plan
+        .recipe
+        .train
+        .as_ref()
+        .and_then(|t| t.best_metric.clone());
+    let registry = Registry::embedded()?;
+    let mut eval_fn = |model: &System<B::InnerBackend>,
+                       step: u64|
+     -> Result<Option<(String, f64, bool)>, TrainError> {
+        let Some(metric) = &best_metric else {
+            return Ok(None);
+        };
+        let (bench, sub) = split_metric(metric);
+        let enc = TrainedEncoder::new(
+            format!("{}@{step}", plan.recipe.name),
+            &format!("{}:{step}", run_dir.display()),
+            model.encoder.clone(),
+            plan.system.encoder.d_sentence(),
+            tokenizer.clone(),
+            model.encoder.embedding.weight.device(),
+        );
+        let cache_dir = run_dir.join(".eval-cache");
+        let boxed: Box<dyn Encoder> = Box::new(enc);
+        let cached = CachedEncoder::new(boxed, &cache_dir);
+        let overrides = harness_bench::runner::entries(&plan.recipe)
+            .into_iter()
+            .find(|(n, _)| n == bench)
+            .map(|(_, o)| o)
+            .unwrap_or_default();
+        let r = run_benchmark(
+            bench,
+            &overrides,
+            &registry,
+            &cached,
+            settings,
+            plan.recipe.seed,
+        );
+        let _ = std::fs::remove_dir_all(&cache_dir);
+        if let Some(e) = r.error {
+            harness_core::note!("evaluation at step {step} failed: {e}");
+            return Ok(None);
+        }
+        Ok(metric_value(&r, sub).map(|(n, v)| {
+            let lower = lower_is_better(&n);
+            (format!("{bench}.{n}"), v, lower)
+        }))
+    };
+    trainer::install_interrupt_handler();
+    let opts = Options {
+        run_dir: run_dir.to_path_buf(),
+        stop_after,
+        progress: true,
+        keep: 2,
+        evaluate: Some(&mut eval_fn),
+    };
+    Ok(trainer::train::<B>(plan, device, opts)?)
+}
+
+/// What a training session did.
+pub struct Trained {
+    pub outcome: Outcome,
+    pub plan_steps: u64,
+}
+
+/// Prepares and trains a resolved recipe in `run_dir` (claimed, locked and recorded by the
+/// caller) on `device`, resuming from its newest checkpoint; `stop_after` stops after that
+/// many steps in all, as if killed.
+pub fn train(
+    resolved: &Resolved,
+    run_dir: &Path,
+    settings: &Settings,
+    device: Device,
+    stop_after: Option<u64>,
+) -> anyhow::Result<Trained> {
+    let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
+    for c in &counts {
+        let removed: usize = c.parts.values().map(|p| p.1).sum();
+        harness_core::note!(
+            "corpus `{}` ({}): {} examples used, {removed} removed by the contamination filter",
+            c.corpus,
+            c.dataset,
+            c.used
+        );
+    }
+    harness_core::note!(
+        "tokenizer: {} tokens, {} languages; model: {} steps ({} per epoch)",
+        tokenizer.vocab_size(),
+        tokenizer.languages().len(),
+        plan.total_steps,
+        plan.steps_per_epoch
+    );
+    // One call for every backend: only the backend type and its device differ.
+    macro_rules! train_with {
+        ($backend:ty, $device:expr) => {
+            train_on::<burn::backend::Autodiff<$backend>>(
+                &plan, &tokenizer, run_dir, settings, $device, stop_after,
+            )?
+        };
+    }
+    let outcome = match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(index) => train_with!(
+            burn::backend::Cuda<f32, i32>,
+            &burn::backend::cuda::CudaDevice::new(index)
+        ),
+        // burn-flex, burn's newer CPU backend.
+        #[cfg(feature = "flex")]
+        Device::Flex => train_with!(burn::backend::Flex, &Default::default()),
+        // `Device::parse` let only `cpu` through to here in a build without the others.
+        _ => train_with!(burn::backend::NdArray<f32>, &Default::default()),
+    };
+    Ok(Trained {
+        plan_steps: plan.total_steps,
+        outcome,
+    })
+}

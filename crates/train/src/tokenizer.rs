@@ -1,0 +1,84 @@
+//! The run's vocabulary: learned on the recipe's `train_on` corpora (joint BPE or a
+//! sentencepiece model, a language token for every language), or reloaded from the run
+//! directory's `tokenizer.json` when it exists.
+
+use crate::corpora::Loaded;
+use crate::TrainError;
+use harness_data::tokenize::TextTokenizer;
+use harness_recipe::schema::{Decoder, Recipe, TokenizerKind};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Loads `path` if it exists, else learns the recipe's vocabulary on its `train_on`
+/// corpora (every language of a parallel corpus, and every decoder target, gets a
+/// language token) and saves it there.
+pub fn tokenizer_for(
+    recipe: &Recipe,
+    loaded: &BTreeMap<String, Loaded>,
+    tok_path: &Path,
+) -> Result<TextTokenizer, TrainError> {
+    // Tokenizer: languages of every parallel corpus get a language token.
+    let mut languages: Vec<String> = Vec::new();
+    for l in loaded.values() {
+        if let Loaded::Parallel(c) = l {
+            for (s, t, _) in c {
+                languages.push(s.clone());
+                languages.push(t.clone());
+            }
+        }
+    }
+    if let Some(Decoder::Lstm(d)) = recipe.model.as_ref().and_then(|m| m.decoder.as_ref()) {
+        languages.extend(d.targets.iter().cloned());
+    }
+    if languages.is_empty() {
+        languages.push("eng".into());
+    }
+    let tokenizer = if tok_path.is_file() {
+        TextTokenizer::load(tok_path)?
+    } else {
+        let spec = recipe.data.tokenizer.clone().ok_or_else(|| {
+            TrainError::recipe(
+                "data.tokenizer",
+                "missing",
+                "add `data.tokenizer: {kind: bpe, vocab: 8000}`",
+            )
+        })?;
+        if !matches!(spec.kind, TokenizerKind::Bpe | TokenizerKind::Sentencepiece) {
+            return Err(TrainError::recipe(
+                "data.tokenizer.kind",
+                "only learned subword vocabularies can be trained here",
+                "use `bpe` or `sentencepiece`",
+            ));
+        }
+        let train_on: Vec<&String> = if spec.train_on.is_empty() {
+            loaded.keys().collect()
+        } else {
+            spec.train_on.iter().collect()
+        };
+        let mut sentences: Vec<&str> = Vec::new();
+        for n in train_on {
+            match loaded.get(n) {
+                Some(Loaded::Parallel(c)) => {
+                    for (_, _, pairs) in c {
+                        for p in pairs {
+                            sentences.push(&p.source);
+                            sentences.push(&p.target);
+                        }
+                    }
+                }
+                Some(Loaded::Nli(v)) => {
+                    for p in v {
+                        sentences.push(&p.premise);
+                        sentences.push(&p.hypothesis);
+                    }
+                }
+                None => {}
+            }
+        }
+        let t = TextTokenizer::train(&spec, &languages, sentences.into_iter())?;
+        t.save(tok_path)?;
+        t
+    };
+
+    Ok(tokenizer)
+}

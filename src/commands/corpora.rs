@@ -1,0 +1,67 @@
+//! `harness corpora RECIPE`: resolves a recipe, installs the datasets it needs, builds each
+//! parallel corpus and runs the contamination filter against the evaluation sets its
+//! `exclude:` list names, printing how many pairs were removed per language pair (training
+//! builds its corpora through the same functions).
+
+use anyhow::Context;
+use clap::Args;
+use harness_bench::registry::Registry;
+use harness_core::settings::Settings;
+use harness_recipe::LoadOptions;
+use harness_train::corpora::{build_recipe_parallel, corpus_datasets, ensure_all};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct CorporaArgs {
+    /// Recipe file (YAML)
+    pub recipe: PathBuf,
+    /// Apply this profile of the recipe
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Override one key: `--set data.corpora.pairs.pairs=[deu-eng]` (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// `harness corpora`.
+pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let opts = LoadOptions {
+        profile: args.profile.clone(),
+        sets: args.sets.clone(),
+    };
+    let resolved = harness_bench::load_recipe(&args.recipe, &opts).with_context(|| {
+        format!(
+            "{} is not a valid recipe (run `harness validate` on it)",
+            args.recipe.display()
+        )
+    })?;
+    let registry = Registry::embedded()?;
+    ensure_all(
+        settings,
+        &corpus_datasets(resolved.recipe.data.corpora.values(), &registry)?,
+    )?;
+    for (name, corpus) in &resolved.recipe.data.corpora {
+        if !corpus.pairs.iter().any(|p| p.ends_with("-eng")) {
+            println!(
+                "corpus `{name}` ({}): not a parallel corpus, nothing to filter",
+                corpus.dataset
+            );
+            continue;
+        }
+        let built = build_recipe_parallel(corpus, &registry, settings)
+            .with_context(|| format!("building corpus `{name}` of {}", args.recipe.display()))?;
+        println!(
+            "corpus `{name}` ({}), excluding {} ({} distinct evaluation sentences):",
+            corpus.dataset,
+            if corpus.exclude.is_empty() {
+                "nothing".to_string()
+            } else {
+                corpus.exclude.join(", ")
+            },
+            built.excluded_sentences
+        );
+        println!("{}", built.report);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,182 @@
+//! `harness run RECIPE`: load and check the recipe once, train it if it has tasks (else open
+//! its pretrained or fixed encoder), evaluate every benchmark of its `evaluate:` list into the
+//! run directory, and render its `report:` tables (DESIGN.md, "The run directory"). Running
+//! the same resolved recipe again resumes training and keeps results already there for the
+//! same encoder, seed, datasets and declaration (`--force` recomputes them).
+
+use anyhow::{bail, Context};
+use clap::Args;
+use harness_bench::registry::Registry;
+use harness_bench::runner::summary_table;
+use harness_core::settings::Settings;
+use harness_embed::CachedEncoder;
+use harness_encoders::open_encoder;
+use harness_recipe::schema::Encoder as EncoderSpec;
+use harness_recipe::Resolved;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct RunCliArgs {
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
+    /// Re-run benchmarks whose result file is already present
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `harness run`.
+pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let train = &args.train;
+    // Every device problem is refused before any work; the recipe is loaded and checked once.
+    let device = harness_train::session::Device::parse(&train.device)?;
+    let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
+    if !resolved.recipe.tasks.is_empty() {
+        // A training recipe: train (or resume) into its run directory, then evaluate its
+        // best checkpoint. The run directory stays locked until the report is written.
+        let (dir, trained) = super::train::train(&resolved, device, train, settings)?;
+        if trained.outcome.interrupted {
+            return Ok(super::train::exit_code(&trained));
+        }
+        let spec = dir.path().display().to_string();
+        return evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force);
+    }
+    let spec = encoder_spec(&resolved)?;
+    let dir = super::open_run_dir(train.out.as_deref(), settings, &resolved, &train.sets, None)?;
+    evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force)
+}
+
+/// The encoder spec (`--encoder` syntax) an evaluation recipe's `model.encoder` stands for.
+///
+/// Errors for encoders that have to be trained first, and for hashed-encoder settings the
+/// `hashed-ngrams` implementation does not have.
+pub fn encoder_spec(resolved: &Resolved) -> anyhow::Result<String> {
+    let file = resolved.path.display();
+    let Some(model) = &resolved.recipe.model else {
+        bail!("{file}: the recipe has no `model:` section. Fix: add `model: {{encoder: ...}}`");
+    };
+    match &model.encoder {
+        EncoderSpec::Hashed(h) => {
+            if h.word_ngrams != [1] || h.char_ngrams != [3, 4] {
+                bail!(
+                    "{file}: model.encoder: the hashed encoder implements word unigrams and \
+                     character 3- and 4-grams only (multilingual USE §2.1); found word_ngrams \
+                     {:?}, char_ngrams {:?}. Fix: use word_ngrams: [1], char_ngrams: [3, 4]",
+                    h.word_ngrams,
+                    h.char_ngrams
+                );
+            }
+            if !h.buckets.is_power_of_two() {
+                bail!(
+                    "{file}: model.encoder.buckets: {} is not a power of two. Fix: use e.g. 1048576",
+                    h.buckets
+                );
+            }
+            Ok(format!(
+                "hashed-ngrams:dim={},seed={},buckets={}",
+                h.dim,
+                resolved.recipe.seed,
+                h.buckets.trailing_zeros()
+            ))
+        }
+        EncoderSpec::Pretrained(p) if !p.trainable => Ok(p.name.clone()),
+        other => bail!(
+            "{file}: model.encoder (kind `{}`) has to be trained first, and the recipe has no \
+             `tasks:`. Fix: add training tasks, or evaluate a trained run with \
+             `harness eval --encoder runs/<dir>`",
+            other.kind()
+        ),
+    }
+}
+
+/// The part of `harness run` after the encoder exists: every benchmark of the recipe into
+/// `<dir>/results/`, the summary table, then the recipe's `report:` tables into
+/// `<dir>/report/`. Exit code 1 when a benchmark failed.
+fn evaluate_and_report(
+    resolved: &Resolved,
+    spec: &str,
+    dir: &Path,
+    settings: &Settings,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
+    let registry = Registry::embedded()?;
+    let plan =
+        harness_bench::runner::plan(&registry, &harness_bench::runner::entries(&resolved.recipe))?;
+    let inner = open_encoder(spec, settings)?;
+    let encoder = CachedEncoder::new(inner, &settings.cache_dir);
+    let results_dir = dir.join("results");
+    let results = harness_bench::runner::evaluate(
+        &plan,
+        &registry,
+        &encoder,
+        settings,
+        resolved.recipe.seed,
+        &results_dir,
+        !force,
+    )?;
+    print!("{}", summary_table(&results));
+    if resolved.recipe.report.is_empty() {
+        println!("no report: the recipe lists no `report:` tables (see `harness report --list`)");
+    } else {
+        let report_dir = dir.join("report");
+        let summary =
+            harness_report::render_report(&[dir.to_path_buf()], &resolved.recipe.report, &report_dir)
+                .with_context(|| {
+                    format!(
+                        "rendering the report of {} (the results are kept; retry with `harness report {} --out {}`)",
+                        dir.display(),
+                        dir.display(),
+                        report_dir.display()
+                    )
+                })?;
+        for w in &summary.warnings {
+            harness_core::note!("warning: {w}");
+        }
+        println!(
+            "report: {} tables, {} measured cells filled ({} n/a, {} not run yet) in {}",
+            summary.tables,
+            summary.filled,
+            summary.na,
+            summary.not_run,
+            report_dir.join("report.html").display()
+        );
+    }
+    let (files, rehashed, bytes, spent) = harness_core::stamp::totals();
+    harness_core::note!(
+        "datasets and models checked before use: {files} file checks, {rehashed} re-hashed ({}), {:.1} ms",
+        harness_data::fetch::human_bytes(bytes),
+        spent.as_secs_f64() * 1e3
+    );
+    println!("run directory: {}", dir.display());
+    Ok(if results.iter().any(|r| r.error.is_some()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_recipe::LoadOptions;
+
+    #[test]
+    fn recipes_map_to_encoder_specs() {
+        let root = harness_core::repo_root().join("recipes");
+        let load =
+            |f: &str| harness_bench::load_recipe(&root.join(f), &LoadOptions::default()).unwrap();
+        assert_eq!(
+            encoder_spec(&load("hashed-ngrams.yaml")).unwrap(),
+            "hashed-ngrams:dim=512,seed=1,buckets=20"
+        );
+        assert_eq!(
+            encoder_spec(&load("multilingual-e5-small.yaml")).unwrap(),
+            "multilingual-e5-small"
+        );
+        let err = encoder_spec(&load("laser.yaml")).unwrap_err().to_string();
+        assert!(
+            err.contains("laser.yaml") && err.contains("bilstm"),
+            "{err}"
+        );
+    }
+}

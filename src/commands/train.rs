@@ -1,0 +1,101 @@
+//! `harness train RECIPE`: trains a recipe into its run directory (tokenizer, corpora counts,
+//! checkpoints, `train/metrics.jsonl`), resuming from the newest checkpoint.
+
+use clap::Args;
+use harness_core::settings::Settings;
+use harness_recipe::Resolved;
+use harness_train::session::{Device, Trained};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Recipe file (YAML)
+    pub recipe: PathBuf,
+    /// Apply this profile of the recipe
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Run directory (default: `<runs_dir>/<recipe>-<fingerprint8>`)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// `cpu` (burn-ndarray), `flex` (burn-flex, a build made with `--features flex`), or
+    /// `cuda:N` (a build made with `--features cuda`)
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Stop after this many steps in all, as if killed (only the checkpoints already due
+    /// are on disk); the next call resumes from the newest
+    #[arg(long, value_name = "STEPS")]
+    pub stop_after: Option<u64>,
+}
+
+/// `harness train`.
+pub fn run(args: &TrainArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    // Every device problem is refused before any work.
+    let device = Device::parse(&args.device)?;
+    let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
+    let (_dir, trained) = train(&resolved, device, args, settings)?;
+    Ok(exit_code(&trained))
+}
+
+/// Opens the run directory of a resolved recipe and trains it there; the directory stays
+/// locked as long as the returned [`RunDir`](harness_core::rundir::RunDir) lives.
+pub fn train(
+    resolved: &Resolved,
+    device: Device,
+    args: &TrainArgs,
+    settings: &Settings,
+) -> anyhow::Result<(harness_core::rundir::RunDir, Trained)> {
+    let dir = super::open_run_dir(
+        args.out.as_deref(),
+        settings,
+        resolved,
+        &args.sets,
+        Some(device),
+    )?;
+    let trained =
+        harness_train::session::train(resolved, dir.path(), settings, device, args.stop_after)?;
+    print_outcome(&trained);
+    Ok((dir, trained))
+}
+
+/// 130 for an interrupted session (Ctrl-C), else success.
+pub fn exit_code(t: &Trained) -> ExitCode {
+    if t.outcome.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Prints what a training session did (steps, tokens/s, last loss, checkpoint).
+pub fn print_outcome(t: &Trained) {
+    let o = &t.outcome;
+    if t.plan_steps == 0 {
+        // `train.steps: 0` is the untrained baseline: there is no loss or rate to report.
+        println!(
+            "no training steps (train.steps: 0): the encoder keeps its seeded initial weights"
+        );
+    } else {
+        // A session that resumes a finished run trains no step and has no last loss.
+        let last_loss = if o.last_loss.is_finite() {
+            format!("; last loss {:.4}", o.last_loss)
+        } else {
+            String::new()
+        };
+        println!(
+            "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s){last_loss}",
+            o.steps,
+            t.plan_steps,
+            if o.interrupted { " (interrupted)" } else { "" },
+            o.session_tokens,
+            o.session_seconds,
+            o.tokens_per_second(),
+        );
+    }
+    if let Some(c) = &o.checkpoint {
+        println!("checkpoint: {}", c.display());
+    }
+}
