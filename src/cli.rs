@@ -84,6 +84,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         data_dir: cli.global.data_dir.clone(),
         mirrors: (!cli.global.mirrors.is_empty()).then(|| cli.global.mirrors.clone()),
     };
+    harness_core::set_git_commit(env!("HARNESS_GIT_COMMIT"));
     let settings = Settings::load(&flags).map_err(|e| anyhow::anyhow!("settings: {e}"))?;
     match cli.command {
         Command::Validate(args) => commands::validate::run(&args),

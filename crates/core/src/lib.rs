@@ -19,8 +19,19 @@ use std::path::PathBuf;
 /// harness version (the workspace's `version`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Git commit the build was made from (`-dirty` with local changes), or `unknown`.
-pub const GIT_COMMIT: &str = env!("HARNESS_GIT_COMMIT");
+/// Git commit the binary was built from (`-dirty` with local changes), or `unknown`: set by
+/// the binary at start ([`set_git_commit`]; its build script reads git), so that a commit
+/// rebuilds the binary only, not every crate.
+pub fn git_commit() -> &'static str {
+    GIT_COMMIT.get().map_or("unknown", String::as_str)
+}
+
+static GIT_COMMIT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the binary's git commit (the first call wins).
+pub fn set_git_commit(commit: &str) {
+    let _ = GIT_COMMIT.set(commit.to_string());
+}
 
 /// The repository root (the workspace this crate was built in).
 pub fn repo_root() -> PathBuf {

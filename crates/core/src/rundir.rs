@@ -83,7 +83,7 @@ impl RunEnv {
     ) -> Self {
         RunEnv {
             harness_version: crate::VERSION.to_string(),
-            git_commit: crate::GIT_COMMIT.to_string(),
+            git_commit: crate::git_commit().to_string(),
             recipe: recipe.to_string(),
             recipe_fingerprint: recipe_fingerprint.to_string(),
             profile,

@@ -9,9 +9,6 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-/// The git commit this binary was built from (`build.rs`), `unknown` outside a checkout.
-pub const GIT_COMMIT: &str = harness_core::GIT_COMMIT;
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Provenance {
     pub harness_version: String,
@@ -144,7 +141,7 @@ pub fn collect(inputs: &Inputs) -> Provenance {
         .collect();
     Provenance {
         harness_version: harness_core::VERSION.to_string(),
-        git_commit: GIT_COMMIT.to_string(),
+        git_commit: harness_core::git_commit().to_string(),
         rendered_at: utc(SystemTime::now()),
         datasets_lock: lock,
         systems,

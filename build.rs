@@ -2,7 +2,8 @@
 //! (`HARNESS_GIT_COMMIT`, in `env.json` and every report's provenance; `unknown` when
 //! building outside a git checkout). `-dirty` is appended when tracked files differed from
 //! HEAD when the stamp was taken (it is retaken whenever HEAD or the index moves, not on
-//! every edit).
+//! every edit). Only this root package has it: a commit rebuilds the binary, not the
+//! crates below it.
 
 use std::process::Command;
 
