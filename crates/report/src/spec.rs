@@ -11,7 +11,7 @@
 //! * `matrix`: a language × language table per system (MLDoc-style train × test,
 //!   similarity search source × target), drawn as heat maps.
 //!
-//! Field paths address the result file (`src/bench/runner.rs` `BenchResult`) serialised as
+//! Field paths address the result file (`crates/bench/src/runner.rs` `BenchResult`) serialised as
 //! JSON: `scores.accuracy.{key}`, `scores.matrix.accuracy[{r}][{c}]`, or
 //! `mean(path, path, ...)`. Object keys may contain dots (`subsets.track3.es-es`): the
 //! resolver matches the longest key first. Placeholders: `{key}` (grid column),
