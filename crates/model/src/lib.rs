@@ -11,6 +11,7 @@ pub mod error;
 pub mod heads;
 pub mod input;
 pub mod lstm;
+pub mod lstm_fused;
 pub mod random;
 pub mod system;
 #[doc(hidden)]

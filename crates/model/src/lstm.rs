@@ -13,6 +13,7 @@
 //! products per step instead of burn's eight. Gate order in the fused weights: input, forget, cell, output
 //! (PyTorch's order).
 
+use crate::lstm_fused::{fused_layer, LayerInput};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
@@ -90,6 +91,84 @@ impl<B: Backend> MaskedLstm<B> {
         )
     }
 
+    /// Runs the layer over time-major `x: [time, batch, d_input]` with `mask: [time, batch]`,
+    /// `context: [batch, 4·d_hidden]` added to every step's gate input and an initial
+    /// `state` (zeros when `None`). Returns every step's hidden state `[time, batch,
+    /// d_hidden]` (at padded positions: the carried state, to be masked by the caller); the
+    /// final states are its last step (forward) or its first (reverse).
+    ///
+    /// Every step's input projection is one product over all steps; the recurrence runs as
+    /// one fused operation with its own backward pass on the CPU backend
+    /// ([`crate::lstm_fused`]), and step by step through burn's ops on any other backend.
+    pub fn forward_tm(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+        context: Option<Tensor<B, 2>>,
+        state: Option<State<B>>,
+    ) -> Tensor<B, 3> {
+        let [time, batch, _] = x.dims();
+        let h = self.d_hidden;
+        let device = x.device();
+        if time == 0 {
+            return Tensor::zeros([0, batch, h], &device);
+        }
+        let State { hidden, cell } = state.unwrap_or_else(|| State {
+            hidden: Tensor::zeros([batch, h], &device),
+            cell: Tensor::zeros([batch, h], &device),
+        });
+        let input = LayerInput {
+            x,
+            w_ih: self.input.weight.val(),
+            bias: self.input.bias.as_ref().map(|b| b.val()),
+            context,
+            w_hh: self.hidden.weight.val(),
+            mask,
+            h0: hidden,
+            c0: cell,
+        };
+        match fused_layer(input, self.reverse) {
+            Ok(hs) => hs,
+            Err(input) => self.steps_tm(input),
+        }
+    }
+
+    /// The generic recurrence of [`MaskedLstm::forward_tm`], step by step.
+    pub(crate) fn steps_tm(&self, input: LayerInput<B>) -> Tensor<B, 3> {
+        let xw = input.projected();
+        let LayerInput {
+            w_hh, mask, h0, c0, ..
+        } = input;
+        let [time, batch, four_h] = xw.dims();
+        let xs: Vec<Tensor<B, 2>> = (0..time)
+            .map(|t| {
+                xw.clone()
+                    .slice([t..t + 1, 0..batch, 0..four_h])
+                    .reshape([batch, four_h])
+            })
+            .collect();
+        let masks: Vec<Tensor<B, 2>> = (0..time)
+            .map(|t| mask.clone().slice([t..t + 1, 0..batch]).reshape([batch, 1]))
+            .collect();
+        let (mut hidden, mut cell) = (h0, c0);
+        let mut outputs: Vec<Option<Tensor<B, 2>>> = vec![None; time];
+        let steps: Vec<usize> = if self.reverse {
+            (0..time).rev().collect()
+        } else {
+            (0..time).collect()
+        };
+        for t in steps {
+            let g = xs[t].clone() + hidden.clone().matmul(w_hh.clone());
+            let (h_new, c_new) = gates_step(g, cell.clone());
+            let m = masks[t].clone();
+            let keep = m.clone().neg().add_scalar(1.0);
+            cell = c_new * m.clone() + cell * keep.clone();
+            hidden = h_new * m + hidden * keep;
+            outputs[t] = Some(hidden.clone());
+        }
+        Tensor::stack(outputs.into_iter().flatten().collect(), 0)
+    }
+
     /// The same over per-step inputs `xs[t]: [batch, d_input]` and masks `masks[t]:
     /// [batch, 1]`, returning per-step outputs. Stacked layers pass these lists along
     /// instead of 3-D tensors: reading step `t` out of a `[batch, time, ·]` tensor costs, in
@@ -128,14 +207,7 @@ impl<B: Backend> MaskedLstm<B> {
             if let Some(ctx) = &context {
                 g = g + ctx.clone();
             }
-            let mut parts = g.chunk(4, 1).into_iter();
-            let (Some(i), Some(f), Some(c), Some(o)) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                unreachable!("chunk(4) of a 4·d_hidden tensor gives four parts")
-            };
-            let cell_new = sigmoid(f) * cell.clone() + sigmoid(i) * tanh(c);
-            let hidden_new = sigmoid(o) * tanh(cell_new.clone());
+            let (hidden_new, cell_new) = gates_step(g, cell.clone());
             // m·new + (1−m)·old is exact for m ∈ {0, 1}: a real position sees exactly the
             // same arithmetic whether or not the batch is padded.
             let m = masks[t].clone();
@@ -149,6 +221,20 @@ impl<B: Backend> MaskedLstm<B> {
             State { hidden, cell },
         )
     }
+}
+
+/// One step's update from the gate pre-activations `g: [batch, 4H]` (input, forget, cell,
+/// output) and the previous cell state: the new `(hidden, cell)`.
+fn gates_step<B: Backend>(g: Tensor<B, 2>, cell: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    let mut parts = g.chunk(4, 1).into_iter();
+    let (Some(i), Some(f), Some(c), Some(o)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        unreachable!("chunk(4) of a 4·d_hidden tensor gives four parts")
+    };
+    let cell_new = sigmoid(f) * cell + sigmoid(i) * tanh(c);
+    let hidden_new = sigmoid(o) * tanh(cell_new.clone());
+    (hidden_new, cell_new)
 }
 
 /// `[batch, time, d]` → `time` tensors `[batch, d]`.

@@ -32,9 +32,55 @@ pub fn prepare(
     let p = run_dir.join("corpora.json");
     harness_core::fsutil::write_atomic(&p, serde_json::to_string_pretty(&counts)?.as_bytes())
         .with_context(|| format!("writing {}", p.display()))?;
+    write_corpora(&loaded, &run_dir.join("corpora"))?;
     let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
     let plan = compile_plan(recipe, &tokenizer, &loaded)?;
     Ok((plan, tokenizer, counts))
+}
+
+/// Writes every loaded corpus as the trainer sees it (after the contamination filter and the
+/// cap) to `dir/<name>.jsonl`: one example per line, `{"src_lang", "tgt_lang", "source",
+/// "target"}` for parallel corpora and `{"premise", "hypothesis", "label"}` for NLI. For
+/// provenance, and for trainers outside harness (`scripts/bench_torch_laser.py`) to read the
+/// same data. A file already there is kept (the content follows from the recipe).
+fn write_corpora(
+    loaded: &std::collections::BTreeMap<String, crate::corpora::Loaded>,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    use crate::corpora::Loaded;
+    use std::fmt::Write as _;
+    for (name, corpus) in loaded {
+        let path = dir.join(format!("{name}.jsonl"));
+        if path.is_file() {
+            continue;
+        }
+        let mut text = String::new();
+        match corpus {
+            Loaded::Parallel(parts) => {
+                for (src, tgt, pairs) in parts {
+                    for p in pairs {
+                        let line = serde_json::json!({
+                            "src_lang": src, "tgt_lang": tgt,
+                            "source": p.source, "target": p.target,
+                        });
+                        let _ = writeln!(text, "{line}");
+                    }
+                }
+            }
+            Loaded::Nli(pairs) => {
+                for p in pairs {
+                    let line = serde_json::json!({
+                        "premise": p.premise, "hypothesis": p.hypothesis,
+                        "label": p.label.index(),
+                    });
+                    let _ = writeln!(text, "{line}");
+                }
+            }
+        }
+        harness_core::fsutil::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Refuses a run directory that already holds checkpoints of another resolved recipe

@@ -12,7 +12,7 @@
 //! states), so a sentence's vector does not depend on what it is batched with (tested).
 //! Callers append `</s>` to every input, as LASER does, so no sentence is empty.
 
-use crate::lstm::{split_mask, split_steps, stack_steps, MaskedLstm, MaskedLstmConfig};
+use crate::lstm::{MaskedLstm, MaskedLstmConfig};
 use crate::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
@@ -149,44 +149,51 @@ impl<B: Backend> BilstmEncoder<B> {
         mut noise: Option<&mut Noise>,
     ) -> Encoded<B> {
         let [batch, time] = tokens.dims();
-        let device = tokens.device();
         let embedded = dropout(&mut noise, self.embedding.forward(tokens), self.dropout);
-        let masks = split_mask(mask.clone());
-        let mut xs = split_steps(embedded);
+        // Time-major through the layers: each layer is one fused operation over the sequence.
+        let mask_tm = mask.clone().swap_dims(0, 1);
+        let mut x = embedded.swap_dims(0, 1);
         let mut finals: Vec<Tensor<B, 2>> = Vec::new();
         let mut d = self.embedding.weight.dims()[1];
         let n = self.forward.len();
+        // The final state of a direction: its last step, or its first for the reverse one.
+        let last = |hs: &Tensor<B, 3>, step: usize| {
+            let [_, b, h] = hs.dims();
+            hs.clone()
+                .slice([step..step + 1, 0..b, 0..h])
+                .reshape([b, h])
+        };
         for (i, (fwd, rev)) in self.forward.iter().zip(&self.reverse).enumerate() {
-            let (out_f, state_f) = fwd.forward_steps(&xs, &masks, None, None);
-            let (out, last) = match rev {
+            let out_f = fwd.forward_tm(x.clone(), mask_tm.clone(), None, None);
+            let (out, finals_i) = match rev {
                 Some(rev) => {
-                    let (out_r, state_r) = rev.forward_steps(&xs, &masks, None, None);
+                    let out_r = rev.forward_tm(x, mask_tm.clone(), None, None);
                     d = 2 * fwd.d_hidden;
-                    (
-                        out_f
-                            .into_iter()
-                            .zip(out_r)
-                            .map(|(a, b)| Tensor::cat(vec![a, b], 1))
-                            .collect::<Vec<_>>(),
-                        vec![state_f.hidden, state_r.hidden],
-                    )
+                    let fin = if time > 0 {
+                        vec![last(&out_f, time - 1), last(&out_r, 0)]
+                    } else {
+                        Vec::new()
+                    };
+                    (Tensor::cat(vec![out_f, out_r], 2), fin)
                 }
                 None => {
                     d = fwd.d_hidden;
-                    (out_f, vec![state_f.hidden])
+                    let fin = if time > 0 {
+                        vec![last(&out_f, time - 1)]
+                    } else {
+                        Vec::new()
+                    };
+                    (out_f, fin)
                 }
             };
             if i + 1 == n {
-                finals = last;
-                xs = out;
+                finals = finals_i;
+                x = out;
             } else {
-                xs = out
-                    .into_iter()
-                    .map(|x| dropout(&mut noise, x, self.dropout))
-                    .collect();
+                x = dropout(&mut noise, out, self.dropout);
             }
         }
-        let x = stack_steps(xs, batch, d, &device);
+        let x = x.swap_dims(0, 1);
         // Zero the padded positions: the forward direction carries its last state there.
         let mask3 = mask.clone().unsqueeze_dim::<3>(2);
         let states = x * mask3.clone();

@@ -1,0 +1,806 @@
+//! One masked LSTM layer over a whole sequence as a single operation on the CPU backend,
+//! with its own backward pass: the layout cuDNN and oneDNN use. The generic path
+//! ([`crate::lstm::MaskedLstm`]) builds about twenty autodiff nodes per time step, each a
+//! small tensor op with its own allocation; on the CPU that overhead, not arithmetic, was
+//! most of a training step. Here:
+//!
+//! - the caller projects every step's input at once (`xw = x·W_ih + b`, one GEMM over
+//!   `time × batch` rows), so only the recurrence is left;
+//! - each step is one GEMM `h·W_hh` into the gates, then the gates, cell and hidden update
+//!   in one pass (vectorised sigmoid/tanh from `harness-kernels`);
+//! - the backward pass is back-propagation through time over the saved gates and states:
+//!   one GEMM per step for `dh = dG·W_hhᵀ`, and one GEMM over all steps for `dW_hh`;
+//! - batch rows are independent in an LSTM, so rows are split into contiguous blocks that
+//!   run the whole sequence in parallel (no synchronisation per step).
+//!
+//! Semantics are [`crate::lstm`]'s exactly: gate order input, forget, cell, output; where the
+//! mask is 0 the state is carried unchanged (`h ← m·h' + (1−m)·h`), so padding never
+//! reaches a real position. Both are checked against the generic path in the tests below
+//! (outputs and every gradient).
+//!
+//! [`fused_layer`] serves `burn-ndarray` (inference) and `Autodiff<burn-ndarray>` (training,
+//! through a custom autodiff node); on any other backend it declines and the generic path
+//! runs, so models stay generic over `B: Backend`.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::FloatTensorOps;
+use burn::tensor::{Tensor, TensorData, TensorPrimitive};
+use rayon::prelude::*;
+use std::any::Any;
+use std::sync::Arc;
+
+type Cpu = NdArray<f32>;
+type CpuAd = Autodiff<Cpu>;
+
+/// The inputs of one layer, time-major.
+pub struct LayerInput<B: Backend> {
+    /// `[time, batch, d_input]`: the layer's input at every step.
+    pub x: Tensor<B, 3>,
+    /// `[d_input, 4·hidden]` and `[4·hidden]`: the input projection and the gates' bias
+    /// (burn's `Linear` layout, `y = x·W + b`), gates in the order input, forget, cell,
+    /// output.
+    pub w_ih: Tensor<B, 2>,
+    pub bias: Option<Tensor<B, 1>>,
+    /// `[batch, 4·hidden]`: added to every step's gates (the decoder's constant
+    /// sentence/language input, projected once).
+    pub context: Option<Tensor<B, 2>>,
+    /// `[hidden, 4·hidden]`: the recurrent weights.
+    pub w_hh: Tensor<B, 2>,
+    /// `[time, batch]`: 1 at real tokens, 0 at padding.
+    pub mask: Tensor<B, 2>,
+    /// `[batch, hidden]` initial hidden and cell states.
+    pub h0: Tensor<B, 2>,
+    pub c0: Tensor<B, 2>,
+}
+
+impl<B: Backend> LayerInput<B> {
+    /// Every step's gate input `x·W_ih + b (+ context)`, `[time, batch, 4·hidden]`: the
+    /// generic path's first product.
+    pub fn projected(&self) -> Tensor<B, 3> {
+        let [time, batch, d_input] = self.x.dims();
+        let four_h = self.w_ih.dims()[1];
+        let mut xw = self
+            .x
+            .clone()
+            .reshape([time * batch, d_input])
+            .matmul(self.w_ih.clone());
+        if let Some(b) = &self.bias {
+            xw = xw + b.clone().unsqueeze_dim::<2>(0);
+        }
+        let mut xw = xw.reshape([time, batch, four_h]);
+        if let Some(ctx) = &self.context {
+            xw = xw + ctx.clone().unsqueeze_dim::<3>(0);
+        }
+        xw
+    }
+}
+
+/// Every step's hidden state `[time, batch, hidden]` of the layer, computed by the fused CPU
+/// operation when `B` is burn-ndarray (f32) or its autodiff; `Err(input)` (unchanged) on any
+/// other backend, for the generic path to take over.
+pub fn fused_layer<B: Backend>(
+    input: LayerInput<B>,
+    reverse: bool,
+) -> Result<Tensor<B, 3>, LayerInput<B>> {
+    let any: Box<dyn Any> = Box::new(input);
+    let any = match any.downcast::<LayerInput<CpuAd>>() {
+        Ok(input) => {
+            let out: Box<dyn Any> = Box::new(autodiff_layer(*input, reverse));
+            return Ok(*out
+                .downcast::<Tensor<B, 3>>()
+                .expect("the same backend type"));
+        }
+        Err(other) => other,
+    };
+    match any.downcast::<LayerInput<Cpu>>() {
+        Ok(input) => {
+            let out: Box<dyn Any> = Box::new(inference_layer(*input, reverse));
+            Ok(*out
+                .downcast::<Tensor<B, 3>>()
+                .expect("the same backend type"))
+        }
+        Err(other) => Err(*other
+            .downcast::<LayerInput<B>>()
+            .expect("the input's own type")),
+    }
+}
+
+/// Sizes of one layer's sequence.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    time: usize,
+    batch: usize,
+    d_input: usize,
+    hidden: usize,
+}
+
+impl Dims {
+    fn of<B: Backend>(input: &LayerInput<B>) -> Dims {
+        let [time, batch, d_input] = input.x.dims();
+        Dims {
+            time,
+            batch,
+            d_input,
+            hidden: input.w_hh.dims()[0],
+        }
+    }
+}
+
+fn host<const D: usize>(t: Tensor<Cpu, D>) -> Vec<f32> {
+    host_of(&t.into_primitive().tensor())
+}
+
+/// A copy of an f32 primitive's values in row-major order: one `memcpy` when the array is
+/// in standard layout (burn-ndarray's own `into_data` iterates element by element whenever
+/// the array is shared, which the autodiff graph always makes it).
+fn host_of(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
+    match p {
+        burn::backend::ndarray::NdArrayTensor::F32(storage) => {
+            let view = storage.view();
+            match view.as_slice() {
+                Some(values) => values.to_vec(),
+                None => view.iter().copied().collect(),
+            }
+        }
+        other => {
+            let t: Tensor<Cpu, 1> = Tensor::from_primitive(TensorPrimitive::Float(other.clone()));
+            t.into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .expect("f32 data")
+        }
+    }
+}
+
+fn to_cpu<const D: usize>(v: Vec<f32>, shape: [usize; D]) -> Tensor<Cpu, D> {
+    Tensor::from_data(TensorData::new(v, shape), &Default::default())
+}
+
+fn inference_layer(input: LayerInput<Cpu>, reverse: bool) -> Tensor<Cpu, 3> {
+    let d = Dims::of(&input);
+    let x = host(input.x);
+    let w_ih = host(input.w_ih);
+    let xw = project(
+        &x,
+        &w_ih,
+        input.bias.map(host).as_deref(),
+        input.context.map(host).as_deref(),
+        d,
+    );
+    let fwd = forward(
+        &xw,
+        &host(input.w_hh),
+        &host(input.mask),
+        &host(input.h0),
+        &host(input.c0),
+        d,
+        reverse,
+    );
+    to_cpu(fwd.hs, [d.time, d.batch, d.hidden])
+}
+
+/// `x·W_ih + b + context` on the host, `[time, batch, 4H]`, one parallel product.
+fn project(
+    x: &[f32],
+    w_ih: &[f32],
+    bias: Option<&[f32]>,
+    ctx: Option<&[f32]>,
+    d: Dims,
+) -> Vec<f32> {
+    let four_h = 4 * d.hidden;
+    let rows = d.time * d.batch;
+    let mut xw = vec![0.0f32; rows * four_h];
+    if let Some(b) = bias {
+        for r in xw.chunks_exact_mut(four_h) {
+            r.copy_from_slice(b);
+        }
+    }
+    if let Some(c) = ctx {
+        for step in xw.chunks_exact_mut(d.batch * four_h) {
+            for (a, b) in step.iter_mut().zip(c) {
+                *a += b;
+            }
+        }
+    }
+    harness_kernels::gemm(
+        rows, four_h, d.d_input, 1.0, x, false, w_ih, false, 1.0, &mut xw,
+    );
+    xw
+}
+
+/// What the backward pass needs of the forward pass.
+#[derive(Debug, Clone)]
+struct Saved {
+    dims: Dims,
+    reverse: bool,
+    /// `[time, batch, 4H]` activated gates.
+    gates: Arc<Vec<f32>>,
+    /// `[time, batch, H]` hidden and cell states after each step.
+    hs: Arc<Vec<f32>>,
+    cs: Arc<Vec<f32>>,
+    mask: Arc<Vec<f32>>,
+    h0: Arc<Vec<f32>>,
+    c0: Arc<Vec<f32>>,
+    w: Arc<Vec<f32>>,
+    /// `[time, batch, d_input]` input and `[d_input, 4H]` projection.
+    x: Arc<Vec<f32>>,
+    w_ih: Arc<Vec<f32>>,
+}
+
+#[derive(Debug)]
+struct LstmBackward;
+
+impl Backward<Cpu, 7> for LstmBackward {
+    type State = Saved;
+
+    fn backward(self, ops: Ops<Saved, 7>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let s = ops.state;
+        let d = s.dims;
+        let (h, four_h) = (d.hidden, 4 * d.hidden);
+        let dhs = host_of(&grads.consume::<Cpu>(&ops.node));
+        let g = backward(&s, &dhs);
+        let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] = ops.parents;
+        let rows = d.time * d.batch;
+        let mut put =
+            |node: Option<burn::backend::autodiff::NodeId>, v: Vec<f32>, shape: Vec<usize>| {
+                if let Some(id) = node {
+                    let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
+                        TensorData::new(v, shape),
+                        &Default::default(),
+                    );
+                    grads.register::<Cpu>(id, p);
+                }
+            };
+        let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] =
+            [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0].map(|p| p.map(|n| n.id));
+        if p_x.is_some() {
+            // dx = dG · W_ihᵀ.
+            let mut dx = vec![0.0f32; rows * d.d_input];
+            harness_kernels::gemm(
+                rows, d.d_input, four_h, 1.0, &g.dxw, false, &s.w_ih, true, 0.0, &mut dx,
+            );
+            put(p_x, dx, vec![d.time, d.batch, d.d_input]);
+        }
+        if p_w_ih.is_some() {
+            // dW_ih = xᵀ · dG.
+            let mut dw = vec![0.0f32; d.d_input * four_h];
+            harness_kernels::gemm(
+                d.d_input, four_h, rows, 1.0, &s.x, true, &g.dxw, false, 0.0, &mut dw,
+            );
+            put(p_w_ih, dw, vec![d.d_input, four_h]);
+        }
+        if p_bias.is_some() {
+            put(p_bias, column_sums(&g.dxw, rows, four_h), vec![four_h]);
+        }
+        if p_ctx.is_some() {
+            let mut dctx = vec![0.0f32; d.batch * four_h];
+            for step in g.dxw.chunks_exact(d.batch * four_h) {
+                for (a, b) in dctx.iter_mut().zip(step) {
+                    *a += b;
+                }
+            }
+            put(p_ctx, dctx, vec![d.batch, four_h]);
+        }
+        put(p_w_hh, g.dw, vec![h, four_h]);
+        put(p_h0, g.dh0, vec![d.batch, h]);
+        put(p_c0, g.dc0, vec![d.batch, h]);
+    }
+}
+
+/// Sums of the columns of a row-major `rows × cols` array.
+fn column_sums(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; cols];
+    for r in a.chunks_exact(cols).take(rows) {
+        for (o, v) in out.iter_mut().zip(r) {
+            *o += v;
+        }
+    }
+    out
+}
+
+fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
+    let d = Dims::of(&input);
+    let device = input.x.device();
+    // Absent inputs take part as untracked placeholders: they get no gradient.
+    let (has_bias, has_ctx) = (input.bias.is_some(), input.context.is_some());
+    let bias = input
+        .bias
+        .unwrap_or_else(|| Tensor::zeros([0], &device))
+        .into_primitive()
+        .tensor();
+    let ctx = input
+        .context
+        .unwrap_or_else(|| Tensor::zeros([0, 0], &device))
+        .into_primitive()
+        .tensor();
+    let x = input.x.into_primitive().tensor();
+    let w_ih = input.w_ih.into_primitive().tensor();
+    let w = input.w_hh.into_primitive().tensor();
+    let h0 = input.h0.into_primitive().tensor();
+    let c0 = input.c0.into_primitive().tensor();
+    // The mask is a constant: no gradient flows to it.
+    let mask = host_of(&input.mask.into_primitive().tensor().primitive);
+    let x_host = host_of(&x.primitive);
+    let w_ih_host = host_of(&w_ih.primitive);
+    let w_host = host_of(&w.primitive);
+    let h0_host = host_of(&h0.primitive);
+    let c0_host = host_of(&c0.primitive);
+    let xw = project(
+        &x_host,
+        &w_ih_host,
+        has_bias.then(|| host_of(&bias.primitive)).as_deref(),
+        has_ctx.then(|| host_of(&ctx.primitive)).as_deref(),
+        d,
+    );
+    let fwd = forward(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse);
+    let out = to_cpu(fwd.hs.clone(), [d.time, d.batch, d.hidden])
+        .into_primitive()
+        .tensor();
+    let prep = LstmBackward
+        .prepare::<NoCheckpointing>([
+            x.node.clone(),
+            w_ih.node.clone(),
+            bias.node.clone(),
+            ctx.node.clone(),
+            w.node.clone(),
+            h0.node.clone(),
+            c0.node.clone(),
+        ])
+        .compute_bound()
+        .stateful();
+    let result = match prep {
+        OpsKind::Tracked(prep) => prep.finish(
+            Saved {
+                dims: d,
+                reverse,
+                gates: Arc::new(fwd.gates),
+                hs: Arc::new(fwd.hs),
+                cs: Arc::new(fwd.cs),
+                mask: Arc::new(mask),
+                h0: Arc::new(h0_host),
+                c0: Arc::new(c0_host),
+                w: Arc::new(w_host),
+                x: Arc::new(x_host),
+                w_ih: Arc::new(w_ih_host),
+            },
+            out,
+        ),
+        OpsKind::UnTracked(prep) => prep.finish(out),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(result))
+}
+
+/// Host results of the forward pass, `[time, batch, ·]`.
+struct Forward {
+    hs: Vec<f32>,
+    cs: Vec<f32>,
+    gates: Vec<f32>,
+}
+
+/// Host gradients of one layer.
+struct Grads {
+    dxw: Vec<f32>,
+    dw: Vec<f32>,
+    dh0: Vec<f32>,
+    dc0: Vec<f32>,
+}
+
+/// Rows per parallel block: rows are split into at most this many blocks per thread so the
+/// blocks stay large enough for the GEMM to run at speed.
+fn row_blocks(batch: usize) -> Vec<(usize, usize)> {
+    let threads = rayon::current_num_threads().max(1);
+    let per = batch.div_ceil(threads).max(1);
+    (0..batch)
+        .step_by(per)
+        .map(|r0| (r0, (r0 + per).min(batch)))
+        .collect()
+}
+
+/// The step indices in processing order.
+fn order(time: usize, reverse: bool) -> Vec<usize> {
+    if reverse {
+        (0..time).rev().collect()
+    } else {
+        (0..time).collect()
+    }
+}
+
+/// `c (m × n) += a (m × k) · op(b)`, row-major; `b` is `k × n`, or `n × k` read transposed.
+fn gemm_acc(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], b_trans: bool, c: &mut [f32]) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let (rsb, csb) = if b_trans {
+        (1, k as isize)
+    } else {
+        (n as isize, 1)
+    };
+    // SAFETY: the slices hold m·k, k·n and m·n elements (the callers' layouts), and the
+    // strides stay inside them.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            rsb,
+            csb,
+            1.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// A layer's host arrays for the forward recurrence.
+struct Recurrence<'a> {
+    xw: &'a [f32],
+    w: &'a [f32],
+    mask: &'a [f32],
+    h0: &'a [f32],
+    c0: &'a [f32],
+    d: Dims,
+    reverse: bool,
+}
+
+/// One block of rows `[r0, r1)` through the whole sequence.
+fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
+    let Recurrence {
+        xw,
+        w,
+        mask,
+        h0,
+        c0,
+        d,
+        reverse,
+    } = *l;
+    let (n, h) = (d.batch, d.hidden);
+    let rows = r1 - r0;
+    let mut hcur = h0[r0 * h..r1 * h].to_vec();
+    let mut ccur = c0[r0 * h..r1 * h].to_vec();
+    let mut out = Forward {
+        hs: vec![0.0; d.time * rows * h],
+        cs: vec![0.0; d.time * rows * h],
+        gates: vec![0.0; d.time * rows * 4 * h],
+    };
+    let mut cnew = vec![0.0f32; h];
+    for t in order(d.time, reverse) {
+        let g = &mut out.gates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
+        g.copy_from_slice(&xw[(t * n + r0) * 4 * h..(t * n + r1) * 4 * h]);
+        gemm_acc(rows, h, 4 * h, &hcur, w, false, g);
+        for j in 0..rows {
+            let gj = &mut g[j * 4 * h..(j + 1) * 4 * h];
+            harness_kernels::sigmoid(&mut gj[..2 * h]);
+            harness_kernels::tanh(&mut gj[2 * h..3 * h]);
+            harness_kernels::sigmoid(&mut gj[3 * h..]);
+            if mask[t * n + r0 + j] != 0.0 {
+                let (i, rest) = gj.split_at(h);
+                let (f, rest) = rest.split_at(h);
+                let (gg, o) = rest.split_at(h);
+                let c = &mut ccur[j * h..(j + 1) * h];
+                for k in 0..h {
+                    cnew[k] = f[k] * c[k] + i[k] * gg[k];
+                }
+                c.copy_from_slice(&cnew);
+                harness_kernels::tanh(&mut cnew);
+                let hh = &mut hcur[j * h..(j + 1) * h];
+                for k in 0..h {
+                    hh[k] = o[k] * cnew[k];
+                }
+            }
+        }
+        out.hs[t * rows * h..(t + 1) * rows * h].copy_from_slice(&hcur);
+        out.cs[t * rows * h..(t + 1) * rows * h].copy_from_slice(&ccur);
+    }
+    out
+}
+
+/// Copies a block's `[time, rows, width]` array into rows `[r0, r1)` of `[time, batch, width]`.
+fn scatter(dst: &mut [f32], src: &[f32], d: Dims, width: usize, (r0, r1): (usize, usize)) {
+    let rows = r1 - r0;
+    for t in 0..d.time {
+        dst[(t * d.batch + r0) * width..(t * d.batch + r1) * width]
+            .copy_from_slice(&src[t * rows * width..(t + 1) * rows * width]);
+    }
+}
+
+fn forward(
+    xw: &[f32],
+    w: &[f32],
+    mask: &[f32],
+    h0: &[f32],
+    c0: &[f32],
+    d: Dims,
+    reverse: bool,
+) -> Forward {
+    let blocks = row_blocks(d.batch);
+    let layer = Recurrence {
+        xw,
+        w,
+        mask,
+        h0,
+        c0,
+        d,
+        reverse,
+    };
+    let parts: Vec<Forward> = blocks
+        .par_iter()
+        .map(|&b| forward_block(&layer, b))
+        .collect();
+    let h = d.hidden;
+    let mut out = Forward {
+        hs: vec![0.0; d.time * d.batch * h],
+        cs: vec![0.0; d.time * d.batch * h],
+        gates: vec![0.0; d.time * d.batch * 4 * h],
+    };
+    for (part, &b) in parts.iter().zip(&blocks) {
+        scatter(&mut out.hs, &part.hs, d, h, b);
+        scatter(&mut out.cs, &part.cs, d, h, b);
+        scatter(&mut out.gates, &part.gates, d, 4 * h, b);
+    }
+    out
+}
+
+/// Back-propagation through time for rows `[r0, r1)`: the gate gradients `[time, rows, 4H]`,
+/// `dh0`, `dc0` and this block's share of `dW_hh`.
+fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
+    let d = s.dims;
+    let (n, h) = (d.batch, d.hidden);
+    let rows = r1 - r0;
+    let mut dh = vec![0.0f32; rows * h];
+    let mut dc = vec![0.0f32; rows * h];
+    let mut dgates = vec![0.0f32; d.time * rows * 4 * h];
+    // Every step's previous hidden state, `[time, rows, H]`, for dW_hh at the end.
+    let mut hprev = vec![0.0f32; d.time * rows * h];
+    let steps = order(d.time, s.reverse);
+    let mut tc = vec![0.0f32; h];
+    for (pos, &t) in steps.iter().enumerate().rev() {
+        let prev = pos.checked_sub(1).map(|p| steps[p]);
+        let state = |arr: &[f32], init: &[f32], j: usize| -> Vec<f32> {
+            match prev {
+                Some(p) => arr[(p * n + r0 + j) * h..(p * n + r0 + j + 1) * h].to_vec(),
+                None => init[(r0 + j) * h..(r0 + j + 1) * h].to_vec(),
+            }
+        };
+        let dg = &mut dgates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
+        let mut dh_direct = vec![0.0f32; rows * h];
+        for j in 0..rows {
+            let row = r0 + j;
+            let dhj = &mut dh[j * h..(j + 1) * h];
+            let upstream = &dhs[(t * n + row) * h..(t * n + row + 1) * h];
+            for k in 0..h {
+                dhj[k] += upstream[k];
+            }
+            let hp = state(&s.hs, &s.h0, j);
+            hprev[(t * rows + j) * h..(t * rows + j + 1) * h].copy_from_slice(&hp);
+            if s.mask[t * n + row] == 0.0 {
+                // Carried state: the gradient passes to the previous step unchanged.
+                dh_direct[j * h..(j + 1) * h].copy_from_slice(dhj);
+                continue;
+            }
+            let gates = &s.gates[(t * n + row) * 4 * h..(t * n + row + 1) * 4 * h];
+            let (i, rest) = gates.split_at(h);
+            let (f, rest) = rest.split_at(h);
+            let (gg, o) = rest.split_at(h);
+            tc.copy_from_slice(&s.cs[(t * n + row) * h..(t * n + row + 1) * h]);
+            harness_kernels::tanh(&mut tc);
+            let cp = state(&s.cs, &s.c0, j);
+            let dcj = &mut dc[j * h..(j + 1) * h];
+            let dgj = &mut dg[j * 4 * h..(j + 1) * 4 * h];
+            for k in 0..h {
+                let dout = dhj[k];
+                let dcn = dcj[k] + dout * o[k] * (1.0 - tc[k] * tc[k]);
+                dgj[k] = dcn * gg[k] * i[k] * (1.0 - i[k]);
+                dgj[h + k] = dcn * cp[k] * f[k] * (1.0 - f[k]);
+                dgj[2 * h + k] = dcn * i[k] * (1.0 - gg[k] * gg[k]);
+                dgj[3 * h + k] = dout * tc[k] * o[k] * (1.0 - o[k]);
+                dcj[k] = dcn * f[k];
+            }
+        }
+        // dh_prev = dG · W_hhᵀ (+ the carried gradient of masked rows).
+        gemm_acc(rows, 4 * h, h, dg, &s.w, true, &mut dh_direct);
+        dh = dh_direct;
+    }
+    // dW_hh = Σ_t h_prevᵀ · dG_t: one product over every step.
+    let mut dw = vec![0.0f32; h * 4 * h];
+    // SAFETY: hprev is (time·rows) × H read transposed as H × (time·rows); dgates is
+    // (time·rows) × 4H; dw is H × 4H.
+    unsafe {
+        let m = d.time * rows;
+        if m > 0 {
+            matrixmultiply::sgemm(
+                h,
+                m,
+                4 * h,
+                1.0,
+                hprev.as_ptr(),
+                1,
+                h as isize,
+                dgates.as_ptr(),
+                4 * h as isize,
+                1,
+                0.0,
+                dw.as_mut_ptr(),
+                4 * h as isize,
+                1,
+            );
+        }
+    }
+    Grads {
+        dxw: dgates,
+        dw,
+        dh0: dh,
+        dc0: dc,
+    }
+}
+
+fn backward(s: &Saved, dhs: &[f32]) -> Grads {
+    let d = s.dims;
+    let h = d.hidden;
+    let blocks = row_blocks(d.batch);
+    let parts: Vec<Grads> = blocks
+        .par_iter()
+        .map(|&b| backward_block(s, dhs, b))
+        .collect();
+    let mut out = Grads {
+        dxw: vec![0.0; d.time * d.batch * 4 * h],
+        dw: vec![0.0; h * 4 * h],
+        dh0: vec![0.0; d.batch * h],
+        dc0: vec![0.0; d.batch * h],
+    };
+    // Blocks are summed in a fixed order: the result does not depend on scheduling.
+    for (part, &(r0, r1)) in parts.iter().zip(&blocks) {
+        scatter(&mut out.dxw, &part.dxw, d, 4 * h, (r0, r1));
+        out.dh0[r0 * h..r1 * h].copy_from_slice(&part.dh0);
+        out.dc0[r0 * h..r1 * h].copy_from_slice(&part.dc0);
+        for (a, b) in out.dw.iter_mut().zip(&part.dw) {
+            *a += b;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lstm::MaskedLstmConfig;
+    use burn::tensor::Distribution;
+
+    fn mask_of<B: Backend>(lens: &[usize], time: usize) -> Tensor<B, 2> {
+        let v: Vec<f32> = (0..time)
+            .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
+            .collect();
+        Tensor::from_data(TensorData::new(v, [time, lens.len()]), &Default::default())
+    }
+
+    fn close(a: Vec<f32>, b: Vec<f32>, tol: f32, what: &str) {
+        assert_eq!(a.len(), b.len(), "{what}");
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                (x - y).abs() <= tol * (1.0 + y.abs()),
+                "{what}[{i}]: {x} vs {y}"
+            );
+        }
+    }
+
+    /// The fused layer against the step-by-step one on the same weights: outputs, and the
+    /// gradients of a loss that reads every output, for both directions, padding, a context
+    /// and initial states that need their own gradients.
+    #[test]
+    fn fused_layer_equals_the_generic_layer_with_gradients() {
+        let dev = Default::default();
+        let (time, batch, d_in, h) = (6, 5, 3, 4);
+        let lens = [6, 2, 4, 1, 5];
+        for reverse in [false, true] {
+            let layer = crate::random::init_uniform(
+                MaskedLstmConfig::new(d_in, h)
+                    .with_reverse(reverse)
+                    .init::<CpuAd>(&dev),
+                7,
+                0.5,
+            );
+            let x = Tensor::<CpuAd, 3>::random(
+                [time, batch, d_in],
+                Distribution::Uniform(-1.0, 1.0),
+                &dev,
+            )
+            .require_grad();
+            let ctx =
+                Tensor::<CpuAd, 2>::random([batch, 4 * h], Distribution::Uniform(-0.5, 0.5), &dev)
+                    .require_grad();
+            let h0 = Tensor::<CpuAd, 2>::random([batch, h], Distribution::Uniform(-0.5, 0.5), &dev)
+                .require_grad();
+            let c0 = Tensor::<CpuAd, 2>::random([batch, h], Distribution::Uniform(-0.5, 0.5), &dev)
+                .require_grad();
+            let weights = Tensor::<CpuAd, 3>::random(
+                [time, batch, h],
+                Distribution::Uniform(-1.0, 1.0),
+                &dev,
+            );
+            let mask = mask_of::<CpuAd>(&lens, time);
+            let run = |fused: bool| {
+                let input = LayerInput {
+                    x: x.clone(),
+                    w_ih: layer.input.weight.val(),
+                    bias: layer.input.bias.as_ref().map(|b| b.val()),
+                    context: Some(ctx.clone()),
+                    w_hh: layer.hidden.weight.val(),
+                    mask: mask.clone(),
+                    h0: h0.clone(),
+                    c0: c0.clone(),
+                };
+                let hs = if fused {
+                    fused_layer(input, reverse)
+                        .ok()
+                        .expect("the CPU backend is fused")
+                } else {
+                    layer.steps_tm(input)
+                };
+                let loss = (hs.clone() * weights.clone()).sum();
+                let grads = loss.backward();
+                let g = |t: &Tensor<CpuAd, 2>| host(t.grad(&grads).expect("a gradient"));
+                (
+                    host(hs.inner()),
+                    host(x.grad(&grads).unwrap()),
+                    g(&ctx),
+                    g(&h0),
+                    g(&c0),
+                    host(layer.hidden.weight.val().grad(&grads).unwrap()),
+                    host(layer.input.weight.val().grad(&grads).unwrap()),
+                    host(
+                        layer
+                            .input
+                            .bias
+                            .as_ref()
+                            .unwrap()
+                            .val()
+                            .grad(&grads)
+                            .unwrap(),
+                    ),
+                )
+            };
+            let a = run(true);
+            let b = run(false);
+            close(a.0, b.0, 1e-5, "outputs");
+            close(a.1, b.1, 1e-4, "dx");
+            close(a.2, b.2, 1e-4, "dcontext");
+            close(a.3, b.3, 1e-4, "dh0");
+            close(a.4, b.4, 1e-4, "dc0");
+            close(a.5, b.5, 1e-4, "dW_hh");
+            close(a.6, b.6, 1e-4, "dW_ih");
+            close(a.7, b.7, 1e-4, "dbias");
+        }
+    }
+
+    /// Inference on plain burn-ndarray takes the fused path too, with the same outputs.
+    #[test]
+    fn inference_layer_equals_the_generic_layer() {
+        let dev = Default::default();
+        let layer =
+            crate::random::init_uniform(MaskedLstmConfig::new(3, 4).init::<Cpu>(&dev), 3, 0.5);
+        let x = Tensor::<Cpu, 3>::random([7, 3, 3], Distribution::Uniform(-1.0, 1.0), &dev);
+        let mask = mask_of::<Cpu>(&[7, 3, 5], 7);
+        let fused = layer.forward_tm(x.clone(), mask.clone(), None, None);
+        let generic = layer.steps_tm(LayerInput {
+            x,
+            w_ih: layer.input.weight.val(),
+            bias: layer.input.bias.as_ref().map(|b| b.val()),
+            context: None,
+            w_hh: layer.hidden.weight.val(),
+            mask,
+            h0: Tensor::zeros([3, 4], &dev),
+            c0: Tensor::zeros([3, 4], &dev),
+        });
+        close(host(fused), host(generic), 1e-5, "outputs");
+    }
+}

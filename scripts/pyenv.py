@@ -1,0 +1,117 @@
+"""The Python environment of harness's scripts: one virtual environment, pinned versions.
+
+`scripts/bench_st.py`, `scripts/laser_torch.py` and `scripts/bench_torch_laser.py` run in
+one venv under ~/.cache/harness-bench/venv (or $HARNESS_BENCH_VENV). Each script names the
+packages it needs; the first run installs those that are missing at the versions pinned
+here, later runs reuse them. CPU-only torch comes from the PyTorch index where it answers,
+else from PyPI (run on the CPU either way); everything else comes from PyPI.
+
+The pins are one consistent set (what pip resolves for sentence-transformers 6.2.0 and
+transformers 5.23.0, the versions behind the parity fixtures of ../shared/models/README.md
+section 3), so every script's subset can live in the same venv. `<venv>/.harness-pins`
+records the `name==version` lines installed; a lock file beside the venv keeps two scripts
+from installing at once.
+
+Usage from a script (before importing anything from the venv):
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pyenv
+    pyenv.activate(["torch", "numpy"], setup_only=args.setup_only)
+"""
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# name -> version. Update together: they are resolved as one set.
+PINS = {
+    "torch": "2.15.0",
+    "sentence-transformers": "6.2.0",
+    "transformers": "5.23.0",
+    "safetensors": "0.8.0",
+    "tokenizers": "0.23.3",
+    "numpy": "2.4.6",
+    "pyyaml": "6.0.3",
+}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def venv_dir() -> Path:
+    default = Path.home() / ".cache" / "harness-bench" / "venv"
+    return Path(os.environ.get("HARNESS_BENCH_VENV", default))
+
+
+def in_venv() -> bool:
+    """Whether this interpreter is the venv's."""
+    return Path(sys.prefix).resolve() == venv_dir().resolve()
+
+
+def _pin(name: str) -> str:
+    return f"{name}=={PINS[name]}"
+
+
+def _installed(marker: Path) -> dict:
+    """The `name==version` lines of the marker (absent: none)."""
+    out = {}
+    if marker.exists():
+        for line in marker.read_text().splitlines():
+            name, sep, version = line.strip().partition("==")
+            if sep:
+                out[name] = version
+    return out
+
+
+def ensure_venv(packages) -> Path:
+    """The venv's python, with `packages` (names of PINS) installed at their pinned versions;
+    creates the venv and installs what is missing on first use."""
+    unknown = [p for p in packages if p not in PINS]
+    if unknown:
+        raise ValueError(f"no pinned version for {unknown}; add it to scripts/pyenv.py PINS")
+    venv = venv_dir()
+    python = venv / "bin" / "python"
+    marker = venv / ".harness-pins"
+
+    def missing():
+        have = _installed(marker)
+        return [p for p in packages if have.get(p) != PINS[p]] if python.exists() else list(packages)
+
+    if not missing():
+        return python
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(venv) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        todo = missing()  # another process may have installed them meanwhile
+        if not todo:
+            return python
+        print(f"setting up {venv} ({', '.join(_pin(p) for p in todo)}); this happens once",
+              file=sys.stderr)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet"]
+        if "torch" in todo:
+            cpu = subprocess.run(pip + ["--index-url", CPU_INDEX, "--timeout", "20", "--retries", "0",
+                                        _pin("torch")])
+            if cpu.returncode != 0:
+                print("the CPU-only torch index did not answer; installing torch from PyPI",
+                      file=sys.stderr)
+                subprocess.run(pip + [_pin("torch")], check=True)
+        rest = [_pin(p) for p in todo if p != "torch"]
+        if rest:
+            subprocess.run(pip + rest, check=True)
+        have = _installed(marker)
+        have.update({p: PINS[p] for p in todo})
+        marker.write_text("\n".join(f"{n}=={v}" for n, v in sorted(have.items())))
+    return python
+
+
+def activate(packages, setup_only=False) -> None:
+    """Makes sure the venv has `packages`; outside the venv, re-runs the calling script with
+    the venv's python (same arguments) or, with `setup_only`, exits 0 after the setup."""
+    python = ensure_venv(packages)
+    if setup_only:
+        sys.exit(0)
+    if not in_venv():
+        script = os.path.abspath(sys.argv[0])
+        os.execv(str(python), [str(python), script] + sys.argv[1:])
