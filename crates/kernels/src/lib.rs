@@ -11,8 +11,10 @@
 use rayon::prelude::*;
 
 pub mod math;
+pub mod packed;
 
 pub use math::{exp, sigmoid, tanh};
+pub use packed::{gemm_packed, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.
 const PAR_MIN_FLOPS: usize = 1 << 21;

@@ -98,8 +98,9 @@ impl<B: Backend> LstmDecoder<B> {
     /// Teacher-forced decoding: `inputs: [batch, time]` (the first input `<s>` or the
     /// language token, then the target shifted right), `mask: [batch, time]`,
     /// `sentence: [batch, d_sentence]`, `languages: [batch]` (language-ID indices; ignored
-    /// without a language embedding). Returns logits `[batch, time, n_vocab]`.
-    pub fn forward(
+    /// without a language embedding). Returns the top layer's states `[batch, time,
+    /// hidden]` (after dropout), which [`LstmDecoder::project`] turns into logits.
+    pub fn states(
         &self,
         sentence: Tensor<B, 2>,
         languages: Tensor<B, 1, Int>,
@@ -134,12 +135,28 @@ impl<B: Backend> LstmDecoder<B> {
             let out = layer.forward_tm(x, mask_tm.clone(), ctx, Some(state));
             x = dropout(&mut noise, out, self.dropout);
         }
-        let x = x.swap_dims(0, 1);
-        // 2-D product (see `model/lstm.rs`): the vocabulary projection is the largest one.
-        let [b, t, d] = x.dims();
-        let logits = self.output.forward(x.reshape([b * t, d]));
+        x.swap_dims(0, 1)
+    }
+
+    /// The vocabulary logits `[batch, time, n_vocab]` of top states `[batch, time, hidden]`
+    /// (one 2-D product: the vocabulary projection is the largest one).
+    pub fn project(&self, states: Tensor<B, 3>) -> Tensor<B, 3> {
+        let [b, t, d] = states.dims();
+        let logits = self.output.forward(states.reshape([b * t, d]));
         let n_vocab = logits.dims()[1];
         logits.reshape([b, t, n_vocab])
+    }
+
+    /// Teacher-forced logits: [`LstmDecoder::states`] then [`LstmDecoder::project`].
+    pub fn forward(
+        &self,
+        sentence: Tensor<B, 2>,
+        languages: Tensor<B, 1, Int>,
+        inputs: Tensor<B, 2, Int>,
+        mask: Tensor<B, 2>,
+        noise: Option<&mut Noise>,
+    ) -> Tensor<B, 3> {
+        self.project(self.states(sentence, languages, inputs, mask, noise))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod heads;
 pub mod input;
 pub mod lstm;
 pub mod lstm_fused;
+pub mod output_ce;
 pub mod random;
 pub mod system;
 #[doc(hidden)]

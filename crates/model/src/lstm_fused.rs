@@ -132,19 +132,25 @@ impl Dims {
 }
 
 fn host<const D: usize>(t: Tensor<Cpu, D>) -> Vec<f32> {
-    host_of(&t.into_primitive().tensor())
+    host_values(&t.into_primitive().tensor())
 }
 
 /// A copy of an f32 primitive's values in row-major order: one `memcpy` when the array is
 /// in standard layout (burn-ndarray's own `into_data` iterates element by element whenever
 /// the array is shared, which the autodiff graph always makes it).
-fn host_of(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
+pub(crate) fn host_values(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
     match p {
         burn::backend::ndarray::NdArrayTensor::F32(storage) => {
             let view = storage.view();
             match view.as_slice() {
                 Some(values) => values.to_vec(),
-                None => view.iter().copied().collect(),
+                None => {
+                    // A permuted view (`swap_dims`): copy row by row along its strides.
+                    let mut out = Vec::with_capacity(view.len());
+                    // SAFETY: the view's pointer, shape and strides describe valid elements.
+                    unsafe { strided_copy(view.as_ptr(), view.shape(), view.strides(), &mut out) };
+                    out
+                }
             }
         }
         other => {
@@ -153,6 +159,29 @@ fn host_of(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
                 .convert::<f32>()
                 .into_vec::<f32>()
                 .expect("f32 data")
+        }
+    }
+}
+
+/// Appends the elements of the array at `ptr` with `shape` and element `strides` to `out`,
+/// in row-major order.
+unsafe fn strided_copy(ptr: *const f32, shape: &[usize], strides: &[isize], out: &mut Vec<f32>) {
+    match shape {
+        [] => out.push(*ptr),
+        [n] => {
+            for i in 0..*n {
+                out.push(*ptr.offset(i as isize * strides[0]));
+            }
+        }
+        [n, ..] => {
+            for i in 0..*n {
+                strided_copy(
+                    ptr.offset(i as isize * strides[0]),
+                    &shape[1..],
+                    &strides[1..],
+                    out,
+                );
+            }
         }
     }
 }
@@ -242,7 +271,7 @@ impl Backward<Cpu, 7> for LstmBackward {
         let s = ops.state;
         let d = s.dims;
         let (h, four_h) = (d.hidden, 4 * d.hidden);
-        let dhs = host_of(&grads.consume::<Cpu>(&ops.node));
+        let dhs = host_values(&grads.consume::<Cpu>(&ops.node));
         let g = backward(&s, &dhs);
         let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] = ops.parents;
         let rows = d.time * d.batch;
@@ -324,17 +353,17 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
     let h0 = input.h0.into_primitive().tensor();
     let c0 = input.c0.into_primitive().tensor();
     // The mask is a constant: no gradient flows to it.
-    let mask = host_of(&input.mask.into_primitive().tensor().primitive);
-    let x_host = host_of(&x.primitive);
-    let w_ih_host = host_of(&w_ih.primitive);
-    let w_host = host_of(&w.primitive);
-    let h0_host = host_of(&h0.primitive);
-    let c0_host = host_of(&c0.primitive);
+    let mask = host_values(&input.mask.into_primitive().tensor().primitive);
+    let x_host = host_values(&x.primitive);
+    let w_ih_host = host_values(&w_ih.primitive);
+    let w_host = host_values(&w.primitive);
+    let h0_host = host_values(&h0.primitive);
+    let c0_host = host_values(&c0.primitive);
     let xw = project(
         &x_host,
         &w_ih_host,
-        has_bias.then(|| host_of(&bias.primitive)).as_deref(),
-        has_ctx.then(|| host_of(&ctx.primitive)).as_deref(),
+        has_bias.then(|| host_values(&bias.primitive)).as_deref(),
+        has_ctx.then(|| host_values(&ctx.primitive)).as_deref(),
         d,
     );
     let fwd = forward(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse);
@@ -410,42 +439,10 @@ fn order(time: usize, reverse: bool) -> Vec<usize> {
     }
 }
 
-/// `c (m × n) += a (m × k) · op(b)`, row-major; `b` is `k × n`, or `n × k` read transposed.
-fn gemm_acc(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], b_trans: bool, c: &mut [f32]) {
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
-    let (rsb, csb) = if b_trans {
-        (1, k as isize)
-    } else {
-        (n as isize, 1)
-    };
-    // SAFETY: the slices hold m·k, k·n and m·n elements (the callers' layouts), and the
-    // strides stay inside them.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr(),
-            k as isize,
-            1,
-            b.as_ptr(),
-            rsb,
-            csb,
-            1.0,
-            c.as_mut_ptr(),
-            n as isize,
-            1,
-        );
-    }
-}
-
 /// A layer's host arrays for the forward recurrence.
 struct Recurrence<'a> {
     xw: &'a [f32],
-    w: &'a [f32],
+    w: &'a harness_kernels::PackedB,
     mask: &'a [f32],
     h0: &'a [f32],
     c0: &'a [f32],
@@ -477,7 +474,7 @@ fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
     for t in order(d.time, reverse) {
         let g = &mut out.gates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
         g.copy_from_slice(&xw[(t * n + r0) * 4 * h..(t * n + r1) * 4 * h]);
-        gemm_acc(rows, h, 4 * h, &hcur, w, false, g);
+        harness_kernels::gemm_packed(rows, &hcur, w, g);
         for j in 0..rows {
             let gj = &mut g[j * 4 * h..(j + 1) * 4 * h];
             harness_kernels::sigmoid(&mut gj[..2 * h]);
@@ -524,9 +521,11 @@ fn forward(
     reverse: bool,
 ) -> Forward {
     let blocks = row_blocks(d.batch);
+    // The recurrent weights are packed once for every step of every block.
+    let w = harness_kernels::PackedB::new(d.hidden, 4 * d.hidden, w, false);
     let layer = Recurrence {
         xw,
-        w,
+        w: &w,
         mask,
         h0,
         c0,
@@ -553,7 +552,12 @@ fn forward(
 
 /// Back-propagation through time for rows `[r0, r1)`: the gate gradients `[time, rows, 4H]`,
 /// `dh0`, `dc0` and this block's share of `dW_hh`.
-fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
+fn backward_block(
+    s: &Saved,
+    w_t: &harness_kernels::PackedB,
+    dhs: &[f32],
+    (r0, r1): (usize, usize),
+) -> Grads {
     let d = s.dims;
     let (n, h) = (d.batch, d.hidden);
     let rows = r1 - r0;
@@ -564,16 +568,16 @@ fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
     let mut hprev = vec![0.0f32; d.time * rows * h];
     let steps = order(d.time, s.reverse);
     let mut tc = vec![0.0f32; h];
+    let mut dh_direct = vec![0.0f32; rows * h];
     for (pos, &t) in steps.iter().enumerate().rev() {
         let prev = pos.checked_sub(1).map(|p| steps[p]);
-        let state = |arr: &[f32], init: &[f32], j: usize| -> Vec<f32> {
-            match prev {
-                Some(p) => arr[(p * n + r0 + j) * h..(p * n + r0 + j + 1) * h].to_vec(),
-                None => init[(r0 + j) * h..(r0 + j + 1) * h].to_vec(),
-            }
+        // The states before step `t`: the previous step's, or the initial ones.
+        let (h_src, c_src, base) = match prev {
+            Some(p) => (&s.hs[..], &s.cs[..], p * n + r0),
+            None => (&s.h0[..], &s.c0[..], r0),
         };
+        dh_direct.fill(0.0);
         let dg = &mut dgates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
-        let mut dh_direct = vec![0.0f32; rows * h];
         for j in 0..rows {
             let row = r0 + j;
             let dhj = &mut dh[j * h..(j + 1) * h];
@@ -581,8 +585,8 @@ fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
             for k in 0..h {
                 dhj[k] += upstream[k];
             }
-            let hp = state(&s.hs, &s.h0, j);
-            hprev[(t * rows + j) * h..(t * rows + j + 1) * h].copy_from_slice(&hp);
+            let hp = &h_src[(base + j) * h..(base + j + 1) * h];
+            hprev[(t * rows + j) * h..(t * rows + j + 1) * h].copy_from_slice(hp);
             if s.mask[t * n + row] == 0.0 {
                 // Carried state: the gradient passes to the previous step unchanged.
                 dh_direct[j * h..(j + 1) * h].copy_from_slice(dhj);
@@ -594,7 +598,7 @@ fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
             let (gg, o) = rest.split_at(h);
             tc.copy_from_slice(&s.cs[(t * n + row) * h..(t * n + row + 1) * h]);
             harness_kernels::tanh(&mut tc);
-            let cp = state(&s.cs, &s.c0, j);
+            let cp = &c_src[(base + j) * h..(base + j + 1) * h];
             let dcj = &mut dc[j * h..(j + 1) * h];
             let dgj = &mut dg[j * 4 * h..(j + 1) * 4 * h];
             for k in 0..h {
@@ -608,8 +612,8 @@ fn backward_block(s: &Saved, dhs: &[f32], (r0, r1): (usize, usize)) -> Grads {
             }
         }
         // dh_prev = dG · W_hhᵀ (+ the carried gradient of masked rows).
-        gemm_acc(rows, 4 * h, h, dg, &s.w, true, &mut dh_direct);
-        dh = dh_direct;
+        harness_kernels::gemm_packed(rows, dg, w_t, &mut dh_direct);
+        std::mem::swap(&mut dh, &mut dh_direct);
     }
     // dW_hh = Σ_t h_prevᵀ · dG_t: one product over every step.
     let mut dw = vec![0.0f32; h * 4 * h];
@@ -648,9 +652,11 @@ fn backward(s: &Saved, dhs: &[f32]) -> Grads {
     let d = s.dims;
     let h = d.hidden;
     let blocks = row_blocks(d.batch);
+    // W_hhᵀ, packed once for every step of every block.
+    let w_t = harness_kernels::PackedB::new(4 * h, h, &s.w, true);
     let parts: Vec<Grads> = blocks
         .par_iter()
-        .map(|&b| backward_block(s, dhs, b))
+        .map(|&b| backward_block(s, &w_t, dhs, b))
         .collect();
     let mut out = Grads {
         dxw: vec![0.0; d.time * d.batch * 4 * h],

@@ -569,6 +569,31 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                     }
                 }
             }
+            Objective::RankingSoftmax(o) => {
+                nonneg(out, "margin", o.margin);
+                if !positive(o.scale) {
+                    out.add(
+                        with(&par, &[k("scale")]),
+                        format!("must be > 0, found {}", o.scale),
+                    );
+                }
+                if let Some(j) = &o.joint_with {
+                    refer(
+                        out,
+                        with(&par, &[k("joint_with")]),
+                        "task",
+                        j,
+                        &task_names,
+                        "",
+                    );
+                    if *j == t.name {
+                        out.add(
+                            with(&par, &[k("joint_with")]),
+                            "a task cannot be joint with itself",
+                        );
+                    }
+                }
+            }
             Objective::TranslationRanking(o) => nonneg(out, "margin", o.margin),
             Objective::ResponseRanking(o) => {
                 if let Some(h) = &o.head {

@@ -617,6 +617,7 @@ struct TaskCommon {
 pub enum Objective {
     Seq2seqCe(Seq2seqCe),
     L2Similarity(L2Similarity),
+    RankingSoftmax(RankingSoftmax),
     TranslationRanking(TranslationRanking),
     ResponseRanking(ResponseRanking),
     QuickThought(QuickThought),
@@ -630,6 +631,7 @@ pub enum Objective {
 pub const OBJECTIVES: &[&str] = &[
     "seq2seq_ce",
     "l2_similarity",
+    "ranking_softmax",
     "translation_ranking",
     "response_ranking",
     "quick_thought",
@@ -645,6 +647,7 @@ impl Objective {
         match self {
             Objective::Seq2seqCe(_) => "seq2seq_ce",
             Objective::L2Similarity(_) => "l2_similarity",
+            Objective::RankingSoftmax(_) => "ranking_softmax",
             Objective::TranslationRanking(_) => "translation_ranking",
             Objective::ResponseRanking(_) => "response_ranking",
             Objective::QuickThought(_) => "quick_thought",
@@ -661,6 +664,7 @@ impl Objective {
         Some(match name {
             "seq2seq_ce" => de::from_value(params).map(O::Seq2seqCe),
             "l2_similarity" => de::from_value(params).map(O::L2Similarity),
+            "ranking_softmax" => de::from_value(params).map(O::RankingSoftmax),
             "translation_ranking" => de::from_value(params).map(O::TranslationRanking),
             "response_ranking" => de::from_value(params).map(O::ResponseRanking),
             "quick_thought" => de::from_value(params).map(O::QuickThought),
@@ -805,6 +809,30 @@ pub struct L2Similarity {
     /// Task whose batches this loss is added to (same pairs, one backward pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joint_with: Option<String>,
+}
+
+/// In-batch softmax ranking of aligned sentences over scaled cosine similarities (Guo et al.
+/// 2018; multilingual USE §3.2): `train/objectives/ranking_softmax.rs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankingSoftmax {
+    /// Scale of the cosine similarities.
+    #[serde(default = "twenty")]
+    pub scale: f64,
+    /// Additive margin on the positive's cosine.
+    #[serde(default)]
+    pub margin: f64,
+    /// Rank sources for targets too, and average.
+    #[serde(default = "yes")]
+    pub bidirectional: bool,
+    /// Task whose batches this loss is added to (same pairs and encodings, one backward
+    /// pass), weighted by this task's `weight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
+}
+
+fn twenty() -> f64 {
+    20.0
 }
 
 /// In-batch softmax ranking of translations (Guo et al. 2018; multilingual USE §3).

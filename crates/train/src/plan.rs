@@ -6,7 +6,7 @@ use crate::batch::FirstToken;
 use crate::corpora::Loaded;
 use crate::data::{nli_examples, pair_examples, Directions, Examples, TaskData};
 use crate::mixture::Mixture;
-use crate::trainer::{Plan, TaskPlan};
+use crate::trainer::{Joint, Plan, TaskPlan};
 use crate::TrainError;
 use harness_data::tokenize::TextTokenizer;
 use harness_model::system::SystemConfig;
@@ -50,7 +50,8 @@ pub fn compile_plan(
     };
     let mut tasks = Vec::new();
     for (ti, task) in recipe.tasks.iter().enumerate() {
-        let joint = matches!(&task.objective, Objective::L2Similarity(p) if p.joint_with.is_some());
+        let joint = matches!(&task.objective, Objective::L2Similarity(p) if p.joint_with.is_some())
+            || matches!(&task.objective, Objective::RankingSoftmax(p) if p.joint_with.is_some());
         let data = if joint {
             None
         } else {
@@ -114,13 +115,24 @@ pub fn compile_plan(
             objective: task.objective.clone(),
             data,
             weight: task.weight,
-            joint_l2: Vec::new(),
+            joint: Vec::new(),
         });
     }
-    // Joint similarity losses join their partner task.
+    // Joint losses join their partner task.
     for task in &recipe.tasks {
-        if let Objective::L2Similarity(p) = &task.objective {
-            if let Some(partner) = &p.joint_with {
+        let (partner, term) = match &task.objective {
+            Objective::L2Similarity(p) => (&p.joint_with, Joint::L2(task.weight * p.alpha)),
+            Objective::RankingSoftmax(p) => (
+                &p.joint_with,
+                Joint::Ranking {
+                    weight: task.weight,
+                    ranking: crate::trainer::ranking_of(p),
+                },
+            ),
+            _ => (&None, Joint::L2(0.0)),
+        };
+        {
+            if let Some(partner) = partner {
                 let t = tasks
                     .iter_mut()
                     .find(|t| &t.name == partner)
@@ -131,7 +143,7 @@ pub fn compile_plan(
                             "name a translation task of this recipe",
                         )
                     })?;
-                t.joint_l2.push(task.weight * p.alpha);
+                t.joint.push(term);
             }
         }
     }

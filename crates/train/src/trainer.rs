@@ -7,16 +7,21 @@
 
 use crate::batch::{nli_batch, pair_batch, FirstToken};
 use crate::checkpoint::{self, Best, TrainState};
+use crate::data::PairExample;
 use crate::data::{Examples, TaskData};
 use crate::mixture::Mixture;
 use crate::objectives::{
-    l2_similarity::l2_similarity, nli_classification::classification_ce, seq2seq_ce::seq2seq_ce,
+    l2_similarity::l2_similarity,
+    nli_classification::classification_ce,
+    ranking_softmax::{ranking_softmax, Ranking, RankingMasks},
+    seq2seq_ce::decoder_ce,
 };
 use crate::optim::{clip_global_norm, learning_rate, AnyOptimizer};
 use crate::TrainError;
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::Backend;
 use burn::tensor::{ElementConversion, Tensor};
 use harness_model::random::Noise;
 use harness_model::system::{System, SystemConfig};
@@ -38,8 +43,17 @@ pub struct TaskPlan {
     pub data: Option<TaskData>,
     /// Sampling weight (tasks with data) or loss weight (joint tasks).
     pub weight: f64,
-    /// Joint similarity losses added to this task: their scale `weight × α`.
-    pub joint_l2: Vec<f64>,
+    /// Losses of joint tasks added to this task's, on its batches and encodings.
+    pub joint: Vec<Joint>,
+}
+
+/// A loss computed on another task's batch (`joint_with`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Joint {
+    /// Squared L2 between the pair's encodings, scaled by `weight × α`.
+    L2(f64),
+    /// In-batch ranking of the pair's encodings, weighted.
+    Ranking { weight: f64, ranking: Ranking },
 }
 
 /// Everything the loop needs, compiled from a recipe.
@@ -143,6 +157,36 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// The ranking parameters of a `ranking_softmax` task.
+pub fn ranking_of(p: &harness_recipe::schema::RankingSoftmax) -> Ranking {
+    Ranking {
+        scale: p.scale,
+        margin: p.margin,
+        bidirectional: p.bidirectional,
+    }
+}
+
+/// A joint loss on the encodings `u` (sources) and `v` (targets) of the batch `index` of
+/// `examples`.
+fn joint_loss<B: Backend>(
+    joint: &Joint,
+    u: Tensor<B, 2>,
+    v: Tensor<B, 2>,
+    examples: &[PairExample],
+    index: &[u32],
+) -> Tensor<B, 1> {
+    match joint {
+        Joint::L2(scale) => l2_similarity(u, v, *scale),
+        Joint::Ranking { weight, ranking } => {
+            let ex: Vec<&PairExample> = index.iter().map(|&i| &examples[i as usize]).collect();
+            let src: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
+            let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
+            let masks = RankingMasks::from_ids(&src, &tgt);
+            ranking_softmax(u, v, None, *ranking, &masks) * *weight
+        }
+    }
+}
+
 /// The loss of task `t` on one of its batches, and the real tokens it read.
 fn task_loss<B: AutodiffBackend>(
     model: &System<B>,
@@ -175,19 +219,25 @@ fn task_loss<B: AutodiffBackend>(
             let b = pair_batch::<B>(ex, index, &plan.first_token, device);
             let decoder = model.decoder.as_ref().ok_or_else(no_decoder)?;
             let enc = model.encoder.forward(b.src.ids, b.src.mask, Some(noise));
-            let logits = decoder.forward(
+            let states = decoder.states(
                 enc.sentence.clone(),
                 b.to_tgt.language,
                 b.to_tgt.input.ids,
                 b.to_tgt.input.mask.clone(),
                 Some(noise),
             );
-            let mut loss = seq2seq_ce(logits, b.to_tgt.output, b.to_tgt.input.mask, p.label_smoothing);
+            let mut loss = decoder_ce(
+                decoder,
+                states,
+                b.to_tgt.output,
+                b.to_tgt.input.mask,
+                p.label_smoothing,
+            );
             let mut tokens = b.src.tokens + b.to_tgt.input.tokens;
-            if p.both_directions || !task.joint_l2.is_empty() {
+            if p.both_directions || !task.joint.is_empty() {
                 let enc_t = model.encoder.forward(b.tgt.ids, b.tgt.mask, Some(noise));
                 if p.both_directions {
-                    let logits = decoder.forward(
+                    let states = decoder.states(
                         enc_t.sentence.clone(),
                         b.to_src.language,
                         b.to_src.input.ids,
@@ -195,14 +245,34 @@ fn task_loss<B: AutodiffBackend>(
                         Some(noise),
                     );
                     loss = loss
-                        + seq2seq_ce(logits, b.to_src.output, b.to_src.input.mask, p.label_smoothing);
+                        + decoder_ce(
+                            decoder,
+                            states,
+                            b.to_src.output,
+                            b.to_src.input.mask,
+                            p.label_smoothing,
+                        );
                     tokens += b.tgt.tokens + b.to_src.input.tokens;
                 }
-                for &scale in &task.joint_l2 {
-                    loss = loss + l2_similarity(enc.sentence.clone(), enc_t.sentence.clone(), scale);
+                for joint in &task.joint {
+                    loss = loss
+                        + joint_loss(joint, enc.sentence.clone(), enc_t.sentence.clone(), ex, index);
                 }
             }
             Ok((loss, tokens))
+        }
+        (Objective::RankingSoftmax(p), Examples::Pairs(ex)) => {
+            let b = pair_batch::<B>(ex, index, &plan.first_token, device);
+            let a = model.encoder.forward(b.src.ids, b.src.mask, Some(noise));
+            let c = model.encoder.forward(b.tgt.ids, b.tgt.mask, Some(noise));
+            let joint = Joint::Ranking {
+                weight: 1.0,
+                ranking: ranking_of(p),
+            };
+            Ok((
+                joint_loss(&joint, a.sentence, c.sentence, ex, index),
+                b.src.tokens + b.tgt.tokens,
+            ))
         }
         (Objective::L2Similarity(p), Examples::Pairs(ex)) => {
             let b = pair_batch::<B>(ex, index, &plan.first_token, device);
@@ -393,7 +463,7 @@ pub fn train<B: AutodiffBackend>(
         smoothed = Some(s);
 
         let mut eval = None;
-        if eval_every > 0 && (state.step % eval_every == 0 || state.step == total) {
+        if eval_every > 0 && (state.step.is_multiple_of(eval_every) || state.step == total) {
             if let Some(f) = opts.evaluate.as_mut() {
                 if let Some((name, v, lower)) = bar.suspend(|| f(&model.valid(), state.step))? {
                     let better = state.best.as_ref().is_none_or(|b| {
@@ -439,7 +509,7 @@ pub fn train<B: AutodiffBackend>(
         // A checkpoint is due on the cadence, at the end, and whenever a new best was found
         // (the best step must exist on disk).
         let new_best = state.best.as_ref().is_some_and(|b| b.step == state.step);
-        if (ckpt_every > 0 && state.step % ckpt_every == 0) || state.step == total || new_best {
+        if (ckpt_every > 0 && state.step.is_multiple_of(ckpt_every)) || state.step == total || new_best {
             metrics.flush().map_err(|e| io(&metrics_path, e))?;
             session.checkpoint = Some(checkpoint::save(
                 &checkpoints,

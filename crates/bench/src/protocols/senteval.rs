@@ -519,7 +519,7 @@ mod tests {
         let sst = |n: usize, offset: usize| -> String {
             (0..n)
                 .map(|i| {
-                    let (w, l) = if (i + offset) % 3 == 0 {
+                    let (w, l) = if (i + offset).is_multiple_of(3) {
                         ("bad", 0)
                     } else {
                         ("good", 1)

@@ -148,7 +148,7 @@ impl BertConfig {
         if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{key} is 0"));
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads

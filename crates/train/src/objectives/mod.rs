@@ -4,6 +4,7 @@
 
 pub mod l2_similarity;
 pub mod nli_classification;
+pub mod ranking_softmax;
 pub mod seq2seq_ce;
 
 #[cfg(test)]

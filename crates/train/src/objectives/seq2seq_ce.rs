@@ -6,6 +6,8 @@
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
+use harness_model::decoder::LstmDecoder;
+use harness_model::output_ce::{fused_output_ce, OutputCe};
 
 /// Mean token cross-entropy of `logits: [batch, time, vocab]` against `targets:
 /// [batch, time]` where `mask: [batch, time]` is 1; `smoothing` is ε.
@@ -32,6 +34,30 @@ pub fn seq2seq_ce<B: Backend>(
     let mask = mask.reshape([n]);
     let count = mask.clone().sum().clamp_min(1.0);
     (per_token * mask).sum() / count
+}
+
+/// [`seq2seq_ce`] of the decoder's logits for its top `states: [batch, time, hidden]`: the
+/// projection and the loss as one fused operation on the CPU backend (padding skipped),
+/// burn's ops elsewhere. The same value either way (tested in `harness_model::output_ce`).
+pub fn decoder_ce<B: Backend>(
+    decoder: &LstmDecoder<B>,
+    states: Tensor<B, 3>,
+    targets: Tensor<B, 2, Int>,
+    mask: Tensor<B, 2>,
+    smoothing: f64,
+) -> Tensor<B, 1> {
+    let input = OutputCe {
+        hidden: states,
+        weight: decoder.output.weight.val(),
+        bias: decoder.output.bias.as_ref().map(|b| b.val()),
+        targets,
+        mask,
+        smoothing,
+    };
+    match fused_output_ce(input) {
+        Ok(loss) => loss,
+        Err(i) => seq2seq_ce(decoder.project(i.hidden), i.targets, i.mask, i.smoothing),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,253 @@
+//! `ranking_softmax`: in-batch softmax ranking of aligned sentences, the translation-ranking
+//! loss of the dual encoders (Guo et al. 2018, "Effective parallel corpus mining using
+//! bilingual sentence embeddings", §3; multilingual USE, Chidambaram et al. 2019, §3.2;
+//! Yang et al. 2019 for the additive margin).
+//!
+//! For a batch of pairs `(x_i, y_i)` with sentence vectors `u_i`, `v_i`, every target of the
+//! batch is a candidate for every source: `S_ij = s · cos(u_i, v_j)` (`s` the scale), the
+//! positive's score lowered by `s · margin`, and the loss is the mean cross-entropy of
+//! picking `y_i` among the candidates, `−log softmax_j(S_i·)_i`; `bidirectional` averages it
+//! with the same ranking of sources for each target. `extra` candidates (hard negatives,
+//! `[batch, k, dim]`) join each row's candidates. A candidate that is a copy of the row's own
+//! positive (the same sentence twice in a batch) is masked out, not counted as a negative;
+//! rows marked not `valid` (e.g. a sentence paired with itself) only serve as candidates.
+
+use burn::tensor::activation::log_softmax;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Tensor, TensorData};
+
+/// Parameters of one ranking loss.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking {
+    /// Scale `s` of the cosine similarities (the softmax temperature's inverse).
+    pub scale: f64,
+    /// Additive margin subtracted from the positive's cosine.
+    pub margin: f64,
+    /// Also rank sources for each target, and average the two losses.
+    pub bidirectional: bool,
+}
+
+/// Which rows count, and which candidates are copies of a row's positive.
+#[derive(Debug, Clone, Default)]
+pub struct RankingMasks {
+    /// `valid[i]`: row `i` contributes a loss term (all rows when empty).
+    pub valid: Vec<bool>,
+    /// `same_target[i][j]` (`j ≠ i`): target `j` equals target `i` (masked for source `i`).
+    pub same_target: Vec<Vec<bool>>,
+    /// `same_source[j][i]` (`i ≠ j`): source `i` equals source `j` (masked in the reverse
+    /// direction).
+    pub same_source: Vec<Vec<bool>>,
+}
+
+impl RankingMasks {
+    /// Masks from the token ids of each side: equal id sequences are the same sentence; a
+    /// row whose source equals its target is not a valid pair (it only serves as a
+    /// candidate).
+    pub fn from_ids(sources: &[&[u32]], targets: &[&[u32]]) -> Self {
+        let n = sources.len();
+        let grid = |side: &[&[u32]]| -> Vec<Vec<bool>> {
+            (0..n)
+                .map(|i| (0..n).map(|j| j != i && side[j] == side[i]).collect())
+                .collect()
+        };
+        RankingMasks {
+            valid: (0..n).map(|i| sources[i] != targets[i]).collect(),
+            same_target: grid(targets),
+            same_source: grid(sources),
+        }
+    }
+}
+
+fn normalize<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let norm = x
+        .clone()
+        .powi_scalar(2)
+        .sum_dim(D - 1)
+        .sqrt()
+        .clamp_min(1e-8);
+    x / norm
+}
+
+fn bool_matrix<B: Backend>(
+    rows: &[Vec<bool>],
+    n: usize,
+    m: usize,
+    device: &B::Device,
+) -> Tensor<B, 2, Bool> {
+    let mut flat = vec![false; n * m];
+    for (i, r) in rows.iter().enumerate().take(n) {
+        for (j, &b) in r.iter().enumerate().take(m) {
+            flat[i * m + j] = b;
+        }
+    }
+    Tensor::from_data(TensorData::new(flat, [n, m]), device)
+}
+
+/// Cross-entropy of the diagonal of `scores: [n, m]` (the positive of row `i` is column `i`),
+/// with `masked` candidates excluded, over the `valid` rows.
+fn diagonal_ce<B: Backend>(
+    scores: Tensor<B, 2>,
+    masked: Tensor<B, 2, Bool>,
+    valid: &[bool],
+) -> Tensor<B, 1> {
+    let [n, m] = scores.dims();
+    let device = scores.device();
+    // A large negative, not −∞: a fully masked row must not turn into NaN.
+    let logp = log_softmax(scores.mask_fill(masked, -1.0e4), 1);
+    let eye: Vec<f32> = (0..n * m)
+        .map(|k| {
+            let (i, j) = (k / m, k % m);
+            if i == j && valid.get(i).copied().unwrap_or(true) {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let pick = Tensor::<B, 2>::from_data(TensorData::new(eye, [n, m]), &device);
+    let count = valid
+        .iter()
+        .filter(|&&v| v)
+        .count()
+        .max(if valid.is_empty() { n } else { 0 });
+    (logp * pick).sum().neg() / count.max(1) as f64
+}
+
+/// The loss for `u, v: [batch, dim]` (see the module doc); `extra: [batch, k, dim]` are
+/// each row's additional candidates (hard negatives), ranked in the source → target direction.
+pub fn ranking_softmax<B: Backend>(
+    u: Tensor<B, 2>,
+    v: Tensor<B, 2>,
+    extra: Option<Tensor<B, 3>>,
+    p: Ranking,
+    masks: &RankingMasks,
+) -> Tensor<B, 1> {
+    let [n, _] = u.dims();
+    let device = u.device();
+    let un = normalize(u);
+    let vn = normalize(v);
+    let cos = un.clone().matmul(vn.clone().transpose()); // [n, n]
+    let margin: Vec<f32> = (0..n * n)
+        .map(|k| if k / n == k % n { p.margin as f32 } else { 0.0 })
+        .collect();
+    let margin = Tensor::<B, 2>::from_data(TensorData::new(margin, [n, n]), &device);
+    let scores = (cos - margin) * p.scale;
+    let same_t = bool_matrix::<B>(&masks.same_target, n, n, &device);
+    let forward = match extra {
+        None => diagonal_ce(scores.clone(), same_t, &masks.valid),
+        Some(extra) => {
+            let [_, k, d] = extra.dims();
+            let en = normalize(extra);
+            // [n, 1, d] · [n, d, k] → [n, 1, k]: each row against its own extra candidates.
+            let extra_scores = un
+                .clone()
+                .reshape([n, 1, d])
+                .matmul(en.swap_dims(1, 2))
+                .reshape([n, k])
+                * p.scale;
+            let all = Tensor::cat(vec![scores.clone(), extra_scores], 1);
+            let none = Tensor::<B, 2, Bool>::from_data(
+                TensorData::new(vec![false; n * k], [n, k]),
+                &device,
+            );
+            let masked = Tensor::cat(vec![same_t, none], 1);
+            diagonal_ce(all, masked, &masks.valid)
+        }
+    };
+    if !p.bidirectional {
+        return forward;
+    }
+    let same_s = bool_matrix::<B>(&masks.same_source, n, n, &device);
+    let backward = diagonal_ce(scores.transpose(), same_s, &masks.valid);
+    (forward + backward) / 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objectives::gradcheck::{check_gradient, F64};
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn t(v: Vec<f32>, shape: [usize; 2]) -> Tensor<B, 2> {
+        Tensor::from_data(TensorData::new(v, shape), &Default::default())
+    }
+
+    fn p(scale: f64, margin: f64, bidirectional: bool) -> Ranking {
+        Ranking {
+            scale,
+            margin,
+            bidirectional,
+        }
+    }
+
+    /// Two orthogonal pairs: cos matrix [[1, 0], [0, 1]] (after normalising), scale 2:
+    /// each row's loss is −log(e²/(e² + 1)).
+    #[test]
+    fn hand_checked_value_with_margin_and_both_directions() {
+        let u = t(vec![3.0, 0.0, 0.0, 0.5], [2, 2]);
+        let v = t(vec![1.0, 0.0, 0.0, 2.0], [2, 2]);
+        let none = RankingMasks::default();
+        let want = -(2f64.exp() / (2f64.exp() + 1.0)).ln();
+        let got = ranking_softmax(u.clone(), v.clone(), None, p(2.0, 0.0, false), &none)
+            .into_scalar() as f64;
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+        let got = ranking_softmax(u.clone(), v.clone(), None, p(2.0, 0.0, true), &none)
+            .into_scalar() as f64;
+        assert!((got - want).abs() < 1e-6, "symmetric: {got} vs {want}");
+        // Margin 0.5: the positive's score is 2·(1 − 0.5) = 1.
+        let want = -(1f64.exp() / (1f64.exp() + 1.0)).ln();
+        let got = ranking_softmax(u, v, None, p(2.0, 0.5, false), &none).into_scalar() as f64;
+        assert!((got - want).abs() < 1e-6, "margin: {got} vs {want}");
+    }
+
+    /// A hard negative equal to the positive halves its probability; a duplicate target in
+    /// the batch is masked (not a negative); an invalid row adds no term.
+    #[test]
+    fn hard_negatives_duplicates_and_invalid_rows() {
+        let dev = Default::default();
+        let u = t(vec![1.0, 0.0, 0.0, 1.0], [2, 2]);
+        let v = t(vec![1.0, 0.0, 0.0, 1.0], [2, 2]);
+        let extra = Tensor::<B, 3>::from_data(
+            TensorData::new(vec![1.0f32, 0.0, 0.0, 1.0], [2, 1, 2]),
+            &dev,
+        );
+        let none = RankingMasks::default();
+        // Scores per row: positive s, in-batch negative 0, hard negative s (a copy).
+        let s = 3.0f64;
+        let want = -(s.exp() / (2.0 * s.exp() + 1.0)).ln();
+        let got = ranking_softmax(u.clone(), v.clone(), Some(extra), p(s, 0.0, false), &none)
+            .into_scalar() as f64;
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+        // Both targets the same sentence: each row's only negative is masked → loss 0.
+        let same = RankingMasks::from_ids(&[&[5], &[6]], &[&[9], &[9]]);
+        let v2 = t(vec![1.0, 0.0, 1.0, 0.0], [2, 2]);
+        let got =
+            ranking_softmax(u.clone(), v2, None, p(s, 0.0, false), &same).into_scalar() as f64;
+        assert!(got.abs() < 1e-6, "duplicates are not negatives: {got}");
+        // Row 1 pairs a sentence with itself: only row 0 counts.
+        let masks = RankingMasks::from_ids(&[&[5], &[7]], &[&[9], &[7]]);
+        let want = -(s.exp() / (s.exp() + 1.0)).ln();
+        let got = ranking_softmax(u, v, None, p(s, 0.0, false), &masks).into_scalar() as f64;
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let dev = Default::default();
+        let v = Tensor::<F64, 2>::from_data(
+            TensorData::new(
+                vec![0.3f32, -0.2, 0.5, 0.1, 0.0, -0.7, 0.4, 0.4, 0.2],
+                [3, 3],
+            ),
+            &dev,
+        );
+        let masks = RankingMasks::from_ids(&[&[1], &[2], &[3]], &[&[4], &[5], &[4]]);
+        for bidirectional in [false, true] {
+            check_gradient::<2>([3, 3], 3, |x| {
+                ranking_softmax(x, v.clone(), None, p(5.0, 0.2, bidirectional), &masks)
+            });
+        }
+    }
+}
