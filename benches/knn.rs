@@ -15,17 +15,8 @@ use std::time::Instant;
 use harness_bench::knn::{top_k, KnnOptions, Metric};
 use harness_embed::matrix::Matrix;
 
-struct Rng(u64);
-impl Rng {
-    fn uniform(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 40) as f32 / (1u64 << 23) as f32) - 1.0
-    }
-}
+mod common;
+use common::Rng;
 
 fn unit_vectors(rows: usize, cols: usize, rng: &mut Rng) -> Matrix {
     let data = (0..rows * cols).map(|_| rng.uniform()).collect();

@@ -1,15 +1,24 @@
-//! Training throughput of the LASER default recipe on each CPU backend built in:
-//! `cargo bench --bench train` (burn-ndarray alone) and `cargo bench --bench train --features
-//! flex` (also burn-flex, with its ratio to ndarray measured in the same run).
+//! Training throughput of harness against a hand-written PyTorch trainer of the same model:
+//! `cargo bench --bench train`.
 //!
-//! The recipe's corpora and tokenizer are prepared once, as `harness run recipes/laser.yaml`
-//! does; then every backend trains the recipe's first `TRAIN_BENCH_STEPS` (30) steps in a
-//! fresh run directory, from the same seed and the same batches. Tokens/s is the trainer's own
-//! count: real tokens over the seconds spent in training steps (checkpoints excluded). Rounds
-//! alternate the backends so that both see the same machine; the best round counts.
+//! For each recipe (the LASER default and the seq2seq-similarity default), the corpora and the
+//! tokenizer are prepared once into a scratch run directory, as `harness run` does (the run
+//! directory keeps the filtered corpora, `corpora/*.jsonl`, and the resolved recipe). Then,
+//! alternating in every round so that both see the same machine:
 //!
-//! Environment: `TRAIN_BENCH_STEPS` (30), `TRAIN_BENCH_ROUNDS` (2), `TRAIN_BENCH_RECIPE`
-//! (`recipes/laser.yaml`). Datasets come from the usual settings (`../shared/datasets`).
+//! (a) harness trains the recipe's first `TRAIN_BENCH_STEPS` steps (burn-ndarray with harness's
+//!     fused CPU kernels) in a fresh directory;
+//! (b) `scripts/bench_torch_laser.py` trains the same model, objectives, batches-by-token-budget,
+//!     Adam and clipping on the same corpora and tokenizer, with as many threads as harness's
+//!     pool, for the same number of steps (its venv comes from `scripts/pyenv.py`).
+//!
+//! Tokens/s is each trainer's own count: real tokens over the seconds spent in training steps.
+//! The best round of each counts; the line `harness / pytorch = R` is the result. Without
+//! Python or its packages the PyTorch half is skipped and the bench says why.
+//!
+//! Environment: `TRAIN_BENCH_STEPS` (60), `TRAIN_BENCH_ROUNDS` (2), `TRAIN_BENCH_RECIPES`
+//! (comma-separated recipe paths; default the two above). Datasets come from the usual
+//! settings (`../shared/datasets`). `--features flex` also measures burn-flex.
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
@@ -18,7 +27,8 @@ use harness_core::settings::{FlagOverrides, Settings};
 use harness_recipe::LoadOptions;
 use harness_train::session::{prepare, train_on};
 use harness_train::trainer::Plan;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -28,7 +38,7 @@ fn env(name: &str, default: usize) -> usize {
 }
 
 /// Trains `plan` on backend `B` in a fresh directory under `scratch`; tokens per second.
-fn tokens_per_second<B: AutodiffBackend>(
+fn harness_rate<B: AutodiffBackend>(
     name: &str,
     plan: &Plan,
     tokenizer: &harness_data::tokenize::TextTokenizer,
@@ -39,7 +49,7 @@ where
     burn::tensor::Device<B::InnerBackend>: Sync,
     harness_model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
 {
-    let dir = scratch.join(name);
+    let dir = scratch.join(format!("harness-{name}"));
     // A fresh directory: the trainer resumes from any checkpoint it finds.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch run directory");
@@ -51,73 +61,137 @@ where
     );
     let rate = outcome.session_tokens as f64 / outcome.session_seconds;
     println!(
-        "{name}: {} steps, {} tokens in {:.1} s = {rate:.0} tokens/s, last loss {:.4}",
+        "  harness ({name}): {} steps, {} tokens in {:.1} s = {rate:.0} tokens/s, last loss {:.4}",
         outcome.session_steps, outcome.session_tokens, outcome.session_seconds, outcome.last_loss
     );
     rate
 }
 
-fn main() {
-    let steps = env("TRAIN_BENCH_STEPS", 30);
-    let rounds = env("TRAIN_BENCH_ROUNDS", 2).max(1);
-    let recipe = std::env::var("TRAIN_BENCH_RECIPE")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/laser.yaml").into());
-    let settings = Settings::load(&FlagOverrides::default()).expect("settings");
+/// Runs the PyTorch trainer on the prepared run directory; its tokens/s, or why not.
+fn pytorch_rate(run: &Path, steps: usize, threads: usize) -> Result<f64, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench_torch_laser.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg("--run")
+        .arg(run)
+        .args(["--steps", &steps.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .output()
+        .map_err(|e| format!("python3 could not start: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        return Err(format!(
+            "{} exited with {}: {}",
+            script.display(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("pytorch:"))
+        .ok_or_else(|| format!("no `pytorch:` line in its output: {stdout}"))?;
+    println!("  {line}");
+    // "... in S s of training: RATE tokens/s; ..."
+    line.split("training: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|r| r.parse::<f64>().ok())
+        .ok_or_else(|| format!("cannot read the rate from `{line}`"))
+}
+
+fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings) {
     let sets = vec![
         format!("train.steps={steps}"),
         // No checkpoints during the measured steps (the trainer writes the last one).
         format!("train.checkpoint_every={}", steps + 1),
     ];
     let resolved = load(
-        Path::new(&recipe),
+        recipe,
         &LoadOptions {
             profile: None,
-            sets: sets.clone(),
+            sets,
         },
     )
     .expect("the recipe resolves");
     let scratch = tempfile::tempdir().expect("a scratch directory");
-    let (plan, tokenizer, _) =
-        prepare(&resolved, &settings, scratch.path()).expect("corpora and tokenizer");
+    let run = scratch.path().join("prepared");
+    std::fs::create_dir_all(&run).expect("a scratch run directory");
+    std::fs::write(run.join("recipe.resolved.yaml"), resolved.to_yaml())
+        .expect("writing the resolved recipe");
+    let (plan, tokenizer, _) = prepare(&resolved, settings, &run).expect("corpora and tokenizer");
+    let threads = rayon::current_num_threads();
     println!(
-        "{recipe}: {steps} steps of up to {} tokens, {} threads",
+        "{}: {steps} steps of up to {} tokens, {threads} threads",
+        recipe.display(),
         resolved
             .recipe
             .train
             .as_ref()
             .map_or(0, |t| t.batch_tokens.unwrap_or(0)),
-        rayon::current_num_threads()
     );
 
-    let mut ndarray = 0f64;
+    let (mut ours, mut theirs) = (0f64, None::<f64>);
+    let mut skipped = None;
     #[cfg(feature = "flex")]
     let mut flex = 0f64;
     for round in 1..=rounds {
-        println!("round {round}/{rounds}");
-        ndarray = ndarray.max(tokens_per_second::<Autodiff<NdArray<f32>>>(
+        println!(" round {round}/{rounds}");
+        ours = ours.max(harness_rate::<Autodiff<NdArray<f32>>>(
             "ndarray",
             &plan,
             &tokenizer,
             scratch.path(),
-            &settings,
+            settings,
         ));
         #[cfg(feature = "flex")]
         {
-            flex = flex.max(tokens_per_second::<Autodiff<burn::backend::Flex>>(
+            flex = flex.max(harness_rate::<Autodiff<burn::backend::Flex>>(
                 "flex",
                 &plan,
                 &tokenizer,
                 scratch.path(),
-                &settings,
+                settings,
             ));
         }
+        if skipped.is_none() {
+            match pytorch_rate(&run, steps, threads) {
+                Ok(r) => theirs = Some(theirs.map_or(r, |t: f64| t.max(r))),
+                Err(why) => skipped = Some(why),
+            }
+        }
     }
-    println!("burn-ndarray: {ndarray:.0} tokens/s (best of {rounds})");
+    println!("  harness: {ours:.0} tokens/s (best of {rounds})");
     #[cfg(feature = "flex")]
     println!(
-        "burn-flex: {flex:.0} tokens/s (best of {rounds}); flex / ndarray = {:.2}",
-        flex / ndarray
+        "  burn-flex: {flex:.0} tokens/s (best of {rounds}); flex / ndarray = {:.2}",
+        flex / ours
     );
-    #[cfg(not(feature = "flex"))]
-    println!("(build with `--features flex` to compare burn-flex)");
+    match (theirs, skipped) {
+        (Some(t), None) => {
+            println!("  pytorch: {t:.0} tokens/s (best of {rounds})");
+            println!("  harness / pytorch = {:.2}", ours / t);
+        }
+        (_, Some(why)) => println!("  pytorch skipped: {why}"),
+        (None, None) => unreachable!("every round either measured PyTorch or gave a reason"),
+    }
+}
+
+fn main() {
+    let steps = env("TRAIN_BENCH_STEPS", 60);
+    let rounds = env("TRAIN_BENCH_ROUNDS", 2).max(1);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recipes: Vec<PathBuf> = match std::env::var("TRAIN_BENCH_RECIPES") {
+        Ok(list) => list.split(',').map(PathBuf::from).collect(),
+        Err(_) => vec![
+            root.join("recipes/laser.yaml"),
+            root.join("recipes/seq2seq-similarity.yaml"),
+        ],
+    };
+    let settings = Settings::load(&FlagOverrides::default()).expect("settings");
+    for recipe in &recipes {
+        bench_recipe(recipe, steps, rounds, &settings);
+    }
 }

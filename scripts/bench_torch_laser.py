@@ -44,7 +44,10 @@ The same as harness (file references are to this repository):
 - objectives (crates/train/src/objectives/): token-mean cross-entropy with label smoothing
   (seq2seq_ce, both directions when asked); `l2_similarity` = alpha x mean over the batch of
   the squared L2 distance; a `joint_with` task adds weight x alpha x that on its partner's
-  batch, between the source and target encodings.
+  batch, between the source and target encodings. `ranking_softmax` = the in-batch
+  translation-ranking loss (scaled cosines, softmax, copies of a positive masked, both
+  directions averaged), standalone on its own batches (a dual encoder: no decoder needed) or
+  joint with a translation task like the L2 term.
 - mixture (crates/train/src/mixture.rs): one task per step, drawn by weight among the tasks
   with batches.
 - optimizer (crates/train/src/optim.rs): Adam/AdamW/SGD with the recipe's lr, betas, eps,
@@ -244,10 +247,14 @@ def learning_rate(opt, step, total, steps_per_epoch) -> float:
 def compile_plan(run, recipe, tokenizer, langs):
     model = recipe.get("model") or {}
     dec = model.get("decoder")
-    if not dec or dec.get("kind") != "lstm":
-        fail("the recipe has no `lstm` decoder: this trainer covers LASER-style recipes")
+    if dec is not None and dec.get("kind") != "lstm":
+        fail(f"decoder kind `{dec.get('kind')}` is not part of this trainer")
+    translates = any(t["objective"] == "seq2seq_ce" for t in recipe.get("tasks") or [])
+    if translates and dec is None:
+        fail("a seq2seq_ce task needs `model.decoder`")
+    dec = dec or {}
     targets = list(dec.get("targets") or [])
-    if int(dec.get("lang_embed", 32)) == 0:
+    if dec and int(dec.get("lang_embed", 32)) == 0:
         ids = [tokenizer.token_to_id(f"<lang:{l}>") for l in langs]
         first = [BOS if i is None else i for i in ids]
     else:
@@ -259,11 +266,11 @@ def compile_plan(run, recipe, tokenizer, langs):
     for ti, task in enumerate(recipe.get("tasks") or []):
         objective, params = task["objective"], task.get("params") or {}
         plan = {"name": task["name"], "objective": objective, "params": params,
-                "weight": num(task.get("weight"), 1.0), "data": None, "joint_l2": []}
-        if objective == "l2_similarity" and params.get("joint_with"):
+                "weight": num(task.get("weight"), 1.0), "data": None, "joint_l2": [], "joint_rank": []}
+        if objective in ("l2_similarity", "ranking_softmax") and params.get("joint_with"):
             tasks.append(plan)
             continue
-        if objective not in ("seq2seq_ce", "l2_similarity"):
+        if objective not in ("seq2seq_ce", "l2_similarity", "ranking_softmax"):
             fail(f"task `{task['name']}`: objective `{objective}` is not part of this trainer")
         path = run / "corpora" / f"{task['corpus']}.jsonl"
         if not path.is_file():
@@ -283,17 +290,27 @@ def compile_plan(run, recipe, tokenizer, langs):
                                 None if batch_size is None else int(batch_size), seed * 31 + ti)
         tasks.append(plan)
     for task in tasks:
-        partner = task["params"].get("joint_with") if task["objective"] == "l2_similarity" else None
-        if partner:
-            match = [t for t in tasks if t["name"] == partner]
-            if not match:
-                fail(f"task `{task['name']}`: no task named `{partner}`")
+        partner = task["params"].get("joint_with")
+        if task["objective"] not in ("l2_similarity", "ranking_softmax") or not partner:
+            continue
+        match = [t for t in tasks if t["name"] == partner]
+        if not match:
+            fail(f"task `{task['name']}`: no task named `{partner}`")
+        if task["objective"] == "l2_similarity":
             match[0]["joint_l2"].append(task["weight"] * num(task["params"].get("alpha"), 1.0))
+        else:
+            match[0]["joint_rank"].append((task["weight"], ranking_params(task["params"])))
     mixture = Mixture([t["weight"] if t["data"] else None for t in tasks], seed)
     return tasks, mixture, first, seed
 
 
 # ---------------------------------------------------------------- the model
+
+
+def ranking_params(params):
+    """(scale, margin, bidirectional) of a ranking_softmax task (schema defaults 20, 0, true)."""
+    return (num(params.get("scale"), 20.0), num(params.get("margin"), 0.0),
+            bool(params.get("bidirectional", True)))
 
 
 def build_model(recipe, n_vocab, n_langs):
@@ -302,7 +319,7 @@ def build_model(recipe, n_vocab, n_langs):
     from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
     model_spec = recipe["model"]
-    enc, dec = model_spec["encoder"], model_spec["decoder"]
+    enc, dec = model_spec["encoder"], model_spec.get("decoder")
     global_dropout = num((recipe.get("optimizer") or {}).get("dropout"), 0.0)
     if enc["kind"] == "bilstm":
         layers = [(int(enc["hidden"]), True)] * int(enc["layers"])
@@ -349,9 +366,9 @@ def build_model(recipe, n_vocab, n_langs):
                 return states.sum(dim=1) / lengths.unsqueeze(1).to(states.dtype)
             return states[:, 0]
 
-    d_lang = int(dec.get("lang_embed", 32))
-    n_dec = max(1, int(dec.get("layers", 1)))
-    d_hid = int(dec["hidden"])
+    d_lang = int((dec or {}).get("lang_embed", 32))
+    n_dec = max(1, int((dec or {}).get("layers", 1)))
+    d_hid = int((dec or {}).get("hidden", 0))
 
     class Decoder(nn.Module):
         def __init__(self, d_sentence):
@@ -385,7 +402,8 @@ def build_model(recipe, n_vocab, n_langs):
         def __init__(self):
             super().__init__()
             self.encoder = Encoder()
-            self.decoder = Decoder(self.encoder.d_sentence)
+            # A dual encoder (ranking only) has no decoder.
+            self.decoder = Decoder(self.encoder.d_sentence) if dec else None
 
     system = System()
     with torch.no_grad():
@@ -439,6 +457,35 @@ def l2(a, b, scale):
     return ((a - b) ** 2).sum() * (scale / max(1, a.shape[0]))
 
 
+def ranking(u, v, src_rows, tgt_rows, params):
+    """ranking_softmax (crates/train/src/objectives/ranking_softmax.rs): softmax over the
+    scaled cosines of each source against the batch's targets (and back when bidirectional),
+    copies of a row's positive masked, rows whose two sides are equal left out."""
+    import torch
+
+    scale, margin, bidirectional = params
+    n = u.shape[0]
+    un = u / u.norm(dim=1, keepdim=True).clamp_min(1e-8)
+    vn = v / v.norm(dim=1, keepdim=True).clamp_min(1e-8)
+    eye = torch.eye(n, dtype=torch.bool)
+    scores = (un @ vn.T - margin * eye.float()) * scale
+    valid = torch.tensor([s != t for s, t in zip(src_rows, tgt_rows)], dtype=torch.float32)
+    count = max(1.0, float(valid.sum()))
+
+    def same(rows):
+        return torch.tensor([[j != i and rows[j] == rows[i] for j in range(n)] for i in range(n)],
+                            dtype=torch.bool)
+
+    def diagonal_ce(s, masked):
+        logp = torch.log_softmax(s.masked_fill(masked, -1.0e4), dim=1)
+        return -(logp.diagonal() * valid).sum() / count
+
+    loss = diagonal_ce(scores, same(tgt_rows))
+    if bidirectional:
+        loss = (loss + diagonal_ce(scores.T, same(src_rows))) / 2.0
+    return loss
+
+
 def task_loss(system, task, index, first):
     """The loss of one batch of `task` and the real tokens it read (trainer.rs `task_loss`)."""
     ex = [task["data"].examples[i] for i in index]
@@ -449,13 +496,18 @@ def task_loss(system, task, index, first):
         a = system.encoder(src_ids, src_len)
         c = system.encoder(tgt_ids, tgt_len)
         return l2(a, c, num(p.get("alpha"), 1.0)), int(src_len.sum() + tgt_len.sum())
+    if task["objective"] == "ranking_softmax":
+        a = system.encoder(src_ids, src_len)
+        c = system.encoder(tgt_ids, tgt_len)
+        loss = ranking(a, c, [e[0] for e in ex], [e[1] for e in ex], ranking_params(p))
+        return loss, int(src_len.sum() + tgt_len.sum())
     smoothing = num(p.get("label_smoothing"), 0.0)
     both = bool(p.get("both_directions", False))
     to_tgt = decoder_side([e[1] for e in ex], [e[3] for e in ex], first)
     enc = system.encoder(src_ids, src_len)
     loss = translation_loss(system, enc, to_tgt, smoothing)
     tokens = int(src_len.sum() + to_tgt[2].sum())
-    if both or task["joint_l2"]:
+    if both or task["joint_l2"] or task["joint_rank"]:
         enc_t = system.encoder(tgt_ids, tgt_len)
         if both:
             to_src = decoder_side([e[0] for e in ex], [e[2] for e in ex], first)
@@ -463,6 +515,8 @@ def task_loss(system, task, index, first):
             tokens += int(tgt_len.sum() + to_src[2].sum())
         for scale in task["joint_l2"]:
             loss = loss + l2(enc, enc_t, scale)
+        for weight, params in task["joint_rank"]:
+            loss = loss + weight * ranking(enc, enc_t, [e[0] for e in ex], [e[1] for e in ex], params)
     return loss, tokens
 
 

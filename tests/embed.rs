@@ -26,20 +26,49 @@ fn embed_writes_npy_hits_the_cache_and_round_trips_through_npy_encoder() {
     .unwrap();
     let out = tmp.path().join("sents.npy");
     let s = settings(&tmp.path().join("cache"));
-    let first = embed("hashed-ngrams", &input, &out, &s, true, 2, false).unwrap();
+    let first = embed(
+        "hashed-ngrams",
+        &input,
+        &out,
+        &s,
+        true,
+        2,
+        false,
+        Default::default(),
+    )
+    .unwrap();
     assert_eq!((first.sentences, first.dim), (5, 512));
     let c = first.cache.unwrap();
     assert_eq!((c.hits, c.misses, c.encoded), (0, 5, 4));
     let m1 = read_npy(&out).unwrap();
     // An existing output is replaced only when asked to.
-    let err = embed("hashed-ngrams", &input, &out, &s, true, 2, false)
-        .unwrap_err()
-        .to_string();
+    let err = embed(
+        "hashed-ngrams",
+        &input,
+        &out,
+        &s,
+        true,
+        2,
+        false,
+        Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("sents.npy") && err.contains("--force"),
         "{err}"
     );
-    let second = embed("hashed-ngrams", &input, &out, &s, true, 2, true).unwrap();
+    let second = embed(
+        "hashed-ngrams",
+        &input,
+        &out,
+        &s,
+        true,
+        2,
+        true,
+        Default::default(),
+    )
+    .unwrap();
     assert_eq!(second.cache.unwrap().hits, 5);
     assert_eq!(
         read_npy(&out).unwrap(),

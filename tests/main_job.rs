@@ -24,10 +24,6 @@ const TINY: &[&str] = &[
     "--set",
     "model.encoder={kind: bilstm, layers: 1, hidden: 16, embed: 16, pool: max}",
     "--set",
-    "model.decoder.hidden=32",
-    "--set",
-    "model.decoder.embed=16",
-    "--set",
     "train={steps: 3, batch_tokens: 300, max_len: 20, checkpoint_every: 3}",
     // Every benchmark of the recipe, cheap: the XNLI classifier 2 epochs on 2% of the
     // English pairs, 2 languages; SIB-200's 1 epoch; Tatoeba 2 languages.

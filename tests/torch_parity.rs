@@ -37,10 +37,6 @@ const SMALL: &[&str] = &[
     "--set",
     "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
     "--set",
-    "model.decoder.hidden=32",
-    "--set",
-    "model.decoder.embed=16",
-    "--set",
     "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 3}",
 ];
 

@@ -28,10 +28,6 @@ const SMALL: &[&str] = &[
     "--set",
     "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
     "--set",
-    "model.decoder.hidden=32",
-    "--set",
-    "model.decoder.embed=16",
-    "--set",
     "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
 ];
 
@@ -205,10 +201,21 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
     let out = tempfile::tempdir().unwrap();
     let recipe = repo().join("recipes/laser.yaml");
     let args = |run: &Path| -> Vec<String> {
-        let mut a = vec!["train".to_string(), recipe.to_str().unwrap().to_string()];
+        // The `paper` profile: LASER's translation through the decoder (the default is a
+        // dual encoder), so that resuming covers the decoder and its optimizer state too.
+        let mut a = vec![
+            "train".to_string(),
+            recipe.to_str().unwrap().to_string(),
+            "--profile".to_string(),
+            "paper".to_string(),
+        ];
         a.extend(SMALL.iter().map(|s| s.to_string()));
         a.extend(
             [
+                "--set",
+                "model.decoder.hidden=32",
+                "--set",
+                "model.decoder.embed=16",
                 "--set",
                 "train={steps: 24, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
                 "--out",

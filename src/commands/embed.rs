@@ -29,10 +29,15 @@ pub struct EmbedArgs {
     /// someone else's file, so it never replaces one unasked)
     #[arg(long)]
     pub force: bool,
+    /// Where model-based encoders compute: `cpu`, or `cuda:N` (a build made with
+    /// `--features cuda`)
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
 }
 
 /// `harness embed`: runs [`embed`] and prints one summary line.
 pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process::ExitCode> {
+    let device = harness_encoders::EncoderDevice::parse(&args.device)?;
     let s = embed(
         &args.encoder,
         &args.input,
@@ -41,6 +46,7 @@ pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process
         !args.no_cache,
         args.batch_size,
         args.force,
+        device,
     )?;
     let cache = match s.cache {
         Some(c) => format!(

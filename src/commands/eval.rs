@@ -7,7 +7,7 @@ use harness_bench::registry::{Overrides, Registry};
 use harness_bench::runner::{default_out_dir, evaluate, plan, summary_table};
 use harness_core::settings::Settings;
 use harness_embed::CachedEncoder;
-use harness_encoders::open_encoder;
+use harness_encoders::{open_encoder_on, EncoderDevice};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,10 +31,15 @@ pub struct EvalArgs {
     /// (repeatable; value parsed as YAML; recorded in the result file)
     #[arg(long = "set", value_name = "BENCH.KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Where model-based encoders compute: `cpu`, or `cuda:N` (a build made with
+    /// `--features cuda`); the classifiers stay on the CPU
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
 }
 
 /// `harness eval`.
 pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    let device = EncoderDevice::parse(&args.device)?;
     let registry = Registry::embedded()?;
     let mut entries: Vec<(String, Overrides)> = args
         .bench
@@ -61,7 +66,7 @@ pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         entries.push((bench, o));
     }
     let plan = plan(&registry, &entries)?;
-    let inner = open_encoder(&args.encoder, settings)?;
+    let inner = open_encoder_on(&args.encoder, settings, device)?;
     let encoder = CachedEncoder::new(inner, &settings.cache_dir);
     let out = args
         .out

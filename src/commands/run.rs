@@ -10,7 +10,7 @@ use harness_bench::registry::Registry;
 use harness_bench::runner::summary_table;
 use harness_core::settings::Settings;
 use harness_embed::CachedEncoder;
-use harness_encoders::open_encoder;
+use harness_encoders::{open_encoder_on, EncoderDevice};
 use harness_recipe::schema::Encoder as EncoderSpec;
 use harness_recipe::Resolved;
 use std::path::Path;
@@ -30,6 +30,12 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let train = &args.train;
     // Every device problem is refused before any work; the recipe is loaded and checked once.
     let device = harness_train::session::Device::parse(&train.device)?;
+    // The evaluation encodes where training ran (burn-flex trains only: its encoder is read
+    // back on ndarray, the same CPU).
+    let on = match device {
+        harness_train::session::Device::Cuda(i) => EncoderDevice::Cuda(i),
+        _ => EncoderDevice::Cpu,
+    };
     let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
     if !resolved.recipe.tasks.is_empty() {
         // A training recipe: train (or resume) into its run directory, then evaluate its
@@ -39,11 +45,11 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             return Ok(super::train::exit_code(&trained));
         }
         let spec = dir.path().display().to_string();
-        return evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force);
+        return evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, on);
     }
     let spec = encoder_spec(&resolved)?;
     let dir = super::open_run_dir(train.out.as_deref(), settings, &resolved, &train.sets, None)?;
-    evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force)
+    evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, on)
 }
 
 /// The encoder spec (`--encoder` syntax) an evaluation recipe's `model.encoder` stands for.
@@ -98,11 +104,12 @@ fn evaluate_and_report(
     dir: &Path,
     settings: &Settings,
     force: bool,
+    device: EncoderDevice,
 ) -> anyhow::Result<ExitCode> {
     let registry = Registry::embedded()?;
     let plan =
         harness_bench::runner::plan(&registry, &harness_bench::runner::entries(&resolved.recipe))?;
-    let inner = open_encoder(spec, settings)?;
+    let inner = open_encoder_on(spec, settings, device)?;
     let encoder = CachedEncoder::new(inner, &settings.cache_dir);
     let results_dir = dir.join("results");
     let results = harness_bench::runner::evaluate(

@@ -1,7 +1,7 @@
 //! Encoding a sentence file (`harness embed`): encode a sentence file with any encoder into an `.npy` matrix, through
 //! the embedding cache.
 
-use crate::open_encoder;
+use crate::{open_encoder_on, EncoderDevice};
 use harness_core::settings::Settings;
 use harness_embed::cache::{CacheStats, CachedEncoder};
 use harness_embed::npy::write_npy;
@@ -34,9 +34,10 @@ pub fn embed(
     use_cache: bool,
     batch_size: usize,
     force: bool,
+    device: EncoderDevice,
 ) -> Result<EmbedSummary, EncodeError> {
     let start = Instant::now();
-    let encoder = open_encoder(spec, settings)?;
+    let encoder = open_encoder_on(spec, settings, device)?;
     refuse_existing(out, force)?;
     let sentences = read_sentences(input)?;
     let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();

@@ -6,14 +6,16 @@
 
 pub mod embed_file;
 
+use burn::tensor::backend::Backend;
 use harness_core::settings::Settings;
 use harness_embed::hashed::HashedNgrams;
+#[cfg(feature = "cuda")]
+use harness_embed::matrix::Matrix;
 use harness_embed::npy::NpyEncoder;
 pub use harness_embed::{EncodeError, Encoder};
+use harness_model::encoder::bilstm::BilstmEncoder;
 use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
-use harness_model::encoder::sentence_transformers::{
-    is_model_dir, CpuBackend, SentenceTransformer,
-};
+use harness_model::encoder::sentence_transformers::{is_model_dir, SentenceTransformer};
 use harness_model::encoder::unigram::E5Prefix;
 use std::path::Path;
 
@@ -42,6 +44,66 @@ pub const ENCODER_KINDS: [(&str, &str); 6] = [
 
 pub use harness_model::encoder::sentence_transformers::MINILM;
 
+/// Where the model-based encoders (BERT models, trained runs) compute; `hashed-ngrams` and
+/// `npy:` are plain CPU code everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EncoderDevice {
+    /// burn-ndarray on the CPU (the default).
+    #[default]
+    Cpu,
+    /// burn-cuda on GPU N (a build made with `--features cuda`).
+    Cuda(usize),
+}
+
+impl EncoderDevice {
+    /// Parses `--device`: `cpu`, `cuda` or `cuda:N` (the latter two only in a CUDA build).
+    pub fn parse(device: &str) -> Result<Self, EncodeError> {
+        let bad = |detail: String| EncodeError::bad_spec(&format!("--device {device}"), detail);
+        match device {
+            "cpu" => Ok(EncoderDevice::Cpu),
+            d if d == "cuda" || d.starts_with("cuda:") => {
+                if !cfg!(feature = "cuda") {
+                    return Err(bad(
+                        "this binary was built without CUDA; build with `cargo build --release --features cuda`".into(),
+                    ));
+                }
+                let index = d.strip_prefix("cuda:").unwrap_or("0");
+                index.parse().map(EncoderDevice::Cuda).map_err(|_| {
+                    bad(format!("`{index}` is not a device number; use `cuda:0`, `cuda:1`, …"))
+                })
+            }
+            other => Err(bad(format!(
+                "unknown device `{other}`; use `cpu` or `cuda:N` (a build made with `--features cuda`)"
+            ))),
+        }
+    }
+}
+
+/// A model-based encoder on another device than the CPU: its vectors differ from the CPU's
+/// in the last bits, so its fingerprint (the embedding cache's key) names the device and the
+/// cache never mixes the two.
+#[cfg(feature = "cuda")]
+struct OnDevice {
+    inner: Box<dyn Encoder>,
+    fingerprint: String,
+}
+
+#[cfg(feature = "cuda")]
+impl Encoder for OnDevice {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
+        self.inner.encode(sentences)
+    }
+}
+
 /// Opens the encoder a spec names:
 /// - `hashed-ngrams` or `hashed-ngrams:dim=D,seed=S,buckets=K` (see [`HashedNgrams`]);
 /// - `npy:PATH` — precomputed embeddings, `PATH` an `.npy` matrix and the sentences it
@@ -58,10 +120,52 @@ pub use harness_model::encoder::sentence_transformers::MINILM;
 ///
 /// Unknown names get a did-you-mean error.
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
+    open_encoder_on(spec, settings, EncoderDevice::Cpu)
+}
+
+/// [`open_encoder`] with the model-based encoders on `device`.
+pub fn open_encoder_on(
+    spec: &str,
+    settings: &Settings,
+    device: EncoderDevice,
+) -> Result<Box<dyn Encoder>, EncodeError> {
+    match device {
+        EncoderDevice::Cpu => open_with::<burn::backend::NdArray<f32>>(spec, settings, &Default::default()),
+        #[cfg(feature = "cuda")]
+        EncoderDevice::Cuda(index) => {
+            let inner = open_with::<burn::backend::Cuda>(
+                spec,
+                settings,
+                &burn::backend::cuda::CudaDevice::new(index),
+            )?;
+            let fingerprint = format!("{}@cuda", inner.fingerprint());
+            Ok(Box::new(OnDevice { inner, fingerprint }))
+        }
+        #[cfg(not(feature = "cuda"))]
+        EncoderDevice::Cuda(_) => Err(EncodeError::bad_spec(
+            "--device cuda",
+            "this binary was built without CUDA; build with `cargo build --release --features cuda`",
+        )),
+    }
+}
+
+fn open_with<B: Backend>(
+    spec: &str,
+    settings: &Settings,
+    device: &B::Device,
+) -> Result<Box<dyn Encoder>, EncodeError>
+where
+    SentenceTransformer<B>: Send + Sync + 'static,
+    E5Encoder<B>: Send + Sync + 'static,
+    B::Device: Sync,
+    BilstmEncoder<B>: Sync,
+{
     // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
     if harness_model::trained::is_run_dir(as_dir) {
-        return Ok(Box::new(harness_model::trained::open_run(as_dir)?));
+        return Ok(Box::new(harness_model::trained::open_run_on::<B>(
+            as_dir, device,
+        )?));
     }
     // A folder wins over every name, so a path containing `:` is not split.
     let as_path = Path::new(spec);
@@ -73,16 +177,13 @@ pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>,
                  config.json + model.safetensors",
             ));
         }
-        return Ok(Box::new(SentenceTransformer::<CpuBackend>::open(
-            as_path,
-            &Default::default(),
-        )?));
+        return Ok(Box::new(SentenceTransformer::<B>::open(as_path, device)?));
     }
     if spec == MINILM {
-        return open_minilm(settings);
+        return open_minilm::<B>(settings, device);
     }
     if let Some(prefix) = e5_prefix(spec) {
-        return open_e5(settings, prefix?);
+        return open_e5::<B>(settings, prefix?, device);
     }
     let (kind, rest) = match spec.split_once(':') {
         Some((k, r)) => (k, Some(r)),
@@ -120,7 +221,14 @@ fn e5_prefix(spec: &str) -> Option<Result<E5Prefix, EncodeError>> {
 }
 
 /// `multilingual-e5-small`: installed (fetched and verified) on first use, then opened.
-fn open_e5(settings: &Settings, prefix: E5Prefix) -> Result<Box<dyn Encoder>, EncodeError> {
+fn open_e5<B: Backend>(
+    settings: &Settings,
+    prefix: E5Prefix,
+    device: &B::Device,
+) -> Result<Box<dyn Encoder>, EncodeError>
+where
+    E5Encoder<B>: Send + Sync + 'static,
+{
     let dir = harness_data::model_store::ensure_model(settings, E5_SMALL)?;
     let lock = harness_data::model_store::lock::ModelsLock::embedded()?;
     let sha256 = lock
@@ -130,13 +238,18 @@ fn open_e5(settings: &Settings, prefix: E5Prefix) -> Result<Box<dyn Encoder>, En
         .find(|f| f.path == E5_BIN)
         .map(|f| f.sha256.clone())
         .unwrap_or_default();
-    let encoder =
-        E5Encoder::<CpuBackend>::open(&dir.join(E5_BIN), &sha256, prefix, &Default::default())?;
+    let encoder = E5Encoder::<B>::open(&dir.join(E5_BIN), &sha256, prefix, device)?;
     Ok(Box::new(encoder))
 }
 
 /// `all-MiniLM-L6-v2`: installed (fetched and verified) on first use, then opened.
-fn open_minilm(settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
+fn open_minilm<B: Backend>(
+    settings: &Settings,
+    device: &B::Device,
+) -> Result<Box<dyn Encoder>, EncodeError>
+where
+    SentenceTransformer<B>: Send + Sync + 'static,
+{
     let dir = harness_data::model_store::ensure_model(settings, MINILM)?;
     if !is_model_dir(&dir) {
         return Err(EncodeError::format(
@@ -149,8 +262,7 @@ fn open_minilm(settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
             ),
         ));
     }
-    let encoder =
-        SentenceTransformer::<CpuBackend>::open(&dir, &Default::default())?.with_name(MINILM);
+    let encoder = SentenceTransformer::<B>::open(&dir, device)?.with_name(MINILM);
     Ok(Box::new(encoder))
 }
 

@@ -275,9 +275,16 @@ pub fn weights_digest<B: Backend, M: Module<B>>(module: &M) -> String {
 
 /// Opens the encoder of a run directory on the CPU backend.
 pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>>, EncodeError> {
+    open_run_on(dir, &Default::default())
+}
+
+/// Opens the encoder of a run directory on backend `B`'s `device`.
+pub fn open_run_on<B: Backend>(
+    dir: &Path,
+    device: &B::Device,
+) -> Result<TrainedEncoder<B>, EncodeError> {
     let files = run_files(dir)?;
-    let device = Default::default();
-    let (model, config, tokenizer) = load_system::<burn::backend::NdArray<f32>>(&files, &device)?;
+    let (model, config, tokenizer) = load_system::<B>(&files, device)?;
     let digest = weights_digest(&model.encoder);
     let name = format!(
         "run:{}",
@@ -292,7 +299,7 @@ pub fn open_run(dir: &Path) -> Result<TrainedEncoder<burn::backend::NdArray<f32>
         model.encoder,
         config.encoder.d_sentence(),
         tokenizer,
-        device,
+        device.clone(),
     ))
 }
 

@@ -509,7 +509,10 @@ pub fn train<B: AutodiffBackend>(
         // A checkpoint is due on the cadence, at the end, and whenever a new best was found
         // (the best step must exist on disk).
         let new_best = state.best.as_ref().is_some_and(|b| b.step == state.step);
-        if (ckpt_every > 0 && state.step.is_multiple_of(ckpt_every)) || state.step == total || new_best {
+        if (ckpt_every > 0 && state.step.is_multiple_of(ckpt_every))
+            || state.step == total
+            || new_best
+        {
             metrics.flush().map_err(|e| io(&metrics_path, e))?;
             session.checkpoint = Some(checkpoint::save(
                 &checkpoints,
