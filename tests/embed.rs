@@ -5,7 +5,7 @@ use clap::Parser;
 use harness::cli::{run, Cli};
 use harness_core::settings::Settings;
 use harness_embed::npy::read_npy;
-use harness_encoders::embed_file::embed;
+use harness_encoders::embed_file::{embed, EmbedOptions};
 use harness_encoders::{open_encoder, Encoder};
 
 fn settings(cache: &std::path::Path) -> Settings {
@@ -31,10 +31,11 @@ fn embed_writes_npy_hits_the_cache_and_round_trips_through_npy_encoder() {
         &input,
         &out,
         &s,
-        true,
-        2,
-        false,
-        Default::default(),
+        EmbedOptions {
+            batch_size: 2,
+            force: false,
+            ..Default::default()
+        },
     )
     .unwrap();
     assert_eq!((first.sentences, first.dim), (5, 512));
@@ -47,10 +48,11 @@ fn embed_writes_npy_hits_the_cache_and_round_trips_through_npy_encoder() {
         &input,
         &out,
         &s,
-        true,
-        2,
-        false,
-        Default::default(),
+        EmbedOptions {
+            batch_size: 2,
+            force: false,
+            ..Default::default()
+        },
     )
     .unwrap_err()
     .to_string();
@@ -63,10 +65,11 @@ fn embed_writes_npy_hits_the_cache_and_round_trips_through_npy_encoder() {
         &input,
         &out,
         &s,
-        true,
-        2,
-        true,
-        Default::default(),
+        EmbedOptions {
+            batch_size: 2,
+            force: true,
+            ..Default::default()
+        },
     )
     .unwrap();
     assert_eq!(second.cache.unwrap().hits, 5);

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use harness_core::settings::Settings;
-use harness_encoders::embed_file::embed;
+use harness_encoders::embed_file::{embed, EmbedOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -43,10 +43,12 @@ pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process
         &args.input,
         &args.out,
         settings,
-        !args.no_cache,
-        args.batch_size,
-        args.force,
-        device,
+        EmbedOptions {
+            use_cache: !args.no_cache,
+            batch_size: args.batch_size,
+            force: args.force,
+            device,
+        },
     )?;
     let cache = match s.cache {
         Some(c) => format!(

@@ -22,6 +22,14 @@ use harness_train::session::Device;
 use std::path::Path;
 
 /// Loads and checks a recipe (base ⊕ profile ⊕ `--set`) against this build's names, once.
+/// The names and capabilities of this build that a recipe is checked against: the benchmark
+/// registry's and, for training recipes, what the trainer can train.
+pub fn known() -> anyhow::Result<harness_recipe::Known> {
+    let mut known = harness_bench::known()?;
+    known.check_trainable = Some(harness_train::capability::untrainable);
+    Ok(known)
+}
+
 pub fn load_recipe(
     path: &Path,
     profile: Option<String>,
@@ -31,7 +39,7 @@ pub fn load_recipe(
         profile,
         sets: sets.to_vec(),
     };
-    harness_bench::load_recipe(path, &opts).with_context(|| {
+    harness_recipe::load_with(path, &opts, &known()?).with_context(|| {
         format!(
             "{} is not a valid recipe (run `harness validate` on it)",
             path.display()

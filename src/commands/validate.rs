@@ -26,7 +26,7 @@ pub struct ValidateArgs {
 /// `harness validate`: exit 0 when every recipe is valid, 1 when any is not (every problem
 /// of every file printed), 2 on a setup error.
 pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let known = harness_bench::known()?;
+    let known = super::known()?;
     let opts = LoadOptions {
         profile: args.profile.clone(),
         sets: args.sets.clone(),

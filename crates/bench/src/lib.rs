@@ -32,6 +32,7 @@ pub fn known() -> Result<Known, RecipeError> {
         groups: reg.group_names().into_iter().map(String::from).collect(),
         tables: reg.tables().to_vec(),
         check_bench: Some(registry::check_overrides),
+        check_trainable: None,
     })
 }
 

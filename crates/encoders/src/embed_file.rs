@@ -23,6 +23,30 @@ pub struct EmbedSummary {
     pub seconds: f64,
 }
 
+/// How `embed` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedOptions {
+    /// Read and write the embedding cache.
+    pub use_cache: bool,
+    /// Sentences handed to the encoder at once.
+    pub batch_size: usize,
+    /// Replace an existing output file.
+    pub force: bool,
+    /// Where model-based encoders compute.
+    pub device: EncoderDevice,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        EmbedOptions {
+            use_cache: true,
+            batch_size: 1024,
+            force: false,
+            device: EncoderDevice::Cpu,
+        }
+    }
+}
+
 /// Encodes every line of `input` with the encoder `spec` and writes the matrix to `out`
 /// (atomically). The rows of `out` follow the lines of `input`; naming them `X.txt` and
 /// `X.npy` makes the result usable as `npy:X.npy`.
@@ -31,11 +55,14 @@ pub fn embed(
     input: &Path,
     out: &Path,
     settings: &Settings,
-    use_cache: bool,
-    batch_size: usize,
-    force: bool,
-    device: EncoderDevice,
+    opts: EmbedOptions,
 ) -> Result<EmbedSummary, EncodeError> {
+    let EmbedOptions {
+        use_cache,
+        batch_size,
+        force,
+        device,
+    } = opts;
     let start = Instant::now();
     let encoder = open_encoder_on(spec, settings, device)?;
     refuse_existing(out, force)?;

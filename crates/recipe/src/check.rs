@@ -111,7 +111,13 @@ pub struct Known {
     /// its group): `(key, problem)` pairs, the key a parameter name, `languages`, or empty
     /// for the entry as a whole. `None`: overrides are not checked.
     pub check_bench: Option<CheckBench>,
+    /// Names every part of a training recipe that this build cannot train, `(key path,
+    /// problem)` (the trainer sits above this crate and hands it in). `None`: not checked.
+    pub check_trainable: Option<CheckTrainable>,
 }
+
+/// See [`Known::check_trainable`].
+pub type CheckTrainable = fn(&Recipe) -> Vec<(Path, String)>;
 
 /// See [`Known::check_bench`].
 pub type CheckBench = fn(
@@ -638,6 +644,15 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                 if o.pivot.is_empty() {
                     out.add(with(&par, &[k("pivot")]), "must name a language");
                 }
+            }
+        }
+    }
+
+    // what this build cannot train (each part, not the first)
+    if let Some(check) = known.check_trainable {
+        for (path, message) in check(recipe) {
+            if !was_pruned(&path) {
+                out.add(path, message);
             }
         }
     }

@@ -11,6 +11,7 @@
 //! harness-data, harness-embed, harness-model, harness-bench (the best-checkpoint metric).
 
 pub mod batch;
+pub mod capability;
 pub mod checkpoint;
 pub mod corpora;
 pub mod data;

@@ -785,7 +785,7 @@ struct Adam {
 const ADAM_CHUNK: usize = 1 << 15;
 
 /// Rows × epochs from which a training shows a progress bar.
-const PROGRESS_ROW_EPOCHS: usize = 2_000_000;
+const PROGRESS_ROW_EPOCHS: usize = 500_000;
 
 impl Adam {
     fn new(n: usize, cfg: &TrainConfig) -> Self {

@@ -1,0 +1,215 @@
+//! What this build can train, checked before any work: `harness validate` (and every command
+//! that loads a recipe) reports each part of a training recipe that the trainer would refuse
+//! — all of them, with their key paths — instead of a valid-looking recipe that fails when
+//! training reaches it. The lists mirror what `plan`, `corpora`, `tokenizer`, `trainer` and
+//! `harness_model::system` implement; a test keeps them in step with the shipped recipes.
+
+use harness_recipe::de::{Path, Seg};
+use harness_recipe::schema::{Encoder, Head, Objective, TokenizerKind};
+use harness_recipe::Recipe;
+
+/// Objectives the trainer implements (`trainer::task_loss`).
+pub const OBJECTIVES: &[&str] = &[
+    "seq2seq_ce",
+    "l2_similarity",
+    "ranking_softmax",
+    "nli_classification",
+];
+/// Encoder kinds `harness_model::system` builds for training.
+pub const ENCODERS: &[&str] = &["bilstm", "lstm"];
+/// Head kinds it builds.
+pub const HEADS: &[&str] = &["mlp"];
+/// Datasets `corpora` loads as training corpora.
+pub const CORPUS_DATASETS: &[&str] = &["parallel-pairs", "wmt-news-parallel", "snli", "sick"];
+
+fn key(s: &str) -> Seg {
+    Seg::Key(s.to_string())
+}
+
+fn objective_name(o: &Objective) -> &'static str {
+    match o {
+        Objective::Seq2seqCe(_) => "seq2seq_ce",
+        Objective::L2Similarity(_) => "l2_similarity",
+        Objective::RankingSoftmax(_) => "ranking_softmax",
+        Objective::TranslationRanking(_) => "translation_ranking",
+        Objective::ResponseRanking(_) => "response_ranking",
+        Objective::QuickThought(_) => "quick_thought",
+        Objective::NliClassification(_) => "nli_classification",
+        Objective::L2Softmax(_) => "l2_softmax",
+        Objective::CenterLoss(_) => "center_loss",
+        Objective::AdversarialLanguage(_) => "adversarial_language",
+        Objective::AlignmentL2(_) => "alignment_l2",
+    }
+}
+
+fn encoder_name(e: &Encoder) -> &'static str {
+    match e {
+        Encoder::Bilstm(_) => "bilstm",
+        Encoder::Lstm(_) => "lstm",
+        Encoder::Transformer(_) => "transformer",
+        Encoder::Cbow(_) => "cbow",
+        Encoder::Hashed(_) => "hashed",
+        Encoder::Pretrained(_) => "pretrained",
+    }
+}
+
+fn head_name(h: &Head) -> &'static str {
+    match h {
+        Head::Mlp(_) => "mlp",
+        Head::L2Softmax(_) => "l2_softmax",
+        Head::Centers(_) => "centers",
+        Head::Discriminator(_) => "discriminator",
+    }
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every part of `recipe` this build cannot train, as `(key path, problem)`; empty for a
+/// recipe without training tasks (evaluation recipes train nothing).
+pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
+    let mut out = Vec::new();
+    if recipe.tasks.is_empty() {
+        return out;
+    }
+    let not_here = "this build cannot train";
+    if let Some(t) = &recipe.data.tokenizer {
+        if !matches!(t.kind, TokenizerKind::Bpe | TokenizerKind::Sentencepiece) {
+            out.push((
+                vec![key("data"), key("tokenizer"), key("kind")],
+                format!("{not_here} a `{:?}` tokenizer: only learned subword vocabularies (`bpe`, `sentencepiece`)", t.kind).to_lowercase(),
+            ));
+        }
+    }
+    if let Some(m) = &recipe.model {
+        let kind = encoder_name(&m.encoder);
+        if !ENCODERS.contains(&kind) {
+            out.push((
+                vec![key("model"), key("encoder"), key("kind")],
+                format!(
+                    "{not_here} a `{kind}` encoder (it trains {})",
+                    quoted(ENCODERS)
+                ),
+            ));
+        }
+        for (name, h) in &m.heads {
+            let kind = head_name(h);
+            if !HEADS.contains(&kind) {
+                out.push((
+                    vec![key("model"), key("heads"), key(name), key("kind")],
+                    format!("{not_here} a `{kind}` head (it trains {})", quoted(HEADS)),
+                ));
+            }
+        }
+    }
+    let mut corpora_reported = std::collections::BTreeSet::new();
+    for (i, t) in recipe.tasks.iter().enumerate() {
+        let base = vec![key("tasks"), Seg::Index(i)];
+        let objective = objective_name(&t.objective);
+        if !OBJECTIVES.contains(&objective) {
+            let mut p = base.clone();
+            p.push(key("objective"));
+            out.push((
+                p,
+                format!(
+                    "{not_here} the objective `{objective}` (task `{}`; it trains {})",
+                    t.name,
+                    quoted(OBJECTIVES)
+                ),
+            ));
+        }
+        if t.stage != 1 {
+            let mut p = base.clone();
+            p.push(key("stage"));
+            out.push((
+                p,
+                format!(
+                    "{not_here} in stages: every task trains in one mixture (task `{}` has stage {})",
+                    t.name, t.stage
+                ),
+            ));
+        }
+        if let Some(c) = recipe.data.corpora.get(&t.corpus) {
+            if !CORPUS_DATASETS.contains(&c.dataset.as_str()) && corpora_reported.insert(&t.corpus)
+            {
+                out.push((
+                    vec![key("data"), key("corpora"), key(&t.corpus), key("dataset")],
+                    format!(
+                        "`{}` cannot be a training corpus in this build (task `{}`; it reads {})",
+                        c.dataset,
+                        t.name,
+                        quoted(CORPUS_DATASETS)
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_recipe::{de::path_string, load_with, LoadOptions};
+
+    fn recipe(name: &str, profile: Option<&str>) -> Recipe {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../recipes")
+            .join(name);
+        load_with(
+            &path,
+            &LoadOptions {
+                profile: profile.map(String::from),
+                sets: vec![],
+            },
+            &harness_bench::known().unwrap(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .recipe
+    }
+
+    fn keys(r: &Recipe) -> Vec<String> {
+        untrainable(r).iter().map(|(p, _)| path_string(p)).collect()
+    }
+
+    #[test]
+    fn the_trainable_recipes_pass_in_every_profile() {
+        for profile in [None, Some("paper"), Some("nli"), Some("layers-3")] {
+            assert_eq!(keys(&recipe("laser.yaml", profile)), Vec::<String>::new());
+        }
+        for profile in [None, Some("paper"), Some("alpha-0")] {
+            assert_eq!(
+                keys(&recipe("seq2seq-similarity.yaml", profile)),
+                Vec::<String>::new()
+            );
+        }
+        // Evaluation recipes train nothing.
+        assert!(keys(&recipe("hashed-ngrams.yaml", None)).is_empty());
+    }
+
+    #[test]
+    fn every_untrainable_part_of_the_other_recipes_is_named() {
+        for name in ["muse-xling.yaml", "xnli-align.yaml", "emu.yaml"] {
+            let found = keys(&recipe(name, None));
+            assert!(!found.is_empty(), "{name}: nothing reported");
+            assert!(
+                found.iter().all(|k| k.starts_with("tasks[")
+                    || k.starts_with("model.")
+                    || k.starts_with("data.")),
+                "{name}: {found:?}"
+            );
+        }
+        // muse-xling: its objectives and its transformer encoder, not just the first.
+        let muse = keys(&recipe("muse-xling.yaml", None));
+        assert!(muse.iter().any(|k| k == "model.encoder.kind"), "{muse:?}");
+        assert!(
+            muse.iter().filter(|k| k.ends_with(".objective")).count() >= 2,
+            "{muse:?}"
+        );
+    }
+}
