@@ -218,6 +218,9 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
                 "model.decoder.embed=16",
                 "--set",
                 "train={steps: 24, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+                // The profile trains by epochs; a `--set` map merges into it.
+                "--set",
+                "train.epochs=null",
                 "--out",
                 run.to_str().unwrap(),
             ]
