@@ -5,7 +5,7 @@
 //! `harness_model::system` implement; a test keeps them in step with the shipped recipes.
 
 use harness_recipe::de::{Path, Seg};
-use harness_recipe::schema::{Encoder, Head, Objective, TokenizerKind};
+use harness_recipe::schema::TokenizerKind;
 use harness_recipe::Recipe;
 
 /// Objectives the trainer implements (`trainer::task_loss`).
@@ -26,48 +26,10 @@ fn key(s: &str) -> Seg {
     Seg::Key(s.to_string())
 }
 
-fn objective_name(o: &Objective) -> &'static str {
-    match o {
-        Objective::Seq2seqCe(_) => "seq2seq_ce",
-        Objective::L2Similarity(_) => "l2_similarity",
-        Objective::RankingSoftmax(_) => "ranking_softmax",
-        Objective::TranslationRanking(_) => "translation_ranking",
-        Objective::ResponseRanking(_) => "response_ranking",
-        Objective::QuickThought(_) => "quick_thought",
-        Objective::NliClassification(_) => "nli_classification",
-        Objective::L2Softmax(_) => "l2_softmax",
-        Objective::CenterLoss(_) => "center_loss",
-        Objective::AdversarialLanguage(_) => "adversarial_language",
-        Objective::AlignmentL2(_) => "alignment_l2",
-    }
-}
-
-fn encoder_name(e: &Encoder) -> &'static str {
-    match e {
-        Encoder::Bilstm(_) => "bilstm",
-        Encoder::Lstm(_) => "lstm",
-        Encoder::Transformer(_) => "transformer",
-        Encoder::Cbow(_) => "cbow",
-        Encoder::Hashed(_) => "hashed",
-        Encoder::Pretrained(_) => "pretrained",
-    }
-}
-
-fn head_name(h: &Head) -> &'static str {
-    match h {
-        Head::Mlp(_) => "mlp",
-        Head::L2Softmax(_) => "l2_softmax",
-        Head::Centers(_) => "centers",
-        Head::Discriminator(_) => "discriminator",
-    }
-}
-
+/// `` `a`, `b` `` for messages.
 fn quoted(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
 }
 
 /// Every part of `recipe` this build cannot train, as `(key path, problem)`; empty for a
@@ -87,7 +49,7 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
         }
     }
     if let Some(m) = &recipe.model {
-        let kind = encoder_name(&m.encoder);
+        let kind = m.encoder.kind();
         if !ENCODERS.contains(&kind) {
             out.push((
                 vec![key("model"), key("encoder"), key("kind")],
@@ -98,7 +60,7 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
             ));
         }
         for (name, h) in &m.heads {
-            let kind = head_name(h);
+            let kind = h.kind();
             if !HEADS.contains(&kind) {
                 out.push((
                     vec![key("model"), key("heads"), key(name), key("kind")],
@@ -110,7 +72,7 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
     let mut corpora_reported = std::collections::BTreeSet::new();
     for (i, t) in recipe.tasks.iter().enumerate() {
         let base = vec![key("tasks"), Seg::Index(i)];
-        let objective = objective_name(&t.objective);
+        let objective = t.objective.name();
         if !OBJECTIVES.contains(&objective) {
             let mut p = base.clone();
             p.push(key("objective"));
