@@ -236,13 +236,19 @@ impl RunLock {
             {
                 Ok(mut f) => {
                     use std::io::Write;
-                    writeln!(f, "{}", std::process::id()).map_err(|e| io(&path, e))?;
+                    // The pid and its start time: a later process that reuses the pid (after
+                    // a reboot or a container restart) is told apart by its start time.
+                    let me = std::process::id();
+                    let started = process_start(me).map_or(String::new(), |t| format!(" {t}"));
+                    writeln!(f, "{me}{started}").map_err(|e| io(&path, e))?;
                     return Ok(RunLock { path });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let owner = std::fs::read_to_string(&path).unwrap_or_default();
-                    let pid = owner.trim().parse::<u32>().ok();
-                    let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+                    let mut fields = owner.split_whitespace();
+                    let pid = fields.next().and_then(|p| p.parse::<u32>().ok());
+                    let recorded_start = fields.next().and_then(|t| t.parse::<u64>().ok());
+                    let alive = pid.is_some_and(|p| holder_alive(p, recorded_start));
                     if alive || !Path::new("/proc/self").exists() {
                         bail!(
                             "{}: another harness process (pid {}) is using this run directory. \
@@ -261,6 +267,27 @@ impl RunLock {
             }
         }
         bail!("{}: could not take the run lock", path.display())
+    }
+}
+
+/// The start time of process `pid` (clock ticks since boot, `/proc/PID/stat` field 22), on
+/// Linux; `None` elsewhere or when the process does not exist.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 2 (the command) is in parentheses and may hold spaces: count after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the lock's holder still runs: its pid exists and, when the lock recorded one, with
+/// the same start time (else the pid was reused by another process and the lock is stale).
+fn holder_alive(pid: u32, recorded_start: Option<u64>) -> bool {
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return false;
+    }
+    match (recorded_start, process_start(pid)) {
+        (Some(recorded), Some(now)) => recorded == now,
+        _ => true,
     }
 }
 
@@ -302,6 +329,21 @@ mod tests {
         );
         drop(first);
         RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_lock_whose_pid_was_reused_by_another_process_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        // A live process (this test) with another start time than the one recorded: the
+        // recorded holder is gone and its pid now names someone else.
+        let me = std::process::id();
+        let start = process_start(me).expect("a Linux /proc");
+        std::fs::write(dir.path().join(".lock"), format!("{me} {}\n", start + 1)).unwrap();
+        RunLock::acquire(dir.path()).unwrap();
+        // The same pid with its true start time is a live holder.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".lock"), format!("{me} {start}\n")).unwrap();
+        assert!(RunLock::acquire(dir.path()).is_err());
     }
 
     #[test]

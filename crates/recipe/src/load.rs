@@ -12,6 +12,9 @@ use serde_yaml::{Mapping, Value};
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
 
+/// The largest recipe file read (bytes).
+pub const MAX_RECIPE_BYTES: u64 = 1 << 20;
+
 /// One YAML file of the chain, recipe first, then its base, its base's base...
 #[derive(Debug, Clone)]
 pub struct Layer {
@@ -58,6 +61,26 @@ pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
             )]);
         }
         seen.push(canon);
+        // A recipe is a page of YAML; a huge file is a mistake (or an attack on the parser's
+        // memory: a 50 MB recipe took 1.4 GB), refused before it is read.
+        if let Ok(meta) = std::fs::metadata(&p) {
+            if meta.len() > MAX_RECIPE_BYTES {
+                let (file, line, key) = match named_by {
+                    Some((f, l)) => (f, l, "base"),
+                    None => (p.clone(), None, ""),
+                };
+                return Err(vec![Problem::new(
+                    file,
+                    line,
+                    key,
+                    format!(
+                        "{} is {} bytes; a recipe may have at most {MAX_RECIPE_BYTES} (1 MiB): is it the right file?",
+                        p.display(),
+                        meta.len()
+                    ),
+                )]);
+            }
+        }
         let text = match std::fs::read_to_string(&p) {
             Ok(t) => t,
             Err(e) => {
@@ -485,6 +508,25 @@ mod tests {
 
     fn k(s: &str) -> Seg {
         Seg::Key(s.into())
+    }
+
+    #[test]
+    fn a_recipe_over_the_size_cap_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yaml");
+        let mut text = String::from("name: big\n");
+        while text.len() as u64 <= MAX_RECIPE_BYTES {
+            text.push_str("# padding padding padding padding padding padding padding\n");
+        }
+        std::fs::write(&path, &text).unwrap();
+        let problems = read_chain(&path).unwrap_err();
+        assert!(
+            problems[0].message.contains("at most 1048576"),
+            "{:?}",
+            problems[0]
+        );
+        std::fs::write(&path, "name: small\n").unwrap();
+        assert!(read_chain(&path).is_ok());
     }
 
     #[test]
