@@ -63,38 +63,26 @@ pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
         seen.push(canon);
         // A recipe is a page of YAML; a huge file is a mistake (or an attack on the parser's
         // memory: a 50 MB recipe took 1.4 GB), refused before it is read.
+        // A file that cannot be read is blamed on the `base:` that named it, if any.
+        let unreadable = |message: String| {
+            let (file, line, key) = match &named_by {
+                Some((f, l)) => (f.clone(), *l, "base"),
+                None => (p.clone(), None, ""),
+            };
+            vec![Problem::new(file, line, key, message)]
+        };
         if let Ok(meta) = std::fs::metadata(&p) {
             if meta.len() > MAX_RECIPE_BYTES {
-                let (file, line, key) = match named_by {
-                    Some((f, l)) => (f, l, "base"),
-                    None => (p.clone(), None, ""),
-                };
-                return Err(vec![Problem::new(
-                    file,
-                    line,
-                    key,
-                    format!(
-                        "{} is {} bytes; a recipe may have at most {MAX_RECIPE_BYTES} (1 MiB): is it the right file?",
-                        p.display(),
-                        meta.len()
-                    ),
-                )]);
+                return Err(unreadable(format!(
+                    "{} is {} bytes; a recipe may have at most {MAX_RECIPE_BYTES} (1 MiB): is it the right file?",
+                    p.display(),
+                    meta.len()
+                )));
             }
         }
         let text = match std::fs::read_to_string(&p) {
             Ok(t) => t,
-            Err(e) => {
-                let (file, line, key) = match named_by {
-                    Some((f, l)) => (f, l, "base"),
-                    None => (p.clone(), None, ""),
-                };
-                return Err(vec![Problem::new(
-                    file,
-                    line,
-                    key,
-                    format!("cannot read {}: {e}", p.display()),
-                )]);
-            }
+            Err(e) => return Err(unreadable(format!("cannot read {}: {e}", p.display()))),
         };
         let mut value: Value = match serde_yaml::from_str(&text) {
             Ok(v) => v,
