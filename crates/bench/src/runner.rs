@@ -314,6 +314,9 @@ pub fn evaluate(
         plan.len() as u64,
         "evaluate [{bar:30}] {pos}/{len} {msg} ({elapsed})",
     );
+    // A benchmark can run for minutes (XNLI's classifier): tick so that the elapsed time
+    // moves on a terminal and a log gets its periodic line meanwhile.
+    progress.enable_steady_tick(std::time::Duration::from_secs(1));
     let fingerprint = encoder.fingerprint();
     let mut results = Vec::with_capacity(plan.len());
     for (name, overrides) in plan {
