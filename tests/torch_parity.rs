@@ -12,33 +12,20 @@
 
 mod binary;
 
-use binary::{harness, repo, text};
+use binary::{harness, repo, text, SMALL_LASER};
 use harness_embed::npy::read_npy;
 use std::path::Path;
 use std::process::Command;
 
-/// `--set` overrides that shrink the LASER recipe to seconds (as `tests/train.rs`): two
-/// small corpora, a tiny vocabulary and a tiny 2-layer BiLSTM max-pool encoder, 6 steps.
-const SMALL: &[&str] = &[
-    "--set",
-    "data.corpora.tatoeba_pairs.pairs=[deu-eng, spa-eng]",
-    "--set",
-    "data.corpora.tatoeba_pairs.exclude=[tatoeba]",
-    "--set",
-    "data.corpora.tatoeba_pairs.max_examples=300",
-    "--set",
-    "data.corpora.news_pairs.pairs=[fra-eng]",
-    "--set",
-    "data.corpora.news_pairs.exclude=[]",
-    "--set",
-    "data.corpora.news_pairs.max_examples=100",
-    "--set",
-    "data.tokenizer.vocab=600",
-    "--set",
-    "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
-    "--set",
-    "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 3}",
-];
+/// The LASER recipe shrunk to seconds ([`SMALL_LASER`]), 6 steps.
+fn small() -> Vec<&'static str> {
+    let mut a = SMALL_LASER.to_vec();
+    a.extend_from_slice(&[
+        "--set",
+        "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 3}",
+    ]);
+    a
+}
 
 /// Different scripts and lengths: empty, one token, a CRLF line, surrounding spaces,
 /// special-token text, emoji, and one line longer than the 256-token evaluation clip.
@@ -80,7 +67,7 @@ fn pytorch_reference_reproduces_harness_vectors() {
     let export = out.path().join("export");
     let recipe = repo().join("recipes/laser.yaml");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
-    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&small());
     args.extend_from_slice(&["--out", run.to_str().unwrap()]);
     let o = harness(home.path(), &args);
     assert!(o.status.success(), "{}", text(&o));

@@ -5,31 +5,18 @@
 
 mod binary;
 
-use binary::{command, harness, repo, text};
+use binary::{command, harness, repo, text, SMALL_LASER};
 use std::path::Path;
 
-/// `--set` overrides that shrink the LASER recipe to seconds: two small corpora, a tiny
-/// model and vocabulary, checkpoints every 2 steps.
-const SMALL: &[&str] = &[
-    "--set",
-    "data.corpora.tatoeba_pairs.pairs=[deu-eng, spa-eng]",
-    "--set",
-    "data.corpora.tatoeba_pairs.exclude=[tatoeba]",
-    "--set",
-    "data.corpora.tatoeba_pairs.max_examples=300",
-    "--set",
-    "data.corpora.news_pairs.pairs=[fra-eng]",
-    "--set",
-    "data.corpora.news_pairs.exclude=[]",
-    "--set",
-    "data.corpora.news_pairs.max_examples=100",
-    "--set",
-    "data.tokenizer.vocab=600",
-    "--set",
-    "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
-    "--set",
-    "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
-];
+/// The LASER recipe shrunk to seconds ([`SMALL_LASER`]), 6 steps, checkpoints every 2.
+fn small() -> Vec<&'static str> {
+    let mut a = SMALL_LASER.to_vec();
+    a.extend_from_slice(&[
+        "--set",
+        "train={steps: 6, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+    ]);
+    a
+}
 
 #[test]
 fn train_stop_resume_embed_and_export() {
@@ -38,7 +25,7 @@ fn train_stop_resume_embed_and_export() {
     let run = out.path().join("run");
     let recipe = repo().join("recipes/laser.yaml");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
-    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&small());
     args.extend_from_slice(&["--out", run.to_str().unwrap()]);
 
     // Stop after step 3: the newest checkpoint is step 2.
@@ -144,7 +131,7 @@ fn unknown_device_is_a_usage_error() {
     let out = tempfile::tempdir().unwrap();
     let recipe = repo().join("recipes/laser.yaml");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
-    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&small());
     let run = out.path().join("run");
     args.extend_from_slice(&["--out", run.to_str().unwrap(), "--device", "tpu:0"]);
     let o = harness(home.path(), &args);
@@ -209,7 +196,7 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
             "--profile".to_string(),
             "paper".to_string(),
         ];
-        a.extend(SMALL.iter().map(|s| s.to_string()));
+        a.extend(small().iter().map(|s| s.to_string()));
         a.extend(
             [
                 "--set",
@@ -306,7 +293,7 @@ fn a_run_directory_of_another_recipe_is_refused() {
     let run = out.path().join("run");
     let recipe = repo().join("recipes/laser.yaml");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
-    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&small());
     args.extend_from_slice(&["--out", run.to_str().unwrap(), "--stop-after", "2"]);
     let o = harness(home.path(), &args);
     assert!(o.status.success(), "{}", text(&o));
@@ -333,7 +320,7 @@ fn a_task_left_without_examples_is_a_recipe_error() {
     let recipe = repo().join("recipes/laser.yaml");
     let run = out.path().join("run");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap(), "--profile", "nli"];
-    args.extend_from_slice(SMALL);
+    args.extend_from_slice(&small());
     args.extend_from_slice(&[
         "--set",
         "data.corpora.sick_nli={dataset: sick, splits: [train], exclude: [sick-r]}",

@@ -37,3 +37,25 @@ pub fn text(o: &Output) -> String {
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// `--set` overrides that shrink the LASER recipe's data and model to seconds of training:
+/// two small corpora, a tiny vocabulary and a tiny 2-layer BiLSTM max-pool encoder. Each test
+/// adds its own `train=` line.
+pub const SMALL_LASER: &[&str] = &[
+    "--set",
+    "data.corpora.tatoeba_pairs.pairs=[deu-eng, spa-eng]",
+    "--set",
+    "data.corpora.tatoeba_pairs.exclude=[tatoeba]",
+    "--set",
+    "data.corpora.tatoeba_pairs.max_examples=300",
+    "--set",
+    "data.corpora.news_pairs.pairs=[fra-eng]",
+    "--set",
+    "data.corpora.news_pairs.exclude=[]",
+    "--set",
+    "data.corpora.news_pairs.max_examples=100",
+    "--set",
+    "data.tokenizer.vocab=600",
+    "--set",
+    "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
+];

@@ -495,6 +495,15 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             out.add(with(&base, &[k("stage")]), "stages count from 1");
         }
         let par = with(&base, &[k("params")]);
+        // `joint_with`: another task of this recipe (L2 similarity and ranking alike).
+        let joint_ref = |out: &mut Findings, joint_with: Option<&str>| {
+            let Some(j) = joint_with else { return };
+            let at = with(&par, &[k("joint_with")]);
+            refer(out, at.clone(), "task", j, &task_names, "");
+            if j == t.name {
+                out.add(at, "a task cannot be joint with itself");
+            }
+        };
         let head_ref = |out: &mut Findings, head: &str, kinds: &[&str]| {
             let hp = with(&par, &[k("head")]);
             refer(
@@ -558,22 +567,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             }
             Objective::L2Similarity(o) => {
                 nonneg(out, "alpha", o.alpha);
-                if let Some(j) = &o.joint_with {
-                    refer(
-                        out,
-                        with(&par, &[k("joint_with")]),
-                        "task",
-                        j,
-                        &task_names,
-                        "",
-                    );
-                    if *j == t.name {
-                        out.add(
-                            with(&par, &[k("joint_with")]),
-                            "a task cannot be joint with itself",
-                        );
-                    }
-                }
+                joint_ref(out, o.joint_with.as_deref());
             }
             Objective::RankingSoftmax(o) => {
                 nonneg(out, "margin", o.margin);
@@ -583,22 +577,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                         format!("must be > 0, found {}", o.scale),
                     );
                 }
-                if let Some(j) = &o.joint_with {
-                    refer(
-                        out,
-                        with(&par, &[k("joint_with")]),
-                        "task",
-                        j,
-                        &task_names,
-                        "",
-                    );
-                    if *j == t.name {
-                        out.add(
-                            with(&par, &[k("joint_with")]),
-                            "a task cannot be joint with itself",
-                        );
-                    }
-                }
+                joint_ref(out, o.joint_with.as_deref());
             }
             Objective::TranslationRanking(o) => nonneg(out, "margin", o.margin),
             Objective::ResponseRanking(o) => {
