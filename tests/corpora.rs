@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 #[test]
 fn every_benchmark_dataset_yields_evaluation_sentences() {
-    let registry = Registry::embedded().unwrap();
+    let registry = Registry::load().unwrap();
     let datasets: BTreeSet<String> = registry
         .names()
         .iter()

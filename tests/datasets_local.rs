@@ -28,6 +28,7 @@ fn settings(data: &Path, mirrors: &[&Path]) -> Settings {
         cache_dir: data.join("cache"),
         models_dir: data.join("models"),
         runs_dir: data.join("runs"),
+        sweeps_dir: data.join("sweeps"),
     }
 }
 

@@ -19,7 +19,7 @@ fn eval_into(dir: &Path, cache: &Path, benches: &[&str]) {
         cache_dir: cache.to_path_buf(),
         ..Settings::default()
     };
-    let registry = Registry::embedded().unwrap();
+    let registry = Registry::load().unwrap();
     let encoder = CachedEncoder::new(open_encoder("hashed-ngrams", &settings).unwrap(), cache);
     for b in benches {
         let r = run_benchmark(b, &Default::default(), &registry, &encoder, &settings, 1);

@@ -36,7 +36,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             args.recipe.display()
         )
     })?;
-    let registry = Registry::embedded()?;
+    let registry = Registry::load()?;
     ensure_all(
         settings,
         &corpus_datasets(resolved.recipe.data.corpora.values(), &registry)?,

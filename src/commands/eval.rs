@@ -40,7 +40,7 @@ pub struct EvalArgs {
 /// `harness eval`.
 pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let device = EncoderDevice::parse(&args.device)?;
-    let registry = Registry::embedded()?;
+    let registry = Registry::load()?;
     let mut entries: Vec<(String, Overrides)> = args
         .bench
         .split(',')

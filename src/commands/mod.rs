@@ -11,6 +11,7 @@ pub mod export;
 pub mod models;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod train;
 pub mod validate;
 

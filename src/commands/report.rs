@@ -25,12 +25,17 @@ pub struct ReportArgs {
     /// List the table specifications and exit
     #[arg(long)]
     pub list: bool,
+    /// A generated table instead of the paper tables: one row per system of the given
+    /// directories, one column per `BENCH[:FIELD[:higher|lower]]` (repeatable; e.g.
+    /// `tatoeba:scores.summary.average:lower`; FIELD defaults to the headline score)
+    #[arg(long = "metric", value_name = "BENCH[:FIELD[:DIR]]")]
+    pub metrics: Vec<String>,
 }
 
 /// `harness report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.list {
-        for s in spec::embedded()? {
+        for s in spec::load()? {
             println!("{:<34} {} — {} ({})", s.name, s.paper, s.table, s.title);
         }
         return Ok(ExitCode::SUCCESS);
@@ -42,7 +47,20 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.run_dirs));
-    let summary = render_report(&args.run_dirs, &args.tables, &out)?;
+    let summary = if args.metrics.is_empty() {
+        render_report(&args.run_dirs, &args.tables, &out)?
+    } else {
+        if !args.tables.is_empty() {
+            anyhow::bail!("--metric renders a generated table; --table selects paper tables: give one or the other");
+        }
+        let metrics = args
+            .metrics
+            .iter()
+            .map(|m| harness_report::ablation::Metric::parse(m))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow::anyhow!("--metric {e}"))?;
+        harness_report::render_generated(&args.run_dirs, &metrics, &out)?
+    };
     if !args.quiet {
         print!("{}", summary.terminal);
     }

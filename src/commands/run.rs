@@ -106,7 +106,7 @@ fn evaluate_and_report(
     force: bool,
     device: EncoderDevice,
 ) -> anyhow::Result<ExitCode> {
-    let registry = Registry::embedded()?;
+    let registry = Registry::load()?;
     let plan =
         harness_bench::runner::plan(&registry, &harness_bench::runner::entries(&resolved.recipe))?;
     let inner = open_encoder_on(spec, settings, device)?;

@@ -25,7 +25,7 @@ use std::path::Path;
 pub fn known() -> Result<Known, RecipeError> {
     let lock =
         harness_data::lock::Lock::embedded().map_err(|e| RecipeError::Setup(e.to_string()))?;
-    let reg = registry::Registry::embedded().map_err(|e| RecipeError::Setup(e.to_string()))?;
+    let reg = registry::Registry::load().map_err(|e| RecipeError::Setup(e.to_string()))?;
     Ok(Known {
         datasets: lock.names().into_iter().map(String::from).collect(),
         benchmarks: reg.names().into_iter().map(String::from).collect(),

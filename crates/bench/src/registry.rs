@@ -147,7 +147,7 @@ pub fn check_overrides(
     params: &BTreeMap<String, serde_yaml::Value>,
     languages: Option<&[String]>,
 ) -> Vec<(String, String)> {
-    let Ok(registry) = Registry::embedded() else {
+    let Ok(registry) = Registry::load() else {
         return Vec::new();
     };
     let overrides = Overrides {
@@ -195,16 +195,23 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The declarations compiled into this binary.
-    pub fn embedded() -> Result<Registry, RegistryError> {
-        let mut files = Vec::new();
-        for f in BENCHMARKS.files() {
-            let name = f.path().to_string_lossy().into_owned();
-            if name.ends_with(".yaml") {
-                files.push((name, f.contents_utf8().unwrap_or_default().to_string()));
-            }
-        }
-        let tables = BENCHMARKS
+    /// The declarations in force: the shipped ones (compiled into this binary) overlaid at
+    /// run time by `./benchmarks/` and the `--spec` files (`harness_core::specs`), so a user
+    /// adds or changes a benchmark without rebuilding.
+    pub fn load() -> Result<Registry, RegistryError> {
+        let shipped: Vec<(String, String)> = BENCHMARKS
+            .files()
+            .map(|f| (f.path().to_string_lossy().into_owned(), f))
+            .filter(|(name, _)| name.ends_with(".yaml"))
+            .map(|(name, f)| (name, f.contents_utf8().unwrap_or_default().to_string()))
+            .collect();
+        let runtime = harness_core::specs::runtime_files(harness_core::specs::Kind::Benchmark)
+            .map_err(|e| RegistryError::Declaration {
+                file: e.path.display().to_string(),
+                detail: e.detail,
+            })?;
+        let files = harness_core::specs::overlay(shipped, runtime);
+        let mut tables: Vec<String> = BENCHMARKS
             .get_dir("tables")
             .map(|d| {
                 d.files()
@@ -214,6 +221,17 @@ impl Registry {
                     .collect()
             })
             .unwrap_or_default();
+        let runtime_tables = harness_core::specs::runtime_files(harness_core::specs::Kind::Table)
+            .map_err(|e| RegistryError::Declaration {
+            file: e.path.display().to_string(),
+            detail: e.detail,
+        })?;
+        for t in runtime_tables {
+            let stem = t.name.trim_end_matches(".yaml").to_string();
+            if !tables.contains(&stem) {
+                tables.push(stem);
+            }
+        }
         Self::from_files(&files, tables)
     }
 
@@ -360,7 +378,7 @@ mod tests {
 
     #[test]
     fn embedded_declarations_load_and_cover_the_papers_benchmarks() {
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         for n in [
             "stsb-dev",
             "stsb-test",
@@ -407,7 +425,7 @@ mod tests {
 
     #[test]
     fn expand_resolves_groups_and_rejects_unknown_names_with_a_suggestion() {
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         let names = ["xnli", "senteval", "mr"].map(String::from);
         let got = r.expand(&names).unwrap();
         assert_eq!(got[0], "xnli");
@@ -423,7 +441,7 @@ mod tests {
         if !dir.is_dir() {
             return;
         }
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         for n in r.names() {
             let ds = &r.get(n).unwrap().dataset;
             assert!(

@@ -422,7 +422,7 @@ mod tests {
     fn every_benchmark_fetches_everything_it_reads_into_an_empty_data_directory() {
         let shared = harness_core::shared_datasets_dir();
         assert!(shared.is_dir(), "{} missing", shared.display());
-        let registry = Registry::embedded().unwrap();
+        let registry = Registry::load().unwrap();
         let cache = tempfile::tempdir().unwrap();
         let boxed: Box<dyn Encoder> = Box::new(HashEncoder);
         let encoder = CachedEncoder::new(boxed, cache.path());
@@ -468,7 +468,7 @@ mod tests {
             cache_dir: data.path().join("cache"),
             ..Settings::default()
         };
-        let registry = Registry::embedded().unwrap();
+        let registry = Registry::load().unwrap();
         let boxed: Box<dyn Encoder> = Box::new(HashEncoder);
         let encoder = CachedEncoder::new(boxed, &settings.cache_dir);
         let plain: Plan = vec![("stsb-test".into(), Overrides::default())];
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn a_misspelt_override_is_refused_before_anything_runs() {
-        let registry = Registry::embedded().unwrap();
+        let registry = Registry::load().unwrap();
         let mut o = Overrides::default();
         o.set("epoch", 3.into()).unwrap();
         let err = plan(&registry, &[("xnli".into(), o)])

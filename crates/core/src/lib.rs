@@ -11,6 +11,7 @@ pub mod outdir;
 pub mod progress;
 pub mod rundir;
 pub mod settings;
+pub mod specs;
 pub mod stamp;
 pub mod suggest;
 

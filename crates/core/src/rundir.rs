@@ -144,9 +144,20 @@ fn is_run_dir(dir: &Path) -> bool {
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .is_some_and(|v| v.get("harness_version").is_some());
-    let lock_ok =
-        std::fs::read_to_string(dir.join(".lock")).is_ok_and(|t| t.trim().parse::<u32>().is_ok());
-    env_ok || lock_ok || dir.join("recipe.resolved.yaml").is_file()
+    // The lock holds `PID [START]` (the holder's start time since a70012f).
+    let lock_ok = std::fs::read_to_string(dir.join(".lock")).is_ok_and(|t| {
+        t.split_whitespace()
+            .next()
+            .is_some_and(|pid| pid.parse::<u32>().is_ok())
+    });
+    // A run killed before its first record leaves only its own temporary files.
+    let only_ours = std::fs::read_dir(dir).is_ok_and(|d| {
+        d.filter_map(Result::ok).all(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n == ".lock" || (n.starts_with(".harness-") && n.ends_with(".tmp"))
+        })
+    });
+    env_ok || lock_ok || only_ours || dir.join("recipe.resolved.yaml").is_file()
 }
 
 /// A run directory (`--out DIR` of `run` and `train`) must be new, empty, or a harness run
@@ -279,10 +290,26 @@ fn process_start(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Whether process `pid` is a zombie (`/proc/PID/stat` state `Z`): dead, not yet reaped.
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = stat[stat.rfind(')')? + 1..].to_string();
+            rest.split_whitespace().next().map(|s| s == "Z")
+        })
+        .unwrap_or(false)
+}
+
 /// Whether the lock's holder still runs: its pid exists and, when the lock recorded one, with
 /// the same start time (else the pid was reused by another process and the lock is stale).
 fn holder_alive(pid: u32, recorded_start: Option<u64>) -> bool {
     if !Path::new(&format!("/proc/{pid}")).exists() {
+        return false;
+    }
+    // A killed holder whose parent has not reaped it yet (a container's pid 1 may never
+    // reap) is a zombie: it still has a /proc entry but holds nothing.
+    if zombie(pid) {
         return false;
     }
     match (recorded_start, process_start(pid)) {
@@ -352,5 +379,32 @@ mod tests {
         // pid 0 never names a user process, so no /proc/0 exists.
         std::fs::write(dir.path().join(".lock"), "0\n").unwrap();
         RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_run_killed_before_its_first_record_can_be_claimed_again() {
+        // What a killed run leaves: its lock (`PID START`) and a temporary file.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".lock"), "0 12345\n").unwrap();
+        std::fs::write(dir.path().join(".harness-AbC123.tmp"), "half").unwrap();
+        claim(dir.path()).unwrap();
+        std::fs::remove_file(dir.path().join(".lock")).unwrap();
+        claim(dir.path()).unwrap();
+        // Anything else is someone else's.
+        std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let err = claim(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("notes.txt"), "{err}");
+    }
+
+    #[test]
+    fn a_zombie_holds_no_lock() {
+        // A child that exited and is not reaped yet is a zombie.
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(zombie(pid));
+        assert!(!holder_alive(pid, None));
+        drop(child);
+        assert!(!zombie(std::process::id()));
     }
 }

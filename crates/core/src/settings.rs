@@ -22,10 +22,24 @@ pub struct Settings {
     pub models_dir: PathBuf,
     /// Where `harness run` creates run directories.
     pub runs_dir: PathBuf,
+    /// Where `harness sweep` creates sweep directories (ledger, links, logs, report).
+    #[serde(default = "default_sweeps_dir")]
+    pub sweeps_dir: PathBuf,
+}
+
+fn default_sweeps_dir() -> PathBuf {
+    PathBuf::from("sweeps")
 }
 
 /// The names of the settings keys, which are also the `HARNESS_<KEY>` variables read.
-const KEYS: [&str; 5] = ["data_dir", "mirrors", "cache_dir", "models_dir", "runs_dir"];
+const KEYS: [&str; 6] = [
+    "data_dir",
+    "mirrors",
+    "cache_dir",
+    "models_dir",
+    "runs_dir",
+    "sweeps_dir",
+];
 
 impl Default for Settings {
     fn default() -> Self {
@@ -36,6 +50,7 @@ impl Default for Settings {
             cache_dir: home.join("cache"),
             models_dir: home.join("models"),
             runs_dir: PathBuf::from("runs"),
+            sweeps_dir: default_sweeps_dir(),
         }
     }
 }

@@ -143,18 +143,189 @@ pub fn bars(id: &str, title: &str, unit: &str, categories: &[String], series: &[
             esc(cat)
         );
     }
-    for (si, se) in series.iter().enumerate() {
-        let lx = left + (si % per_line) as f64 * slot;
-        let ly = top + plot_h + bottom + 18.0 * (si / per_line) as f64;
+    let labels: Vec<&str> = series.iter().map(|se| se.label.as_str()).collect();
+    legend(
+        &mut s,
+        &labels,
+        &colours,
+        (left, top + plot_h + bottom),
+        slot,
+        per_line,
+    );
+    s.push_str("</svg>");
+    s
+}
+
+/// A legend under a chart: a colour swatch and a label per series, `per_line` to a line.
+fn legend(
+    s: &mut String,
+    labels: &[&str],
+    colours: &[&str],
+    at: (f64, f64),
+    slot: f64,
+    per_line: usize,
+) {
+    for (si, label) in labels.iter().enumerate() {
+        let lx = at.0 + (si % per_line) as f64 * slot;
+        let ly = at.1 + 18.0 * (si / per_line) as f64;
         let _ = write!(
             s,
             r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
             ly - 9.0,
             colours[si],
             lx + 14.0,
-            esc(&se.label)
+            esc(label)
         );
     }
+}
+
+/// One series of a line chart: points `(x, y, ±error)` in x order.
+#[derive(Debug, Clone)]
+pub struct LineSeries {
+    pub label: String,
+    pub points: Vec<(f64, f64, Option<f64>)>,
+}
+
+/// Lines over a numeric x axis (an ablation axis, training steps), one per series, with
+/// error bars where a point has one (± standard deviation over seeds). Ticks at the x values
+/// of the points when there are few of them (the grid's values), else five even ticks.
+pub fn lines(id: &str, title: &str, x_label: &str, y_label: &str, series: &[LineSeries]) -> String {
+    let (left, right, top, bottom) = (60.0, 16.0, 44.0, 52.0);
+    let (plot_w, plot_h) = (440.0, 220.0);
+    let longest = series
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = left + plot_w + right;
+    let slot = longest as f64 * 6.5 + 30.0;
+    let per_line = ((width - left) / slot).floor().max(1.0) as usize;
+    let legend_h = 18.0 * series.len().div_ceil(per_line) as f64;
+    let height = top + plot_h + bottom + legend_h;
+    let pts = || series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+        (l.min(p.0), h.max(p.0))
+    });
+    let (mut y0, mut y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+        let e = p.2.unwrap_or(0.0);
+        (l.min(p.1 - e), h.max(p.1 + e))
+    });
+    if !x0.is_finite() {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if x1 - x0 < 1e-12 {
+        x0 -= 0.5;
+        x1 += 0.5;
+    }
+    if y1 - y0 < 1e-12 {
+        y0 -= 0.5;
+        y1 += 0.5;
+    }
+    let pad = (y1 - y0) * 0.08;
+    (y0, y1) = (y0 - pad, y1 + pad);
+    let x = |v: f64| left + plot_w * (v - x0) / (x1 - x0);
+    let y = |v: f64| top + plot_h * (y1 - v) / (y1 - y0);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" data-chart="{id}" role="img" aria-label="{t}" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11"><title>{t}</title><text x="{left}" y="18" font-size="13" font-weight="bold">{t}</text>"#,
+        t = esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="4" y="{m:.1}" transform="rotate(-90 12 {m:.1})">{}</text><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        esc(y_label),
+        left + plot_w / 2.0,
+        top + plot_h + 36.0,
+        esc(x_label),
+        m = top + plot_h / 2.0,
+    );
+    for i in 0..=4 {
+        let v = y0 + (y1 - y0) * i as f64 / 4.0;
+        let yy = y(v);
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            left + plot_w,
+            left - 4.0,
+            yy + 4.0,
+            tick(v)
+        );
+    }
+    let mut xs: Vec<f64> = pts().map(|p| p.0).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    if xs.len() > 8 {
+        xs = (0..=4).map(|i| x0 + (x1 - x0) * i as f64 / 4.0).collect();
+    }
+    for v in xs {
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#555"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            top + plot_h,
+            top + plot_h + 4.0,
+            top + plot_h + 16.0,
+            tick(v),
+            xx = x(v)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{left}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}" stroke="#555"/>"##,
+        left + plot_w,
+        b = top + plot_h
+    );
+    for (si, se) in series.iter().enumerate() {
+        let c = PALETTE[si % PALETTE.len()];
+        let path: Vec<String> = se
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+            .collect();
+        if path.len() > 1 {
+            let _ = write!(
+                s,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        // Markers only where there are few points (an ablation axis), not on a loss curve.
+        if se.points.len() <= 32 {
+            for p in &se.points {
+                if let Some(e) = p.2.filter(|e| *e > 0.0) {
+                    let _ = write!(
+                        s,
+                        r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
+                        y(p.1 - e),
+                        y(p.1 + e),
+                        xx = x(p.0)
+                    );
+                }
+                let err = p.2.map(|e| format!(" ± {}", tick(e))).unwrap_or_default();
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{} — {}: {}{err}</title></circle>"#,
+                    x(p.0),
+                    y(p.1),
+                    esc(&se.label),
+                    tick(p.0),
+                    tick(p.1)
+                );
+            }
+        }
+    }
+    let labels: Vec<&str> = series.iter().map(|se| se.label.as_str()).collect();
+    let colours: Vec<&str> = (0..series.len())
+        .map(|i| PALETTE[i % PALETTE.len()])
+        .collect();
+    legend(
+        &mut s,
+        &labels,
+        &colours,
+        (left, top + plot_h + bottom),
+        slot,
+        per_line,
+    );
     s.push_str("</svg>");
     s
 }
@@ -288,6 +459,30 @@ fn tick(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_draw_a_polyline_per_series_with_error_bars() {
+        let svg = lines(
+            "l-0",
+            "depth <ablation>",
+            "layers",
+            "error",
+            &[LineSeries {
+                label: "tatoeba".into(),
+                points: vec![
+                    (1.0, 50.0, Some(2.0)),
+                    (3.0, 45.0, None),
+                    (5.0, 47.0, Some(0.0)),
+                ],
+            }],
+        );
+        assert!(svg.contains(r#"data-chart="l-0""#));
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 3);
+        // One error bar: the point with a positive deviation.
+        assert_eq!(svg.matches(r##"stroke="#0072B2"/>"##).count(), 1);
+        assert!(svg.contains("depth &lt;ablation&gt;") && !svg.contains("<ablation>"));
+    }
 
     #[test]
     fn bars_draw_one_rect_per_value_and_escape_labels() {

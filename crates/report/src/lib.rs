@@ -12,6 +12,7 @@
 //! measured numbers only ever come from result files, and `cells.csv` names the file and
 //! JSON field of each one.
 
+pub mod ablation;
 pub mod charts;
 pub mod error;
 pub mod provenance;
@@ -55,7 +56,7 @@ pub fn render_report(
     tables: &[String],
     out_dir: &Path,
 ) -> Result<ReportSummary, ReportError> {
-    let specs = spec::select(spec::embedded()?, tables)?;
+    let specs = spec::select(spec::load()?, tables)?;
     let inputs = runs::load_inputs(run_dirs)?;
     let mut warnings = inputs.warnings.clone();
     let named: BTreeSet<&str> = specs.iter().flat_map(|s| s.system_names()).collect();
@@ -87,6 +88,87 @@ pub fn render_report(
         not_run: report.tables.iter().map(|t| t.not_run).sum(),
         failed: report.tables.iter().map(|t| t.failed).sum(),
         warnings,
+        terminal: render::terminal(&report),
+    })
+}
+
+/// Renders a generated table (no spec names its rows in advance): one row per system of
+/// `run_dirs` (a system given by several directories has them as replicates: mean ± std),
+/// one column per metric, Δ against the first row. Written like `render_report`'s output.
+pub fn render_generated(
+    run_dirs: &[PathBuf],
+    metrics: &[ablation::Metric],
+    out_dir: &Path,
+) -> Result<ReportSummary, ReportError> {
+    let inputs = runs::load_inputs(run_dirs)?;
+    // Rows in the order the directories were given.
+    let mut order: Vec<String> = Vec::new();
+    for s in inputs.systems.values() {
+        if !order.contains(&s.id) {
+            order.push(s.id.clone());
+        }
+    }
+    let first_arg = |id: &str| {
+        let s = &inputs.systems[id];
+        run_dirs
+            .iter()
+            .position(|a| {
+                s.sources.iter().any(|src| {
+                    let a = a.to_string_lossy();
+                    let a = a.rsplit_once('=').map_or(a.as_ref(), |(_, p)| p);
+                    src.results_dir.starts_with(a) || Path::new(a) == src.results_dir
+                })
+            })
+            .unwrap_or(usize::MAX)
+    };
+    order.sort_by_key(|id| first_arg(id));
+    let rows: Vec<ablation::AblationRow> = order
+        .iter()
+        .enumerate()
+        .map(|(i, id)| ablation::AblationRow {
+            label: id.clone(),
+            is_baseline: i == 0,
+            replicates: inputs.systems[id]
+                .sources
+                .iter()
+                .map(|src| ablation::Replicate {
+                    label: src
+                        .run_dir
+                        .as_ref()
+                        .unwrap_or(&src.results_dir)
+                        .display()
+                        .to_string(),
+                    results_dir: src.results_dir.clone(),
+                    failed: None,
+                })
+                .collect(),
+        })
+        .collect();
+    let table = ablation::build(
+        "generated",
+        "Generated table",
+        vec!["Rows: the systems of the given directories (a system given by several directories is averaged over them); Δ against the first row.".into()],
+        &rows,
+        metrics,
+    );
+    let report = render::Report {
+        provenance: provenance::collect(&inputs),
+        tables: vec![table],
+        warnings: inputs.warnings.clone(),
+    };
+    let files = render::write_all(&report, out_dir, false)?;
+    let t = &report.tables[0];
+    Ok(ReportSummary {
+        out_dir: out_dir.to_path_buf(),
+        files,
+        tables: 1,
+        systems: order,
+        filled: t.filled,
+        measured: t.measured,
+        na: t.na,
+        not_run: t.not_run,
+        failed: t.failed,
+        warnings: report.warnings.clone(),
         terminal: render::terminal(&report),
     })
 }

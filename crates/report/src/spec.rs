@@ -1,5 +1,6 @@
 //! Table specifications as data: one YAML file per paper table in `benchmarks/tables/`,
-//! compiled into the binary so `harness report` works from any directory.
+//! compiled into the binary so `harness report` works from any directory, and read again at
+//! run time from `./benchmarks/tables/` and `--spec FILE` ([`load`]).
 //!
 //! A spec says what a reader should see side by side: the published rows (typed from the
 //! paper, each value with its status and the table's source), the systems measured here
@@ -764,9 +765,11 @@ pub fn fill(template: &str, vars: &BTreeMap<String, String>) -> Result<String, S
     Ok(out)
 }
 
-/// Every spec compiled into this binary, sorted by name, each checked.
-pub fn embedded() -> Result<Vec<TableSpec>, ReportError> {
-    let files: Vec<(String, String)> = TABLES
+/// Every spec in force, sorted, each checked: the shipped ones (compiled into this binary)
+/// overlaid at run time by `./benchmarks/tables/` and the `--spec` files
+/// (`harness_core::specs`), so a user adds a table without rebuilding.
+pub fn load() -> Result<Vec<TableSpec>, ReportError> {
+    let shipped: Vec<(String, String)> = TABLES
         .files()
         .filter(|f| f.path().extension().is_some_and(|e| e == "yaml"))
         .map(|f| {
@@ -776,8 +779,11 @@ pub fn embedded() -> Result<Vec<TableSpec>, ReportError> {
             )
         })
         .collect();
-    let registry = harness_bench::registry::Registry::embedded()
+    let runtime = harness_core::specs::runtime_files(harness_core::specs::Kind::Table)
         .map_err(|e| ReportError::Setup(e.to_string()))?;
+    let files = harness_core::specs::overlay(shipped, runtime);
+    let registry =
+        harness_bench::registry::Registry::load().map_err(|e| ReportError::Setup(e.to_string()))?;
     parse_all(&files, &registry.names())
 }
 
@@ -848,7 +854,7 @@ mod tests {
 
     #[test]
     fn every_embedded_spec_loads_and_checks() {
-        let specs = embedded().unwrap();
+        let specs = load().unwrap();
         assert!(specs.len() >= 20, "only {} specs", specs.len());
         for s in &specs {
             assert!(
@@ -913,7 +919,7 @@ mod tests {
 
     #[test]
     fn select_keeps_order_and_suggests() {
-        let specs = embedded().unwrap();
+        let specs = load().unwrap();
         let names = vec!["laser-xnli".to_string(), "laser-bucc".to_string()];
         let got = select(specs.clone(), &names).unwrap();
         assert_eq!(got[0].name, "laser-xnli");

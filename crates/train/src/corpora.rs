@@ -191,7 +191,7 @@ pub fn load_corpora(
     recipe: &Recipe,
     settings: &Settings,
 ) -> anyhow::Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>)> {
-    let registry = Registry::embedded()?;
+    let registry = Registry::load()?;
     let needed: std::collections::BTreeSet<&String> = recipe
         .tasks
         .iter()

@@ -208,7 +208,7 @@ where
         .train
         .as_ref()
         .and_then(|t| t.best_metric.clone());
-    let registry = Registry::embedded()?;
+    let registry = Registry::load()?;
     let mut eval_fn = |model: &System<B::InnerBackend>,
                        step: u64|
      -> Result<Option<(String, f64, bool)>, TrainError> {

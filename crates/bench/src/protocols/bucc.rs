@@ -867,7 +867,7 @@ mod tests {
                 ("s1".into(), "t2".into()),
             ],
         };
-        let bench = Registry::embedded().unwrap().get("bucc").unwrap().clone();
+        let bench = Registry::load().unwrap().get("bucc").unwrap().clone();
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: std::path::Path::new("/nonexistent"),

@@ -296,7 +296,7 @@ pub(crate) mod test_support {
         spec: &str,
         reuse: Reuse,
     ) -> (Outcome, f64, f64) {
-        let mut bench: Benchmark = Registry::embedded().unwrap().get(name).unwrap().clone();
+        let mut bench: Benchmark = Registry::load().unwrap().get(name).unwrap().clone();
         if let Some(l) = languages {
             bench.languages = l.iter().map(|s| s.to_string()).collect();
         }

@@ -460,7 +460,7 @@ mod tests {
         let p: Params = serde_yaml::from_str("{distractors: 99, score: dot}").unwrap();
         assert_eq!((p.distractors, p.score), (99, Score::Dot));
         assert!(serde_yaml::from_str::<Params>("{distractor: 99}").is_err());
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         let b = r.get("retrieval-p1").unwrap();
         let ctx = Context {
             benchmark: b,

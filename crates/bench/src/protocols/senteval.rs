@@ -640,7 +640,7 @@ mod tests {
             (0, 64, 5, 4, 200)
         );
         assert_eq!(k.reduction, Reduction::Sum);
-        let registry = Registry::embedded().unwrap();
+        let registry = Registry::load().unwrap();
         for name in ["mr", "cr", "subj", "mpqa", "trec", "sst2", "sst5", "mrpc"] {
             let bench = registry.get(name).unwrap();
             assert_eq!(bench.protocol, "senteval-classification");
@@ -734,7 +734,7 @@ mod tests {
     fn senteval_full() {
         let dir = real_senteval();
         let encoder = HashedNgrams::new(Default::default());
-        let registry = Registry::embedded().unwrap();
+        let registry = Registry::load().unwrap();
         let all = "mr,cr,subj,mpqa,trec,sst2,sst5,mrpc".to_string();
         let tasks = std::env::var("SENTEVAL_TASKS").unwrap_or(all);
         let total = Instant::now();

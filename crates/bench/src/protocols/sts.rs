@@ -877,7 +877,7 @@ mod tests {
 
     #[test]
     fn declared_sts_benchmarks_have_valid_params() {
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         let enc = Perfect::default();
         let mut n = 0;
         for name in r.names() {
@@ -911,7 +911,7 @@ mod tests {
     }
 
     fn real_run(name: &str, enc: &dyn Encoder) -> Outcome {
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         let b = r.get(name).unwrap();
         let dir = harness_core::shared_datasets_dir().join(&b.dataset);
         let start = std::time::Instant::now();
@@ -1019,7 +1019,7 @@ mod tests {
 
         // Three of the eleven languages and two cross-lingual pairs keep this test short; the
         // ignored test below runs the declaration as it is.
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         let mut b = r.get("stsb-multi").unwrap().clone();
         b.languages = ["de", "en", "zh"].map(String::from).to_vec();
         b.params.insert(
@@ -1058,7 +1058,7 @@ mod tests {
     #[ignore]
     fn all_declared_sts_benchmarks_with_default_hashed_ngrams() {
         let enc = HashedNgrams::new(HashedParams::default());
-        let r = Registry::embedded().unwrap();
+        let r = Registry::load().unwrap();
         for name in r.names() {
             if r.get(name).unwrap().protocol == "sts" {
                 let o = real_run(name, &enc);

@@ -156,11 +156,7 @@ mod tests {
         }
         t.insert("xx2".into(), vec![0.8, 0.0, 0.6, 0.0]);
         let enc = TableEncoder::new(4, t);
-        let bench = Registry::embedded()
-            .unwrap()
-            .get("tatoeba")
-            .unwrap()
-            .clone();
+        let bench = Registry::load().unwrap().get("tatoeba").unwrap().clone();
         let ctx = Context {
             benchmark: &bench,
             dataset_dir: std::path::Path::new("."),
@@ -235,11 +231,7 @@ mod tests {
         assert!((50.0..99.95).contains(&o.main_score), "{}", o.main_score);
         assert!(pl["afr"]["mean"].as_f64().unwrap() < 99.9);
         // English against itself (no duplicated lines in the files): no error at all.
-        let bench = Registry::embedded()
-            .unwrap()
-            .get("tatoeba")
-            .unwrap()
-            .clone();
+        let bench = Registry::load().unwrap().get("tatoeba").unwrap().clone();
         let dir = harness_core::shared_datasets_dir().join(&bench.dataset);
         let enc = harness_embed::hashed::HashedNgrams::new(harness_embed::hashed::HashedParams {
             dim: 16,

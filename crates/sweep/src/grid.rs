@@ -1,0 +1,961 @@
+//! Grid files (`grids/*.yaml`): a base recipe and profile, fixed overrides (the grid's
+//! budget), axes whose values multiply (`axes:`), axes whose values move together (`zip:`),
+//! combinations left out (`exclude:`), values each changed alone from the baseline
+//! (`one_at_a_time:`, the usual ablation), seeds as the replicate axis, and the metrics to
+//! tabulate. README.md, "Sweeps", documents the format with a worked example.
+//!
+//! Every key an axis names is a dotted recipe key exactly as `--set` takes it
+//! (`model.encoder.layers`, `tasks.similarity.params.alpha`), benchmark parameters included
+//! (`evaluate.xnli.params.epochs`): a grid point *is* `harness run RECIPE --profile P --set
+//! ...`, so a point and the same command typed by hand share their run directory.
+//!
+//! Hand-written expansion (no crate does product + zip + exclude + one-at-a-time over YAML
+//! values); parsing goes through the recipe crate's path-aware deserializer so an error
+//! names the grid file, line and key like a recipe error.
+
+use harness_recipe::de::{self, Seg};
+use harness_recipe::Problem;
+use serde::Deserialize;
+use serde_yaml::{Mapping, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::slurm::SlurmOptions;
+
+/// A grid file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GridFile {
+    /// Name of the sweep (default: the file stem).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// One line on what the sweep measures.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The base recipe, relative to the grid file.
+    pub recipe: PathBuf,
+    /// The recipe profile every point starts from.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Overrides applied to every point before its axis values (the grid's budget).
+    #[serde(default)]
+    pub set: Mapping,
+    /// Each key with its values; points are the product of all axes (and zip groups).
+    #[serde(default)]
+    pub axes: Mapping,
+    /// Groups of keys whose value lists have one length and move together.
+    #[serde(default)]
+    pub zip: Vec<Mapping>,
+    /// Partial assignments; a point matching every key of one of them is left out.
+    #[serde(default)]
+    pub exclude: Vec<Mapping>,
+    /// Each value applied alone to the baseline point.
+    #[serde(default)]
+    pub one_at_a_time: Mapping,
+    /// The row Δ is taken against (an assignment of axis keys); default: the first point.
+    #[serde(default)]
+    pub baseline: Mapping,
+    /// The replicate axis: every point runs once per seed (`seed` of the recipe).
+    #[serde(default)]
+    pub seeds: Vec<u64>,
+    /// What the ablation table shows; default: each benchmark's headline score.
+    #[serde(default)]
+    pub metrics: Vec<Metric>,
+    /// Short names of axis keys in aliases and labels (default: the key's last segment).
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+    /// The paper's table of this ablation, rendered beside the sweep's.
+    #[serde(default)]
+    pub paper: Option<PaperTable>,
+    /// Cluster requests of `--emit slurm`.
+    #[serde(default)]
+    pub slurm: Option<SlurmOptions>,
+    /// Named variants of the grid (`--profile paper`: the paper-scale budget).
+    #[serde(default)]
+    pub profiles: BTreeMap<String, GridProfile>,
+}
+
+/// A grid profile: more fixed overrides, and optionally other seeds or another recipe
+/// profile.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GridProfile {
+    #[serde(default)]
+    pub set: Mapping,
+    #[serde(default)]
+    pub seeds: Option<Vec<u64>>,
+    #[serde(default)]
+    pub recipe_profile: Option<String>,
+}
+
+/// One column of the ablation table: a benchmark result field.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// Benchmark whose result file holds it.
+    pub bench: String,
+    /// JSON field of the result file (`scores.summary.average`; `main_score` by default).
+    #[serde(default = "main_score")]
+    pub field: String,
+    /// Column label (default: `bench field`).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// Whether a larger number is better.
+    #[serde(default)]
+    pub better: Direction,
+    /// Shown value = raw × scale (e.g. 100 for an F1 in [0, 1]).
+    #[serde(default = "unit")]
+    pub scale: f64,
+    /// Decimals shown.
+    #[serde(default = "two")]
+    pub decimals: usize,
+}
+
+fn main_score() -> String {
+    "main_score".into()
+}
+fn unit() -> f64 {
+    1.0
+}
+fn two() -> usize {
+    2
+}
+
+impl Metric {
+    /// The column label.
+    pub fn label(&self) -> String {
+        self.label.clone().unwrap_or_else(|| {
+            if self.field == "main_score" {
+                self.bench.clone()
+            } else {
+                format!("{} {}", self.bench, self.field)
+            }
+        })
+    }
+}
+
+/// Direction of a metric.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Higher,
+    Lower,
+}
+
+/// `paper:`: a table spec (`benchmarks/tables/<table>.yaml`) and which of its systems each
+/// row alias fills.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperTable {
+    pub table: String,
+    /// Row alias (`layers=3`) → the spec's system name (`laser@layers-3`).
+    #[serde(default)]
+    pub systems: BTreeMap<String, String>,
+}
+
+/// A parsed grid with where it came from.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub path: PathBuf,
+    pub text: String,
+    pub file: GridFile,
+    /// The grid profile applied, if any.
+    pub profile: Option<String>,
+    pub name: String,
+}
+
+/// One key = value of a point.
+pub type Assignment = Vec<(String, Value)>;
+
+/// One row of the ablation table: an assignment of axis values (seeds not included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `layers=3 lr=0.001`, or `baseline` for the empty assignment.
+    pub alias: String,
+    pub assignment: Assignment,
+    /// Whether Δ is taken against this row.
+    pub is_baseline: bool,
+}
+
+/// One run: a config and a seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Index of its config in [`Expansion::configs`].
+    pub config: usize,
+    /// `layers=3 seed=2`.
+    pub alias: String,
+    pub seed: Option<u64>,
+    /// `--set` arguments, in order: the grid's, the grid profile's, the axis values, the seed.
+    pub sets: Vec<String>,
+}
+
+/// A grid expanded.
+#[derive(Debug, Clone)]
+pub struct Expansion {
+    pub configs: Vec<Config>,
+    pub points: Vec<Point>,
+    /// Axis keys in order, each with its short name (for charts: one per numeric axis).
+    pub axes: Vec<(String, String)>,
+}
+
+fn problem(grid: &Path, text: &str, at: &[Seg], message: impl Into<String>) -> Problem {
+    Problem::new(
+        grid.to_path_buf(),
+        harness_recipe::load::locate(text, at),
+        de::path_string(at),
+        message,
+    )
+}
+
+fn key(k: &str) -> Seg {
+    Seg::Key(k.to_string())
+}
+
+/// Largest grid file read (a grid is a few lines; a huge file is a mistake).
+const MAX_GRID_BYTES: u64 = 1 << 20;
+
+impl Grid {
+    /// Reads and parses a grid file, applying grid profile `profile`. Every problem found
+    /// is returned, each with the file, line and key.
+    pub fn load(path: &Path, profile: Option<&str>) -> Result<Grid, Vec<Problem>> {
+        let fail = |m: String| vec![Problem::new(path.to_path_buf(), None, "", m)];
+        let meta = std::fs::metadata(path).map_err(|e| {
+            fail(format!(
+                "cannot read the grid file: {e}. Fix: give the path of a grid file (see grids/)"
+            ))
+        })?;
+        if meta.len() > MAX_GRID_BYTES {
+            return Err(fail(format!(
+                "the grid file is {} bytes, more than the {MAX_GRID_BYTES} a grid may have",
+                meta.len()
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(format!("cannot read the grid file: {e}")))?;
+        Grid::parse(path, &text, profile)
+    }
+
+    /// Parses grid text (`path` names it in errors and anchors the recipe path).
+    pub fn parse(path: &Path, text: &str, profile: Option<&str>) -> Result<Grid, Vec<Problem>> {
+        let value: Value = serde_yaml::from_str(text).map_err(|e| {
+            vec![Problem::new(
+                path.to_path_buf(),
+                e.location().map(|l| l.line()),
+                "",
+                format!("not valid YAML: {e}"),
+            )]
+        })?;
+        let mut file: GridFile = de::from_value(&value).map_err(|e| {
+            let names = de::expected_names(&e.msg);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let unknown = e
+                .msg
+                .split('`')
+                .nth(1)
+                .filter(|_| e.msg.starts_with("unknown field"))
+                .unwrap_or("");
+            let mut p = problem(path, text, &e.path, e.msg.clone());
+            if !unknown.is_empty() {
+                p.suggestion = harness_recipe::check::suggest(unknown, &names);
+            }
+            vec![p]
+        })?;
+        let mut problems = Vec::new();
+        if let Some(name) = profile {
+            match file.profiles.get(name).cloned() {
+                None => {
+                    let known: Vec<&str> = file.profiles.keys().map(String::as_str).collect();
+                    problems.push(Problem {
+                        suggestion: harness_recipe::check::suggest(name, &known),
+                        ..problem(
+                            path,
+                            text,
+                            &[key("profiles")],
+                            format!(
+                                "unknown grid profile `{name}` (defined: {})",
+                                if known.is_empty() {
+                                    "none".to_string()
+                                } else {
+                                    known.join(", ")
+                                }
+                            ),
+                        )
+                    });
+                }
+                Some(p) => {
+                    for (k, v) in p.set {
+                        file.set.insert(k, v);
+                    }
+                    if let Some(s) = p.seeds {
+                        file.seeds = s;
+                    }
+                    if p.recipe_profile.is_some() {
+                        file.profile = p.recipe_profile;
+                    }
+                }
+            }
+        }
+        let name = file.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "grid".into())
+        });
+        if name.is_empty() || harness_core::rundir::safe_name(&name) != name {
+            problems.push(problem(
+                path,
+                text,
+                &[key("name")],
+                format!("`{name}` is not a usable sweep name. Fix: letters, digits, `-`, `_` and `.` only"),
+            ));
+        }
+        let grid = Grid {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            file,
+            profile: profile.map(String::from),
+            name,
+        };
+        problems.extend(grid.check_shape());
+        if problems.is_empty() {
+            Ok(grid)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The base recipe's path (relative paths are taken from the grid file's folder).
+    pub fn recipe_path(&self) -> PathBuf {
+        let r = &self.file.recipe;
+        if r.is_absolute() {
+            return r.clone();
+        }
+        // Lexically normalised (`grids/../recipes/x.yaml` → `recipes/x.yaml`) so commands
+        // and run directories name the recipe as a user would type it.
+        let joined = harness_core::fsutil::parent_dir(&self.path).join(r);
+        let mut out = PathBuf::new();
+        for c in joined.components() {
+            match c {
+                std::path::Component::ParentDir
+                    if matches!(
+                        out.components().next_back(),
+                        Some(std::path::Component::Normal(_))
+                    ) =>
+                {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        if out.as_os_str().is_empty() {
+            out.push(".");
+        }
+        out
+    }
+
+    fn problem(&self, at: &[Seg], message: impl Into<String>) -> Problem {
+        problem(&self.path, &self.text, at, message)
+    }
+
+    /// Structural checks that need no recipe: string keys, lists of values, zip lengths,
+    /// exclude and baseline keys that are axes, seeds distinct, metrics named.
+    fn check_shape(&self) -> Vec<Problem> {
+        let f = &self.file;
+        let mut out = Vec::new();
+        let mut axis_keys: Vec<String> = Vec::new();
+        let seen = |k: &str, at: &[Seg], out: &mut Vec<Problem>, axis_keys: &mut Vec<String>| {
+            if axis_keys.iter().any(|a| a == k) {
+                out.push(self.problem(at, format!("`{k}` is varied twice (an axis, a zip group or one_at_a_time). Fix: name each key once")));
+            }
+            axis_keys.push(k.to_string());
+        };
+        let list_of =
+            |section: &str, m: &Mapping, out: &mut Vec<Problem>| -> Vec<(String, usize)> {
+                let mut keys = Vec::new();
+                for (k, v) in m {
+                    let Some(k) = k.as_str() else {
+                        out.push(self.problem(
+                            &[key(section)],
+                            format!(
+                                "a key of `{section}` is {}, not a dotted recipe key",
+                                de::describe(k)
+                            ),
+                        ));
+                        continue;
+                    };
+                    match v {
+                        Value::Sequence(s) if !s.is_empty() => keys.push((k.to_string(), s.len())),
+                        Value::Sequence(_) => out.push(self.problem(
+                            &[key(section), key(k)],
+                            "the list of values is empty. Fix: give at least one value",
+                        )),
+                        other => out.push(self.problem(
+                            &[key(section), key(k)],
+                            format!(
+                                "expected a list of values (`{k}: [1, 3, 5]`), found {}",
+                                de::describe(other)
+                            ),
+                        )),
+                    }
+                }
+                keys
+            };
+        for (k, _) in list_of("axes", &f.axes, &mut out) {
+            seen(&k, &[key("axes"), key(&k)], &mut out, &mut axis_keys);
+        }
+        for (i, group) in f.zip.iter().enumerate() {
+            let section = format!("zip[{i}]");
+            let keys = list_of(&section, group, &mut out);
+            let at = [key("zip"), Seg::Index(i)];
+            if keys.len() < 2 {
+                out.push(self.problem(&at, "a zip group moves two or more keys together. Fix: put a single key under `axes:`"));
+            }
+            if let Some((k0, n0)) = keys.first() {
+                for (k, n) in &keys[1..] {
+                    if n != n0 {
+                        out.push(self.problem(&[key("zip"), Seg::Index(i), key(k)], format!("{n} values, but `{k0}` has {n0}: zipped keys move together and need as many values each")));
+                    }
+                }
+            }
+            for (k, _) in keys {
+                seen(
+                    &k,
+                    &[key("zip"), Seg::Index(i), key(&k)],
+                    &mut out,
+                    &mut axis_keys,
+                );
+            }
+        }
+        let product_keys = axis_keys.clone();
+        for (k, _) in list_of("one_at_a_time", &f.one_at_a_time, &mut out) {
+            seen(
+                &k,
+                &[key("one_at_a_time"), key(&k)],
+                &mut out,
+                &mut axis_keys,
+            );
+        }
+        for (i, ex) in f.exclude.iter().enumerate() {
+            if ex.is_empty() {
+                out.push(self.problem(
+                    &[key("exclude"), Seg::Index(i)],
+                    "an empty exclusion would leave out every point",
+                ));
+            }
+            for k in ex.keys() {
+                let k = k.as_str().unwrap_or_default();
+                if !product_keys.iter().any(|a| a == k) {
+                    out.push(Problem {
+                        suggestion: harness_recipe::check::suggest(k, &product_keys.iter().map(String::as_str).collect::<Vec<_>>()),
+                        ..self.problem(&[key("exclude"), Seg::Index(i), key(k)], format!("`{k}` is not a key of `axes` or `zip`: an exclusion names values of the product"))
+                    });
+                }
+            }
+        }
+        for k in f.baseline.keys() {
+            let k = k.as_str().unwrap_or_default();
+            if !product_keys.iter().any(|a| a == k) {
+                out.push(Problem {
+                    suggestion: harness_recipe::check::suggest(k, &product_keys.iter().map(String::as_str).collect::<Vec<_>>()),
+                    ..self.problem(&[key("baseline"), key(k)], format!("`{k}` is not a key of `axes` or `zip`: the baseline is one of the product's points"))
+                });
+            }
+        }
+        for (k, _) in &f.set {
+            if let Some(k) = k.as_str() {
+                if axis_keys.iter().any(|a| a == k) {
+                    out.push(self.problem(&[key("set"), key(k)], format!("`{k}` is both fixed in `set` and varied. Fix: remove it from one of them")));
+                }
+                if k == "seed" && !f.seeds.is_empty() {
+                    out.push(self.problem(
+                        &[key("set"), key(k)],
+                        "`seed` is set while `seeds:` varies it. Fix: keep `seeds:` only",
+                    ));
+                }
+            } else {
+                out.push(self.problem(&[key("set")], "a key of `set` is not a dotted recipe key"));
+            }
+        }
+        if axis_keys.iter().any(|k| k == "seed") {
+            out.push(self.problem(&[key("seeds")], "`seed` is varied as an axis. Fix: use `seeds: [1, 2, 3]`, the replicate axis the table aggregates over"));
+        }
+        let mut seeds = f.seeds.clone();
+        seeds.sort_unstable();
+        seeds.dedup();
+        if seeds.len() != f.seeds.len() {
+            out.push(self.problem(
+                &[key("seeds")],
+                "a seed is listed twice (its runs would be one run)",
+            ));
+        }
+        for (i, m) in f.metrics.iter().enumerate() {
+            if m.bench.is_empty() {
+                out.push(self.problem(
+                    &[key("metrics"), Seg::Index(i), key("bench")],
+                    "empty benchmark name",
+                ));
+            }
+        }
+        if let Some(p) = &f.paper {
+            if p.table.is_empty() {
+                out.push(self.problem(&[key("paper"), key("table")], "empty table name"));
+            }
+        }
+        out
+    }
+
+    fn short(&self, k: &str, all: &[String]) -> String {
+        if let Some(a) = self.file.aliases.get(k) {
+            return a.clone();
+        }
+        let last = k.rsplit('.').next().unwrap_or(k);
+        let clash = all
+            .iter()
+            .filter(|o| o.rsplit('.').next().unwrap_or(o) == last)
+            .count()
+            > 1;
+        if clash {
+            k.to_string()
+        } else {
+            last.to_string()
+        }
+    }
+
+    /// Expands the grid into rows and points (pure: no recipe is read).
+    pub fn expand(&self) -> Result<Expansion, Vec<Problem>> {
+        let f = &self.file;
+        // Product axes in file order: each `axes` key, then each zip group.
+        let mut axes: Vec<Vec<Assignment>> = Vec::new();
+        for (k, v) in &f.axes {
+            let (Some(k), Value::Sequence(vals)) = (k.as_str(), v) else {
+                continue;
+            };
+            axes.push(
+                vals.iter()
+                    .map(|x| vec![(k.to_string(), x.clone())])
+                    .collect(),
+            );
+        }
+        for group in &f.zip {
+            let cols: Vec<(&str, &Vec<Value>)> = group
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?, v.as_sequence()?)))
+                .collect();
+            let n = cols.first().map_or(0, |c| c.1.len());
+            axes.push(
+                (0..n)
+                    .map(|i| {
+                        cols.iter()
+                            .map(|(k, vs)| (k.to_string(), vs[i].clone()))
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+        let mut product: Vec<Assignment> = vec![Vec::new()];
+        for axis in &axes {
+            let mut next = Vec::with_capacity(product.len() * axis.len());
+            for p in &product {
+                for values in axis {
+                    let mut a = p.clone();
+                    a.extend(values.iter().cloned());
+                    next.push(a);
+                }
+            }
+            product = next;
+        }
+        let excluded = |a: &Assignment| {
+            f.exclude.iter().any(|ex| {
+                ex.iter().all(|(k, v)| {
+                    a.iter()
+                        .any(|(ak, av)| Some(ak.as_str()) == k.as_str() && same_value(av, v))
+                })
+            })
+        };
+        product.retain(|a| !excluded(a));
+        if product.is_empty() {
+            return Err(vec![self.problem(
+                &[key("exclude")],
+                "the exclusions leave no point of the product. Fix: exclude fewer combinations",
+            )]);
+        }
+        let baseline_index = if f.baseline.is_empty() {
+            0
+        } else {
+            let matches: Vec<usize> = product
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| {
+                    f.baseline.iter().all(|(k, v)| {
+                        a.iter()
+                            .any(|(ak, av)| Some(ak.as_str()) == k.as_str() && same_value(av, v))
+                    })
+                })
+                .map(|(i, _)| i)
+                .collect();
+            match matches.as_slice() {
+                [i] => *i,
+                [] => {
+                    return Err(vec![self.problem(
+                        &[key("baseline")],
+                        "no point of the grid has these values (or it is excluded). Fix: name values the axes list",
+                    )])
+                }
+                _ => {
+                    return Err(vec![self.problem(
+                        &[key("baseline")],
+                        format!(
+                            "{} points have these values. Fix: give a value for every axis so that one point matches",
+                            matches.len()
+                        ),
+                    )])
+                }
+            }
+        };
+        let mut assignments: Vec<Assignment> = product;
+        // One at a time: each value applied alone to the baseline point.
+        let base = assignments[baseline_index].clone();
+        for (k, v) in &f.one_at_a_time {
+            let (Some(k), Value::Sequence(vals)) = (k.as_str(), v) else {
+                continue;
+            };
+            for x in vals {
+                let mut a = base.clone();
+                a.push((k.to_string(), x.clone()));
+                if !assignments.iter().any(|b| same_assignment(b, &a)) {
+                    assignments.push(a);
+                }
+            }
+        }
+        let mut all_keys: Vec<String> = Vec::new();
+        for a in &assignments {
+            for (k, _) in a {
+                if !all_keys.contains(k) {
+                    all_keys.push(k.clone());
+                }
+            }
+        }
+        let shorts: Vec<(String, String)> = all_keys
+            .iter()
+            .map(|k| (k.clone(), self.short(k, &all_keys)))
+            .collect();
+        let short_of = |k: &str| {
+            shorts
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_else(|| k.to_string())
+        };
+        let configs: Vec<Config> = assignments
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Config {
+                alias: if a.is_empty() {
+                    "baseline".to_string()
+                } else {
+                    a.iter()
+                        .map(|(k, v)| format!("{}={}", short_of(k), value_text(v)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                },
+                assignment: a.clone(),
+                is_baseline: i == baseline_index,
+            })
+            .collect();
+        let mut fixed: Vec<String> = Vec::new();
+        for (k, v) in &f.set {
+            if let Some(k) = k.as_str() {
+                fixed.push(set_arg(k, v));
+            }
+        }
+        let mut points = Vec::new();
+        let seeds: Vec<Option<u64>> = if f.seeds.is_empty() {
+            vec![None]
+        } else {
+            f.seeds.iter().copied().map(Some).collect()
+        };
+        for (ci, c) in configs.iter().enumerate() {
+            for seed in &seeds {
+                let mut sets = fixed.clone();
+                sets.extend(c.assignment.iter().map(|(k, v)| set_arg(k, v)));
+                let mut alias = c.alias.clone();
+                if let Some(s) = seed {
+                    sets.push(format!("seed={s}"));
+                    alias = if c.assignment.is_empty() {
+                        format!("seed={s}")
+                    } else {
+                        format!("{alias} seed={s}")
+                    };
+                }
+                points.push(Point {
+                    config: ci,
+                    alias,
+                    seed: *seed,
+                    sets,
+                });
+            }
+        }
+        Ok(Expansion {
+            configs,
+            points,
+            axes: shorts,
+        })
+    }
+}
+
+/// `key=value` as `--set` takes it: the value as JSON, which YAML reads back unchanged.
+pub fn set_arg(k: &str, v: &Value) -> String {
+    format!("{k}={}", value_text(v))
+}
+
+/// A value in one line: scalars as written (`3`, `0.001`, `true`, `abc`), lists and maps
+/// as JSON (`[1,2]`).
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            // A string that YAML would read as something else keeps its quotes.
+            match serde_yaml::from_str::<Value>(s) {
+                Ok(Value::String(back)) if &back == s && !s.contains(['\n', ',', '[', '{']) => {
+                    s.clone()
+                }
+                _ => serde_json::to_string(s).unwrap_or_default(),
+            }
+        }
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+/// Value equality where `1` and `1.0` are the same number.
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+fn same_assignment(a: &Assignment, b: &Assignment) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .all(|(k, v)| b.iter().any(|(bk, bv)| bk == k && same_value(bv, v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(text: &str) -> Grid {
+        Grid::parse(Path::new("grids/t.yaml"), text, None).unwrap_or_else(|p| {
+            panic!(
+                "{}",
+                p.iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        })
+    }
+
+    fn aliases(e: &Expansion) -> Vec<String> {
+        e.points.iter().map(|p| p.alias.clone()).collect()
+    }
+
+    #[test]
+    fn product_of_axes_in_file_order_times_seeds() {
+        let g = grid("recipe: r.yaml\naxes:\n  model.encoder.layers: [1, 3]\n  optimizer.lr: [0.001, 0.003]\nseeds: [1, 2]\n");
+        let e = g.expand().unwrap();
+        assert_eq!(
+            e.configs
+                .iter()
+                .map(|c| c.alias.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "layers=1 lr=0.001",
+                "layers=1 lr=0.003",
+                "layers=3 lr=0.001",
+                "layers=3 lr=0.003"
+            ]
+        );
+        assert_eq!(e.points.len(), 8);
+        assert_eq!(e.points[1].alias, "layers=1 lr=0.001 seed=2");
+        assert_eq!(
+            e.points[1].sets,
+            ["model.encoder.layers=1", "optimizer.lr=0.001", "seed=2"]
+        );
+        assert!(e.configs[0].is_baseline && !e.configs[1].is_baseline);
+    }
+
+    #[test]
+    fn zip_moves_keys_together_and_exclude_drops_matches() {
+        let g = grid(
+            "recipe: r.yaml\nset: {train.steps: 50}\naxes:\n  model.encoder.layers: [1, 3, 5]\nzip:\n  - {optimizer.lr: [0.001, 0.003], train.batch_tokens: [1000, 2000]}\nexclude:\n  - {model.encoder.layers: 5, optimizer.lr: 0.003}\n",
+        );
+        let e = g.expand().unwrap();
+        assert_eq!(
+            e.configs
+                .iter()
+                .map(|c| c.alias.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "layers=1 lr=0.001 batch_tokens=1000",
+                "layers=1 lr=0.003 batch_tokens=2000",
+                "layers=3 lr=0.001 batch_tokens=1000",
+                "layers=3 lr=0.003 batch_tokens=2000",
+                "layers=5 lr=0.001 batch_tokens=1000",
+            ]
+        );
+        // No seeds: one replicate with the recipe's own seed; the fixed set comes first.
+        assert_eq!(
+            e.points[3].sets,
+            [
+                "train.steps=50",
+                "model.encoder.layers=3",
+                "optimizer.lr=0.003",
+                "train.batch_tokens=2000"
+            ]
+        );
+        assert_eq!(e.points[3].seed, None);
+    }
+
+    #[test]
+    fn one_at_a_time_changes_each_value_alone_from_the_baseline() {
+        let g = grid("recipe: r.yaml\none_at_a_time:\n  model.encoder.layers: [3, 5]\n  optimizer.dropout: [0.0]\nseeds: [7]\n");
+        let e = g.expand().unwrap();
+        assert_eq!(
+            aliases(&e),
+            [
+                "seed=7",
+                "layers=3 seed=7",
+                "layers=5 seed=7",
+                "dropout=0.0 seed=7"
+            ]
+        );
+        assert_eq!(e.configs[0].alias, "baseline");
+        assert!(e.configs[0].is_baseline);
+        assert_eq!(e.points[3].sets, ["optimizer.dropout=0.0", "seed=7"]);
+    }
+
+    #[test]
+    fn one_at_a_time_from_a_named_baseline_of_the_product() {
+        let g = grid("recipe: r.yaml\naxes: {a.x: [1, 2]}\nbaseline: {a.x: 2}\none_at_a_time: {b.y: [true]}\n");
+        let e = g.expand().unwrap();
+        assert_eq!(
+            e.configs
+                .iter()
+                .map(|c| (c.alias.as_str(), c.is_baseline))
+                .collect::<Vec<_>>(),
+            [("x=1", false), ("x=2", true), ("x=2 y=true", false)]
+        );
+    }
+
+    #[test]
+    fn clashing_short_names_fall_back_to_the_whole_key_and_aliases_win() {
+        let g = grid("recipe: r.yaml\naxes: {model.encoder.hidden: [64], model.decoder.hidden: [32], optimizer.lr: [0.1]}\naliases: {optimizer.lr: rate}\n");
+        let e = g.expand().unwrap();
+        assert_eq!(
+            e.configs[0].alias,
+            "model.encoder.hidden=64 model.decoder.hidden=32 rate=0.1"
+        );
+    }
+
+    #[test]
+    fn the_recipe_path_is_taken_from_the_grid_folder() {
+        let g = Grid::parse(
+            Path::new("grids/g.yaml"),
+            "recipe: ../recipes/laser.yaml\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.recipe_path(), PathBuf::from("recipes/laser.yaml"));
+        let g = Grid::parse(Path::new("/a/g.yaml"), "recipe: ./b/../r.yaml\n", None).unwrap();
+        assert_eq!(g.recipe_path(), PathBuf::from("/a/r.yaml"));
+    }
+
+    #[test]
+    fn string_values_stay_strings() {
+        assert_eq!(value_text(&Value::String("max".into())), "max");
+        assert_eq!(value_text(&Value::String("3".into())), "\"3\"");
+        assert_eq!(value_text(&Value::String("true".into())), "\"true\"");
+        let list: Value = serde_yaml::from_str("[deu-eng, fra-eng]").unwrap();
+        assert_eq!(value_text(&list), "[\"deu-eng\",\"fra-eng\"]");
+        let back = harness_recipe::load::parse_set(&set_arg("k", &list)).unwrap();
+        assert_eq!(back.value, list);
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        match Grid::parse(Path::new("grids/bad.yaml"), text, None)
+            .and_then(|g| g.expand().map(|_| g))
+        {
+            Ok(_) => panic!("expected errors"),
+            Err(p) => p.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let e = errors("recipe: r.yaml\naxes:\n  model.encoder.layers: 3\n");
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:3: axes.model.encoder.layers: expected a list"),
+            "{e:?}"
+        );
+
+        let e = errors("recipe: r.yaml\naxis:\n  a: [1]\n");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:2: axis: unknown field")
+                && e[0].contains("did you mean `axes`"),
+            "{e:?}"
+        );
+
+        let e = errors("recipe: r.yaml\nzip:\n  - {a.b: [1, 2],\n     c.d: [1]}\n");
+        assert!(
+            e.iter()
+                .any(|l| l.starts_with("grids/bad.yaml:4: zip[0].c.d: 1 values, but `a.b` has 2")),
+            "{e:?}"
+        );
+
+        let e = errors("recipe: r.yaml\naxes: {a.b: [1]}\nexclude:\n  - {a.c: 1}\n");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:4: exclude[0].a.c: `a.c` is not a key")
+                && e[0].contains("did you mean `a.b`"),
+            "{e:?}"
+        );
+
+        let e = errors("recipe: r.yaml\naxes: {a.b: [1, 2]}\nexclude: [{a.b: 1}, {a.b: 2}]\n");
+        assert!(e[0].contains("leave no point"), "{e:?}");
+
+        let e = errors("recipe: r.yaml\naxes: {a.b: [1, 2]}\nbaseline: {a.b: 3}\n");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:3: baseline: no point"),
+            "{e:?}"
+        );
+
+        let e = errors("recipe: r.yaml\nseeds: [1, 1]\naxes: {seed: [1]}\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+
+        let e = errors("recipe: r.yaml\naxes: {a.b: [1]\n");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:") && e[0].contains("not valid YAML"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn grid_profiles_add_overrides_and_seeds() {
+        let text = "recipe: r.yaml\nset: {train.steps: 10}\nseeds: [1]\nprofiles:\n  paper: {set: {train.steps: 1000}, seeds: [1, 2, 3], recipe_profile: paper}\n";
+        let g = Grid::parse(Path::new("g.yaml"), text, Some("paper")).unwrap();
+        let e = g.expand().unwrap();
+        assert_eq!(e.points.len(), 3);
+        assert_eq!(e.points[2].sets, ["train.steps=1000", "seed=3"]);
+        assert_eq!(g.file.profile.as_deref(), Some("paper"));
+        let err = Grid::parse(Path::new("g.yaml"), text, Some("papr")).unwrap_err();
+        assert!(
+            err[0].to_string().contains("did you mean `paper`"),
+            "{}",
+            err[0]
+        );
+    }
+}

@@ -1,0 +1,510 @@
+//! Running a sweep's points: each point is the `harness run` of its resolved recipe, started
+//! as a child process of the same binary (the same path as a hand-typed run, and what a
+//! Slurm array task runs), `--jobs N` of them at once, each with its share of the machine's
+//! threads (`RAYON_NUM_THREADS`). A point whose run directory holds all its results is not
+//! started again, so a killed or failed sweep continues with no finished cell repeated.
+//! Failures are reported as they happen; by default the sweep keeps going past them.
+//!
+//! Children die with the sweep (`PR_SET_PDEATHSIG`): a SIGKILLed sweep leaves no orphan
+//! writing into a run directory the restarted sweep is about to use; their training resumes
+//! from its newest checkpoint. Ctrl-C stops launching, lets the children (which get the
+//! terminal's SIGINT and write a checkpoint) end, and records them as interrupted.
+
+use crate::ledger::{Entry, Ledger, LedgerError, Session, State};
+use crate::plan::{PlannedPoint, Progress, Sweep};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which points to run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Only {
+    /// Every point without all its results.
+    #[default]
+    NotDone,
+    /// Points never attempted or interrupted (not the failed ones).
+    Missing,
+    /// Exactly the points whose last attempt failed.
+    Failed,
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The harness binary (`std::env::current_exe()`).
+    pub exe: PathBuf,
+    pub jobs: usize,
+    pub only: Only,
+    /// Stop launching after this many failures.
+    pub max_fails: Option<usize>,
+    /// Stop at the first failure, interrupting the points running.
+    pub fail_fast: bool,
+    /// Threads of the machine to share among the jobs.
+    pub threads: usize,
+}
+
+/// What happened, for the command layer to print.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A point starts (`n` of `total` to run this time).
+    Start {
+        alias: String,
+        n: usize,
+        total: usize,
+        threads: usize,
+    },
+    /// A point ended with all its results.
+    Done { alias: String, seconds: f64 },
+    /// A point failed: the error and its log.
+    Failed {
+        alias: String,
+        error: String,
+        log: PathBuf,
+    },
+    /// A point was stopped.
+    Interrupted { alias: String },
+    /// Launching stopped early, and why.
+    Stopping { why: String },
+}
+
+/// What a sweep invocation did.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub started: usize,
+    pub done: usize,
+    /// Points whose results were already there.
+    pub reused: usize,
+    /// (alias, error, log) of every point failed in this invocation.
+    pub failed: Vec<(String, String, PathBuf)>,
+    pub interrupted: usize,
+    /// Points left to run when launching stopped early.
+    pub not_started: usize,
+    pub stopped: Option<String>,
+}
+
+/// Errors of the sweep machinery (a point's failure is not one: it is in the summary).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("{0}")]
+    Lock(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// The sweep directory, claimed and locked: `grid.yaml` (the grid as read), `points.json`
+/// (every point: alias, sets, fingerprint, run directory, command), `runs/<alias>` links to
+/// the run directories, `logs/`, `status.json`.
+pub struct SweepDir {
+    pub path: PathBuf,
+    _lock: harness_core::rundir::RunLock,
+}
+
+impl SweepDir {
+    /// Creates (or reopens) the sweep directory and takes its lock.
+    pub fn open(sweep: &Sweep) -> Result<SweepDir, RunError> {
+        let dir = &sweep.dir;
+        std::fs::create_dir_all(dir.join("logs")).map_err(io(dir))?;
+        std::fs::create_dir_all(dir.join("runs")).map_err(io(dir))?;
+        let lock = harness_core::rundir::RunLock::acquire(dir)
+            .map_err(|e| RunError::Lock(e.to_string()))?;
+        let write = |name: &str, bytes: &[u8]| {
+            let p = dir.join(name);
+            harness_core::fsutil::write_atomic(&p, bytes).map_err(io(&p))
+        };
+        write("grid.yaml", sweep.grid.text.as_bytes())?;
+        write("points.json", points_json(sweep).as_bytes())?;
+        for p in &sweep.points {
+            let link = dir.join("runs").join(link_name(&p.point.alias));
+            if link.symlink_metadata().is_err() {
+                let target = std::path::absolute(&p.run_dir).map_err(io(&p.run_dir))?;
+                // A missing link is only a convenience: the ledger names every run directory.
+                let _ = std::os::unix::fs::symlink(target, &link);
+            }
+        }
+        Ok(SweepDir {
+            path: dir.clone(),
+            _lock: lock,
+        })
+    }
+}
+
+/// A file name for an alias (`layers=3 seed=2` → `layers=3_seed=2`).
+pub fn link_name(alias: &str) -> String {
+    harness_core::rundir::safe_name(&alias.replace(' ', "_")).replace("__", "_")
+}
+
+fn points_json(sweep: &Sweep) -> String {
+    let points: Vec<serde_json::Value> = sweep
+        .points
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "alias": p.point.alias,
+                "config": sweep.expansion.configs[p.point.config].alias,
+                "seed": p.point.seed,
+                "sets": p.point.sets,
+                "recipe": p.recipe_name,
+                "fingerprint": p.fingerprint,
+                "run_dir": p.run_dir,
+                "benchmarks": p.benches,
+                "command": std::iter::once("harness".to_string()).chain(p.args.iter().cloned()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut s = serde_json::to_string_pretty(&serde_json::json!({
+        "grid": sweep.grid.name,
+        "grid_file": sweep.grid.path,
+        "profile": sweep.grid.profile,
+        "fingerprint": sweep.fingerprint,
+        "points": points,
+    }))
+    .expect("points serialise");
+    s.push('\n');
+    s
+}
+
+/// The ledger of `sweep` as it stands: the stored history merged with what the run
+/// directories hold now (a point with all its results is done or reused, whoever ran it).
+pub fn current_ledger(sweep: &Sweep) -> Result<Ledger, RunError> {
+    let fresh: Vec<Entry> = sweep
+        .points
+        .iter()
+        .map(|p| {
+            Entry::pending(
+                &p.point.alias,
+                &sweep.expansion.configs[p.point.config].alias,
+                p.point.seed,
+                &p.fingerprint,
+                p.run_dir.clone(),
+                Some(format!("logs/{}.log", link_name(&p.point.alias))),
+            )
+        })
+        .collect();
+    let old = Ledger::read(&sweep.dir)?;
+    let mut ledger = Ledger::merge(
+        old,
+        fresh,
+        &sweep.grid.name,
+        sweep.grid.profile.clone(),
+        &sweep.fingerprint,
+    );
+    for (p, e) in sweep.points.iter().zip(ledger.points.iter_mut()) {
+        match p.progress() {
+            Progress::Done => {
+                if e.state != State::Done {
+                    e.state = State::Reused;
+                }
+            }
+            Progress::Failed { bench, error } => {
+                e.state = State::Failed;
+                if e.error.is_none() {
+                    e.error = Some(format!("{bench}: {error}"));
+                }
+            }
+            Progress::Missing { .. } => {
+                if matches!(e.state, State::Done | State::Reused) {
+                    // Its results were removed since: it has to run again.
+                    e.state = State::Pending;
+                }
+            }
+        }
+    }
+    Ok(ledger)
+}
+
+/// Whether `only` selects a point in state `s` (not done).
+fn selected(only: Only, s: State) -> bool {
+    match only {
+        Only::NotDone => !matches!(s, State::Done | State::Reused),
+        Only::Missing => matches!(s, State::Pending | State::Running | State::Interrupted),
+        Only::Failed => s == State::Failed,
+    }
+}
+
+/// The points `only` would run, in grid order.
+pub fn to_run(ledger: &Ledger, only: Only) -> Vec<usize> {
+    ledger
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| selected(only, e.state))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+struct Running {
+    index: usize,
+    child: Child,
+    started: Instant,
+}
+
+/// Runs the selected points of `sweep` in `dir`, updating the ledger after every change.
+pub fn run(
+    sweep: &Sweep,
+    dir: &SweepDir,
+    opts: &RunOptions,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(RunSummary, Ledger), RunError> {
+    let mut ledger = current_ledger(sweep)?;
+    let mut summary = RunSummary {
+        reused: ledger
+            .points
+            .iter()
+            .filter(|e| matches!(e.state, State::Reused | State::Done))
+            .count(),
+        ..RunSummary::default()
+    };
+    let queue = to_run(&ledger, opts.only);
+    ledger.sessions.push(Session {
+        started: harness_core::rundir::utc_now(),
+        started_points: 0,
+        ended: None,
+    });
+    ledger.write(&dir.path)?;
+    let jobs = opts.jobs.max(1);
+    let threads = (opts.threads / jobs).max(1);
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    let previous = unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
+    let total = queue.len();
+    let mut next = 0;
+    let mut running: Vec<Running> = Vec::new();
+    let mut stopping: Option<String> = None;
+    loop {
+        if stopping.is_none() && INTERRUPTED.load(Ordering::SeqCst) {
+            let why = "interrupted (Ctrl-C): the points running stop at their next checkpoint"
+                .to_string();
+            for r in &running {
+                // SAFETY: plain kill(2) of our own child.
+                unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGINT) };
+            }
+            on_event(Event::Stopping { why: why.clone() });
+            stopping = Some(why);
+        }
+        while stopping.is_none() && running.len() < jobs && next < total {
+            let index = queue[next];
+            next += 1;
+            let p = &sweep.points[index];
+            let e = &mut ledger.points[index];
+            let log = dir.path.join(e.log.clone().unwrap_or_default());
+            let child = spawn(p, &opts.exe, threads, &log)?;
+            e.state = State::Running;
+            e.attempts += 1;
+            e.started = Some(harness_core::rundir::utc_now());
+            e.ended = None;
+            e.exit_code = None;
+            e.error = None;
+            if let Some(s) = ledger.sessions.last_mut() {
+                s.started_points += 1;
+            }
+            ledger.write(&dir.path)?;
+            summary.started += 1;
+            on_event(Event::Start {
+                alias: p.point.alias.clone(),
+                n: next,
+                total,
+                threads,
+            });
+            running.push(Running {
+                index,
+                child,
+                started: Instant::now(),
+            });
+        }
+        if running.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let mut i = 0;
+        while i < running.len() {
+            let status = running[i].child.try_wait().map_err(io(&opts.exe))?;
+            let Some(status) = status else {
+                i += 1;
+                continue;
+            };
+            let r = running.swap_remove(i);
+            let p = &sweep.points[r.index];
+            let e = &mut ledger.points[r.index];
+            let seconds = r.started.elapsed().as_secs_f64();
+            e.ended = Some(harness_core::rundir::utc_now());
+            e.seconds = Some(seconds);
+            e.exit_code = status.code();
+            let log = dir.path.join(e.log.clone().unwrap_or_default());
+            let interrupted = status.code() == Some(130) || status.code().is_none();
+            match p.progress() {
+                Progress::Done => {
+                    e.state = State::Done;
+                    summary.done += 1;
+                    on_event(Event::Done {
+                        alias: p.point.alias.clone(),
+                        seconds,
+                    });
+                }
+                _ if interrupted && stopping.is_some() => {
+                    e.state = State::Interrupted;
+                    summary.interrupted += 1;
+                    on_event(Event::Interrupted {
+                        alias: p.point.alias.clone(),
+                    });
+                }
+                progress => {
+                    let error = match progress {
+                        Progress::Failed { bench, error } => format!("{bench}: {error}"),
+                        Progress::Missing { have, of } => format!(
+                            "exit {}: {} ({have} of {of} results written)",
+                            status
+                                .code()
+                                .map_or("by a signal".into(), |c| c.to_string()),
+                            last_error(&log)
+                        ),
+                        Progress::Done => unreachable!(),
+                    };
+                    e.state = State::Failed;
+                    e.error = Some(error.clone());
+                    summary
+                        .failed
+                        .push((p.point.alias.clone(), error.clone(), log.clone()));
+                    on_event(Event::Failed {
+                        alias: p.point.alias.clone(),
+                        error,
+                        log,
+                    });
+                    if stopping.is_none() {
+                        let why = if opts.fail_fast {
+                            Some("--fail-fast: stopping at the first failure".to_string())
+                        } else {
+                            opts.max_fails
+                                .filter(|m| summary.failed.len() >= *m)
+                                .map(|m| format!("--max-fails {m} reached"))
+                        };
+                        if let Some(why) = why {
+                            if opts.fail_fast {
+                                for r in &running {
+                                    // SAFETY: plain kill(2) of our own child.
+                                    unsafe {
+                                        libc::kill(r.child.id() as libc::pid_t, libc::SIGINT)
+                                    };
+                                }
+                            }
+                            on_event(Event::Stopping { why: why.clone() });
+                            stopping = Some(why);
+                        }
+                    }
+                }
+            }
+            ledger.write(&dir.path)?;
+        }
+    }
+    // SAFETY: restoring the handler that was installed before.
+    unsafe { libc::signal(libc::SIGINT, previous) };
+    summary.not_started = total - next;
+    summary.stopped = stopping;
+    if let Some(s) = ledger.sessions.last_mut() {
+        s.ended = Some(harness_core::rundir::utc_now());
+    }
+    ledger.write(&dir.path)?;
+    Ok((summary, ledger))
+}
+
+/// Starts `harness run ...` of one point, its output appended to `log`.
+fn spawn(p: &PlannedPoint, exe: &Path, threads: usize, log: &Path) -> Result<Child, RunError> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(io(log))?;
+    let _ = writeln!(
+        f,
+        "=== {} {} (RAYON_NUM_THREADS={threads}): harness {}",
+        harness_core::rundir::utc_now(),
+        p.point.alias,
+        p.args.join(" ")
+    );
+    let err = f.try_clone().map_err(io(log))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(&p.args)
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(err);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe; it runs in the child between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().map_err(io(exe))
+}
+
+/// The last `error:` line of a point's log, else its last line.
+fn last_error(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("error"))
+        .or(lines.last())
+        .map(|l| l.chars().take(600).collect())
+        .unwrap_or_else(|| "no output".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_selects_by_state() {
+        use State::*;
+        let states = [Pending, Running, Done, Reused, Failed, Interrupted];
+        let pick = |o| {
+            states
+                .iter()
+                .filter(|s| selected(o, **s))
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            pick(Only::NotDone),
+            ["pending", "running", "failed", "interrupted"]
+        );
+        assert_eq!(pick(Only::Missing), ["pending", "running", "interrupted"]);
+        assert_eq!(pick(Only::Failed), ["failed"]);
+    }
+
+    #[test]
+    fn link_names_are_plain_file_names() {
+        assert_eq!(link_name("layers=3 seed=2"), "layers_3_seed_2");
+        assert_eq!(link_name("baseline"), "baseline");
+    }
+}

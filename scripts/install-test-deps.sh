@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs the system tools some tests need, from Debian packages, when they are missing:
+#
+#   bash scripts/install-test-deps.sh shellcheck   shellcheck (lints the emitted Slurm scripts)
+#   bash scripts/install-test-deps.sh slurm        slurm-wlm and munge (the local Slurm cluster
+#                                                  of crates/sweep/tests/slurm_local.rs)
+#
+# Several names may be given. A tool already on PATH is left alone. Installing needs root and
+# apt-get; without them the script says what to install by hand and exits 1 (the tests then fail
+# rather than skip a check silently).
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 shellcheck|slurm..." >&2
+    exit 2
+}
+
+[ "$#" -ge 1 ] || usage
+
+packages=()
+for what in "$@"; do
+    case "$what" in
+        shellcheck)
+            command -v shellcheck >/dev/null 2>&1 || packages+=(shellcheck)
+            ;;
+        slurm)
+            # slurmctld/slurmd/sbatch come with slurm-wlm; munge is its default authentication.
+            if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 \
+                || ! command -v sbatch >/dev/null 2>&1; then
+                packages+=(slurm-wlm)
+            fi
+            command -v munged >/dev/null 2>&1 || packages+=(munge)
+            ;;
+        *)
+            echo "$0: unknown tool '$what' (known: shellcheck, slurm)" >&2
+            usage
+            ;;
+    esac
+done
+
+if [ "${#packages[@]}" -eq 0 ]; then
+    echo "install-test-deps: already installed: $*"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-test-deps: missing ${packages[*]}; not root, so not installing them." >&2
+    echo "  fix: sudo apt-get install -y ${packages[*]}" >&2
+    exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-test-deps: missing ${packages[*]}; no apt-get here to install them." >&2
+    echo "  fix: install ${packages[*]} with this system's package manager" >&2
+    exit 1
+fi
+
+echo "install-test-deps: installing ${packages[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh container has no package lists; an install from stale lists can 404, so refresh once.
+if ! apt-get install -y --no-install-recommends "${packages[@]}"; then
+    apt-get update
+    apt-get install -y --no-install-recommends "${packages[@]}"
+fi
