@@ -3,6 +3,8 @@
 //! in it is checked against the JSON field it names; run directories are identified as the
 //! systems the table specs declare; the HTML is opened in headless Chromium.
 
+mod binary;
+
 use harness_bench::registry::Registry;
 use harness_bench::runner::{run_benchmark, write_result};
 use harness_core::settings::Settings;
@@ -263,17 +265,7 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
 /// when it cannot).
 #[test]
 fn html_report_renders_in_headless_chromium() {
-    let forced = std::env::var("HARNESS_BROWSER_CHECK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let present = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .any(|b| {
-            std::process::Command::new("sh")
-                .args(["-c", &format!("command -v {b}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    if !present && !forced {
-        eprintln!("skipped: no chromium installed (set HARNESS_BROWSER_CHECK=1 to install it and run the check)");
+    if !binary::browser_check_wanted() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -286,12 +278,7 @@ fn html_report_renders_in_headless_chromium() {
     let out = tmp.path().join("report");
     render_report(&[results], &[], &out).unwrap();
     let shot = out.join("report.png");
-    let run = std::process::Command::new("scripts/check_report_html.sh")
-        .arg(out.join("report.html"))
-        .arg(&shot)
-        .arg("4000")
-        .output()
-        .unwrap();
+    let run = binary::check_report_html(&out.join("report.html"), &shot, "4000");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&run.stdout),

@@ -419,3 +419,21 @@ fn a_table_spec_named_with_spec_is_read_at_run_time() {
         text(&o)
     );
 }
+
+#[test]
+fn the_sweep_report_is_laid_out_in_headless_chromium() {
+    if !binary::browser_check_wanted() {
+        return;
+    }
+    let env = Env::new();
+    let grid = env.grid("[16, 32]");
+    let o = env.run(&["sweep", &grid, "--jobs", "2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = env.sweep_dir().join("report");
+    let run = binary::check_report_html(&report.join("report.html"), &report.join("shot.png"), "3000");
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    // The ablation table and its charts: a line over `dim` (one metric) and no training curve
+    // (the hashed encoder does not train).
+    assert!(out.contains("laid out:   tables 1/1 charts 1/1"), "{out}");
+}

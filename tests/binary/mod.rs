@@ -59,3 +59,33 @@ pub const SMALL_LASER: &[&str] = &[
     "--set",
     "model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}",
 ];
+
+/// Whether the headless-Chromium check of a report runs: a browser is installed, or
+/// `HARNESS_BROWSER_CHECK=1` asks for it (the check script then installs one or fails).
+/// Says why on stderr when it does not.
+pub fn browser_check_wanted() -> bool {
+    let forced = std::env::var("HARNESS_BROWSER_CHECK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let present = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .any(|b| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {b}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if !present && !forced {
+        eprintln!("skipped: no chromium installed (set HARNESS_BROWSER_CHECK=1 to install it and run the check)");
+    }
+    present || forced
+}
+
+/// Runs `scripts/check_report_html.sh HTML SHOT HEIGHT` from the repository root; its output.
+pub fn check_report_html(html: &Path, shot: &Path, height: &str) -> Output {
+    Command::new("scripts/check_report_html.sh")
+        .arg(html)
+        .arg(shot)
+        .arg(height)
+        .current_dir(repo())
+        .output()
+        .expect("running scripts/check_report_html.sh")
+}
