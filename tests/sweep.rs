@@ -430,7 +430,11 @@ fn the_sweep_report_is_laid_out_in_headless_chromium() {
     let o = env.run(&["sweep", &grid, "--jobs", "2"]);
     assert!(o.status.success(), "{}", text(&o));
     let report = env.sweep_dir().join("report");
-    let run = binary::check_report_html(&report.join("report.html"), &report.join("shot.png"), "3000");
+    let run = binary::check_report_html(
+        &report.join("report.html"),
+        &report.join("shot.png"),
+        "3000",
+    );
     let out = text(&run);
     assert!(run.status.success(), "{out}");
     // The ablation table and its charts: a line over `dim` (one metric) and no training curve

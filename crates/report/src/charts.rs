@@ -265,7 +265,12 @@ pub fn lines(id: &str, title: &str, x_label: &str, y_label: &str, series: &[Line
             top + plot_h,
             top + plot_h + 4.0,
             top + plot_h + 16.0,
-            tick(v),
+            // An axis of integers (layers, steps) reads as integers.
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v:.0}")
+            } else {
+                tick(v)
+            },
             xx = x(v)
         );
     }
