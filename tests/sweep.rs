@@ -441,3 +441,19 @@ fn the_sweep_report_is_laid_out_in_headless_chromium() {
     // (the hashed encoder does not train).
     assert!(out.contains("laid out:   tables 1/1 charts 1/1"), "{out}");
 }
+
+#[test]
+fn the_shipped_grids_resolve_in_every_profile() {
+    let env = Env::new();
+    for grid in ["grids/laser-depth.yaml", "grids/seq2seq-alpha.yaml"] {
+        for profile in [None, Some("paper")] {
+            let mut args = vec!["sweep", grid, "--dry-run"];
+            if let Some(p) = profile {
+                args.extend(["--profile", p]);
+            }
+            let o = env.run(&args);
+            assert!(o.status.success(), "{grid} {profile:?}: {}", text(&o));
+            assert!(text(&o).contains("to run"), "{}", text(&o));
+        }
+    }
+}
