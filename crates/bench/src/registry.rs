@@ -205,11 +205,12 @@ impl Registry {
             .filter(|(name, _)| name.ends_with(".yaml"))
             .map(|(name, f)| (name, f.contents_utf8().unwrap_or_default().to_string()))
             .collect();
+        let unusable = |e: harness_core::specs::SpecFileError| RegistryError::Declaration {
+            file: e.path.display().to_string(),
+            detail: e.detail,
+        };
         let runtime = harness_core::specs::runtime_files(harness_core::specs::Kind::Benchmark)
-            .map_err(|e| RegistryError::Declaration {
-                file: e.path.display().to_string(),
-                detail: e.detail,
-            })?;
+            .map_err(unusable)?;
         let files = harness_core::specs::overlay(shipped, runtime);
         let mut tables: Vec<String> = BENCHMARKS
             .get_dir("tables")
@@ -222,10 +223,7 @@ impl Registry {
             })
             .unwrap_or_default();
         let runtime_tables = harness_core::specs::runtime_files(harness_core::specs::Kind::Table)
-            .map_err(|e| RegistryError::Declaration {
-            file: e.path.display().to_string(),
-            detail: e.detail,
-        })?;
+            .map_err(unusable)?;
         for t in runtime_tables {
             let stem = t.name.trim_end_matches(".yaml").to_string();
             if !tables.contains(&stem) {
