@@ -174,10 +174,13 @@ pub fn check_overrides(
 }
 
 /// A problem with the declarations themselves, or an unknown name.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RegistryError {
     #[error("benchmarks/{file}: {detail}")]
     Declaration { file: String, detail: String },
+    /// A file read at run time (`./benchmarks/`, `--spec`) that cannot be used.
+    #[error(transparent)]
+    SpecFile(#[from] harness_core::specs::SpecFileError),
     #[error("unknown benchmark `{name}`{suggestion}. Known: {known}")]
     Unknown {
         name: String,
@@ -198,19 +201,22 @@ impl Registry {
     /// The declarations in force: the shipped ones (compiled into this binary) overlaid at
     /// run time by `./benchmarks/` and the `--spec` files (`harness_core::specs`), so a user
     /// adds or changes a benchmark without rebuilding.
+    /// Read once per process (the sources are fixed at start) and handed out as copies, so the
+    /// recipe checks that ask for it per `evaluate:` entry read no file again.
     pub fn load() -> Result<Registry, RegistryError> {
+        static LOADED: std::sync::OnceLock<Result<Registry, RegistryError>> =
+            std::sync::OnceLock::new();
+        LOADED.get_or_init(Self::read).clone()
+    }
+
+    fn read() -> Result<Registry, RegistryError> {
         let shipped: Vec<(String, String)> = BENCHMARKS
             .files()
             .map(|f| (f.path().to_string_lossy().into_owned(), f))
             .filter(|(name, _)| name.ends_with(".yaml"))
             .map(|(name, f)| (name, f.contents_utf8().unwrap_or_default().to_string()))
             .collect();
-        let unusable = |e: harness_core::specs::SpecFileError| RegistryError::Declaration {
-            file: e.path.display().to_string(),
-            detail: e.detail,
-        };
-        let runtime = harness_core::specs::runtime_files(harness_core::specs::Kind::Benchmark)
-            .map_err(unusable)?;
+        let runtime = harness_core::specs::runtime_files(harness_core::specs::Kind::Benchmark)?;
         let files = harness_core::specs::overlay(shipped, runtime);
         let mut tables: Vec<String> = BENCHMARKS
             .get_dir("tables")
@@ -222,8 +228,7 @@ impl Registry {
                     .collect()
             })
             .unwrap_or_default();
-        let runtime_tables = harness_core::specs::runtime_files(harness_core::specs::Kind::Table)
-            .map_err(unusable)?;
+        let runtime_tables = harness_core::specs::runtime_files(harness_core::specs::Kind::Table)?;
         for t in runtime_tables {
             let stem = t.name.trim_end_matches(".yaml").to_string();
             if !tables.contains(&stem) {
