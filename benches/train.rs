@@ -26,7 +26,7 @@ use harness_bench::load_recipe as load;
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_recipe::LoadOptions;
 use harness_train::session::{prepare, train_on};
-use harness_train::trainer::Plan;
+use harness_train::plan::Plan;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -47,7 +47,7 @@ fn harness_rate<B: AutodiffBackend>(
 ) -> f64
 where
     burn::tensor::Device<B::InnerBackend>: Sync,
-    harness_model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
+    harness_model::encoder::SentenceEncoder<B::InnerBackend>: Sync,
 {
     let dir = scratch.join(format!("harness-{name}"));
     // A fresh directory: the trainer resumes from any checkpoint it finds.
@@ -180,6 +180,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
 }
 
 fn main() {
+    harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let steps = env("TRAIN_BENCH_STEPS", 60);
     let rounds = env("TRAIN_BENCH_ROUNDS", 2).max(1);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -66,6 +66,8 @@ pub enum Command {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    // Every recipe this process loads types its objectives with the trainer's definitions.
+    harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -28,6 +28,7 @@ use std::path::Path;
 pub fn known() -> anyhow::Result<harness_recipe::Known> {
     let mut known = harness_bench::known()?;
     known.check_trainable = Some(harness_train::capability::untrainable);
+    known.objectives = harness_train::objectives::schemas();
     Ok(known)
 }
 

@@ -33,6 +33,7 @@ pub fn known() -> Result<Known, RecipeError> {
         tables: reg.tables().to_vec(),
         check_bench: Some(registry::check_overrides),
         check_trainable: None,
+        objectives: harness_recipe::check::installed_objectives(),
     })
 }
 

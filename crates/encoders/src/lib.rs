@@ -13,10 +13,10 @@ use harness_embed::hashed::HashedNgrams;
 use harness_embed::matrix::Matrix;
 use harness_embed::npy::NpyEncoder;
 pub use harness_embed::{EncodeError, Encoder};
-use harness_model::encoder::bilstm::BilstmEncoder;
 use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use harness_model::encoder::sentence_transformers::{is_model_dir, SentenceTransformer};
 use harness_model::encoder::unigram::E5Prefix;
+use harness_model::encoder::SentenceEncoder;
 use std::path::Path;
 
 /// The encoder kinds `open_encoder` knows, with the form of their spec (for help and
@@ -158,7 +158,7 @@ where
     SentenceTransformer<B>: Send + Sync + 'static,
     E5Encoder<B>: Send + Sync + 'static,
     B::Device: Sync,
-    BilstmEncoder<B>: Sync,
+    SentenceEncoder<B>: Sync,
 {
     // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));

@@ -1,15 +1,19 @@
-//! A recipe's `model:` block compiled into one burn module: the sentence encoder, the
-//! optional decoder and the named heads. Training and evaluation build it the same way, so
-//! a checkpoint always loads into the model that wrote it.
+//! A recipe's `model:` block compiled into one burn module: the sentence encoders (any kind,
+//! [`SentenceEncoder`]), the optional decoder and the named heads. Training and evaluation
+//! build it the same way, so a checkpoint always loads into the model that wrote it.
 
 use crate::decoder::{LstmDecoder, LstmDecoderConfig};
-use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig};
+use crate::encoder::bilstm::BilstmEncoder;
+use crate::encoder::{SentenceEncoder, SentenceEncoderConfig};
 use crate::error::ModelError;
 use crate::heads::{Mlp, MlpConfig};
 use crate::random::init_uniform;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
-use harness_recipe::schema::{Decoder, Encoder, Head, Recipe};
+use harness_recipe::schema::{Decoder, Head, Recipe};
+
+/// The name of a recipe's one `model.encoder`.
+pub const MAIN_ENCODER: &str = "encoder";
 
 /// Scale of the uniform initialisation (fairseq's LSTM models, which LASER used).
 pub const INIT_SCALE: f64 = 0.1;
@@ -17,8 +21,8 @@ pub const INIT_SCALE: f64 = 0.1;
 /// Everything needed to build a [`System`].
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
-    /// The sentence encoder.
-    pub encoder: BilstmEncoderConfig,
+    /// The sentence encoders by name; the first is the one evaluation and export use.
+    pub encoders: Vec<(String, SentenceEncoderConfig)>,
     /// The decoder, when a task translates.
     pub decoder: Option<LstmDecoderConfig>,
     /// Heads by name (sorted).
@@ -28,8 +32,8 @@ pub struct SystemConfig {
 /// The trainable model.
 #[derive(Module, Debug)]
 pub struct System<B: Backend> {
-    /// The sentence encoder (what evaluation and export use).
-    pub encoder: BilstmEncoder<B>,
+    /// The sentence encoders, in the order of [`SystemConfig::encoders`].
+    pub encoders: Vec<SentenceEncoder<B>>,
     /// The decoder.
     pub decoder: Option<LstmDecoder<B>>,
     /// Heads, in the order of [`SystemConfig::heads`].
@@ -53,26 +57,7 @@ impl SystemConfig {
                 fix: "add a `model:` block with an encoder".into(),
             })?;
         let global_dropout = recipe.optimizer.as_ref().map_or(0.0, |o| o.dropout);
-        let pick = |own: f64| if own > 0.0 { own } else { global_dropout };
-        let encoder = match &model.encoder {
-            Encoder::Bilstm(e) => {
-                let c = BilstmEncoderConfig::from_bilstm(n_vocab, e);
-                let d = pick(e.dropout);
-                c.with_dropout(d)
-            }
-            Encoder::Lstm(e) => {
-                let c = BilstmEncoderConfig::from_lstm(n_vocab, e);
-                let d = pick(e.dropout);
-                c.with_dropout(d)
-            }
-            other => {
-                return Err(ModelError::Unsupported {
-                    key: "model.encoder.kind".into(),
-                    detail: format!("encoder `{}` cannot be trained by this build", other.kind()),
-                    fix: "use `bilstm` or `lstm` (the transformer, cbow and pretrained encoders come with later issues)".into(),
-                })
-            }
-        };
+        let encoder = SentenceEncoderConfig::from_recipe(&model.encoder, n_vocab, global_dropout)?;
         let d_sentence = encoder.d_sentence();
         let decoder = model.decoder.as_ref().map(|Decoder::Lstm(d)| {
             LstmDecoderConfig::new(
@@ -107,7 +92,7 @@ impl SystemConfig {
             heads.push((name.clone(), c));
         }
         Ok(SystemConfig {
-            encoder,
+            encoders: vec![(MAIN_ENCODER.to_string(), encoder)],
             decoder,
             heads,
         })
@@ -116,15 +101,69 @@ impl SystemConfig {
     /// Builds the model with harness's seeded uniform initialisation.
     pub fn init<B: Backend>(&self, seed: u64, device: &B::Device) -> System<B> {
         let system = System {
-            encoder: self.encoder.init(device),
+            encoders: self.encoders.iter().map(|(_, e)| e.init(device)).collect(),
             decoder: self.decoder.as_ref().map(|d| d.init(device)),
             heads: self.heads.iter().map(|(_, h)| h.init(device)).collect(),
         };
         init_uniform(system, seed, INIT_SCALE)
     }
 
+    /// The configuration of the encoder evaluation and export use.
+    pub fn encoder(&self) -> &SentenceEncoderConfig {
+        &self.encoders[0].1
+    }
+
     /// Index of a head by name.
     pub fn head_index(&self, name: &str) -> Option<usize> {
         self.heads.iter().position(|(n, _)| n == name)
+    }
+}
+
+impl<B: Backend> System<B> {
+    /// The encoder evaluation and export use (the first).
+    pub fn encoder(&self) -> &SentenceEncoder<B> {
+        &self.encoders[0]
+    }
+
+    /// Takes the model apart into that encoder.
+    pub fn into_encoder(self) -> SentenceEncoder<B> {
+        self.encoders
+            .into_iter()
+            .next()
+            .expect("a system has an encoder")
+    }
+}
+
+/// The model as checkpoints written before encoders became an enum hold it (one BiLSTM
+/// named `encoder`): [`crate::trained::load_system`] reads such a checkpoint into it and
+/// moves its parts into a [`System`], so runs trained then still load.
+#[derive(Module, Debug)]
+pub struct LegacySystem<B: Backend> {
+    pub encoder: BilstmEncoder<B>,
+    pub decoder: Option<LstmDecoder<B>>,
+    pub heads: Vec<Mlp<B>>,
+}
+
+impl<B: Backend> LegacySystem<B> {
+    /// The legacy layout of `system` (a system of one BiLSTM encoder), for loading into.
+    pub fn from_system(system: System<B>) -> Option<Self> {
+        let mut encoders = system.encoders.into_iter();
+        match (encoders.next(), encoders.next()) {
+            (Some(SentenceEncoder::Bilstm(encoder)), None) => Some(LegacySystem {
+                encoder,
+                decoder: system.decoder,
+                heads: system.heads,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The system these weights make.
+    pub fn into_system(self) -> System<B> {
+        System {
+            encoders: vec![SentenceEncoder::Bilstm(self.encoder)],
+            decoder: self.decoder,
+            heads: self.heads,
+        }
     }
 }

@@ -7,8 +7,8 @@
 //! `</s>`, sorted by length, batched and padded; padding does not change an encoding (see
 //! `encoder/bilstm.rs`), so a row depends only on its sentence.
 
-use crate::encoder::bilstm::BilstmEncoder;
-use crate::system::{System, SystemConfig};
+use crate::encoder::SentenceEncoder;
+use crate::system::{LegacySystem, System, SystemConfig};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::Backend;
@@ -30,7 +30,7 @@ const BATCH: usize = 64;
 pub struct TrainedEncoder<B: Backend> {
     name: String,
     fingerprint: String,
-    encoder: BilstmEncoder<B>,
+    encoder: SentenceEncoder<B>,
     tokenizer: TextTokenizer,
     dim: usize,
     device: B::Device,
@@ -42,16 +42,12 @@ impl<B: Backend> TrainedEncoder<B> {
     pub fn new(
         name: String,
         weights_id: &str,
-        encoder: BilstmEncoder<B>,
+        encoder: SentenceEncoder<B>,
         dim: usize,
         tokenizer: TextTokenizer,
         device: B::Device,
     ) -> Self {
-        let fingerprint = format!(
-            "trained-bilstm/v2;weights={weights_id};tokenizer={};pool={};max_len={EVAL_MAX_LEN}",
-            tokenizer.digest(),
-            encoder.pool
-        );
+        let fingerprint = encoder.fingerprint(weights_id, &tokenizer.digest(), EVAL_MAX_LEN);
         TrainedEncoder {
             name,
             fingerprint,
@@ -64,8 +60,7 @@ impl<B: Backend> TrainedEncoder<B> {
 
     fn encode_batch(&self, rows: &[Vec<u32>]) -> Vec<f32> {
         let padded = crate::input::pad::<B>(rows, &self.device);
-        let (ids_t, mask) = (padded.ids, padded.mask);
-        let out = self.encoder.forward(ids_t, mask, None).sentence;
+        let out = self.encoder.forward(&padded, None).sentence;
         out.into_data()
             .convert::<f32>()
             .to_vec::<f32>()
@@ -76,7 +71,7 @@ impl<B: Backend> TrainedEncoder<B> {
 impl<B: Backend> Encoder for TrainedEncoder<B>
 where
     B::Device: Sync,
-    BilstmEncoder<B>: Sync,
+    SentenceEncoder<B>: Sync,
 {
     fn name(&self) -> &str {
         &self.name
@@ -223,25 +218,38 @@ pub fn load_system<B: Backend>(
         EncodeError::format(
             files.checkpoint.clone(),
             e.to_string(),
-            "evaluate runs of recipes with a bilstm or lstm encoder",
+            "evaluate runs of recipes whose encoder this build trains",
         )
     })?;
     let model = config.init::<B>(files.recipe.seed, device);
-    let weights = files.checkpoint.join("model");
-    let model = model
-        .load_file(
-            weights.clone(),
-            &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
-            device,
-        )
-        .map_err(|e| {
-            EncodeError::format(
-                weights.with_extension("mpk"),
-                format!("cannot load the weights ({e})"),
-                "delete this checkpoint; the previous one is used instead",
-            )
-        })?;
+    let model = load_weights(model, &files.checkpoint.join("model"), device)?;
     Ok((model, config, tokenizer))
+}
+
+/// Loads `weights` (`model.mpk` without its extension) into `model`. A checkpoint written
+/// before encoders became an enum (one BiLSTM named `encoder`) is read through
+/// [`LegacySystem`], so older runs keep loading.
+pub fn load_weights<B: Backend>(
+    model: System<B>,
+    weights: &Path,
+    device: &B::Device,
+) -> Result<System<B>, EncodeError> {
+    let recorder = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
+    let fresh = model.clone();
+    let error = match model.load_file(weights.to_path_buf(), &recorder, device) {
+        Ok(m) => return Ok(m),
+        Err(e) => e,
+    };
+    if let Some(legacy) = LegacySystem::from_system(fresh) {
+        if let Ok(l) = legacy.load_file(weights.to_path_buf(), &recorder, device) {
+            return Ok(l.into_system());
+        }
+    }
+    Err(EncodeError::format(
+        weights.with_extension("mpk"),
+        format!("cannot load the weights ({error})"),
+        "delete this checkpoint; the previous one is used instead",
+    ))
 }
 
 /// sha256 of a module's parameter values: for each float parameter in module order, its
@@ -285,7 +293,8 @@ pub fn open_run_on<B: Backend>(
 ) -> Result<TrainedEncoder<B>, EncodeError> {
     let files = run_files(dir)?;
     let (model, config, tokenizer) = load_system::<B>(&files, device)?;
-    let digest = weights_digest(&model.encoder);
+    let encoder = model.into_encoder();
+    let digest = weights_digest(&encoder);
     let name = format!(
         "run:{}",
         dir.file_name().map_or_else(
@@ -296,8 +305,8 @@ pub fn open_run_on<B: Backend>(
     Ok(TrainedEncoder::new(
         name,
         &digest,
-        model.encoder,
-        config.encoder.d_sentence(),
+        encoder,
+        config.encoder().d_sentence(),
         tokenizer,
         device.clone(),
     ))
@@ -306,7 +315,7 @@ pub fn open_run_on<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encoder::bilstm::{BilstmEncoderConfig, LayerSpec};
+    use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig, LayerSpec};
     use crate::random::init_uniform;
     use burn::backend::NdArray;
 
@@ -327,5 +336,54 @@ mod tests {
         assert_eq!(weights_digest(&a), weights_digest(&b));
         assert_ne!(weights_digest(&a), weights_digest(&encoder(8)));
         assert_eq!(weights_digest(&a).len(), 64);
+    }
+
+    /// A checkpoint written before encoders became an enum (`encoder` a BiLSTM, not a list
+    /// of encoders) still loads, to the same weights.
+    #[test]
+    fn a_checkpoint_of_the_legacy_layout_loads() {
+        use crate::encoder::{SentenceEncoder, SentenceEncoderConfig};
+        let dev = Default::default();
+        let cfg = SystemConfig {
+            encoders: vec![(
+                "encoder".into(),
+                SentenceEncoderConfig::Bilstm(BilstmEncoderConfig::new(
+                    12,
+                    4,
+                    vec![LayerSpec::new(6, true)],
+                    "max".into(),
+                )),
+            )],
+            decoder: None,
+            heads: Vec::new(),
+        };
+        let trained = cfg.init::<B>(5, &dev);
+        let digest = weights_digest(&trained);
+        let legacy = LegacySystem::from_system(trained).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model");
+        legacy
+            .save_file(
+                path.clone(),
+                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            )
+            .unwrap();
+        let loaded = load_weights(cfg.init::<B>(9, &dev), &path, &dev).unwrap();
+        assert_eq!(weights_digest(&loaded), digest);
+        assert!(matches!(loaded.encoders[0], SentenceEncoder::Bilstm(_)));
+        // The current layout loads directly, and a file of neither layout is an error
+        // naming it.
+        loaded
+            .clone()
+            .save_file(
+                path.clone(),
+                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+            )
+            .unwrap();
+        let again = load_weights(cfg.init::<B>(9, &dev), &path, &dev).unwrap();
+        assert_eq!(weights_digest(&again), digest);
+        std::fs::write(path.with_extension("mpk"), b"not msgpack").unwrap();
+        let e = load_weights(cfg.init::<B>(9, &dev), &path, &dev).unwrap_err();
+        assert!(e.to_string().contains("model.mpk"), "{e}");
     }
 }

@@ -114,6 +114,69 @@ pub struct Known {
     /// Names every part of a training recipe that this build cannot train, `(key path,
     /// problem)` (the trainer sits above this crate and hands it in). `None`: not checked.
     pub check_trainable: Option<CheckTrainable>,
+    /// The objectives a task may name, each with its own check (the trainer's
+    /// `objectives::ALL`, handed in from above). Empty: objectives are not checked and their
+    /// parameters stay as written.
+    pub objectives: Vec<ObjectiveSchema>,
+}
+
+/// The objectives of this process, installed once at start-up by the program that links the
+/// trainer (the `harness` binary installs `harness_train::objectives::schemas()`), so that
+/// every layer that loads recipes — the report matching runs to recipe profiles by
+/// fingerprint included — types objective parameters the same way and computes the same
+/// fingerprints. A global because the layers below the trainer cannot name it; set once,
+/// before any recipe is loaded.
+static INSTALLED_OBJECTIVES: std::sync::OnceLock<Vec<ObjectiveSchema>> = std::sync::OnceLock::new();
+
+/// Installs this process's objectives (see [`installed_objectives`]); later calls with
+/// another list are ignored (the first one wins, as for a logger).
+pub fn install_objectives(objectives: Vec<ObjectiveSchema>) {
+    let _ = INSTALLED_OBJECTIVES.set(objectives);
+}
+
+/// The objectives installed by [`install_objectives`] (empty when none were).
+pub fn installed_objectives() -> Vec<ObjectiveSchema> {
+    INSTALLED_OBJECTIVES.get().cloned().unwrap_or_default()
+}
+
+/// One objective as the recipe language sees it: its name and how to check its parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectiveSchema {
+    /// The name tasks give as `objective:`.
+    pub name: &'static str,
+    /// Whether it trains through `model.decoder` (a decoder no task uses is reported).
+    pub uses_decoder: bool,
+    /// Types and checks a task's `params` (see [`ObjectiveCheck`]).
+    pub check: CheckObjective,
+}
+
+/// See [`ObjectiveSchema::check`]: `(params, recipe, task index)`.
+pub type CheckObjective = fn(&Value, &Recipe, usize) -> ObjectiveCheck;
+
+/// What an objective's check found.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectiveCheck {
+    /// The typed parameters written back, every default spelt out (`None` when they do not
+    /// type).
+    pub params: Option<Value>,
+    /// Type errors, at key paths under `params`.
+    pub errors: Vec<DeError>,
+    /// Other problems (ranges, references to heads and tasks), at key paths under the task.
+    pub problems: Vec<(Path, String)>,
+}
+
+/// Replaces every task's `params` by its objective's typed parameters (defaults spelt out),
+/// so that the resolved recipe and its fingerprint name every value. Problems are reported
+/// by [`semantics`].
+pub fn normalise_objectives(recipe: &mut Recipe, known: &Known) {
+    let read = recipe.clone();
+    for (i, t) in recipe.tasks.iter_mut().enumerate() {
+        if let Some(o) = known.objectives.iter().find(|o| o.name == t.objective.name) {
+            if let Some(params) = (o.check)(&t.objective.params, &read, i).params {
+                t.objective.params = params;
+            }
+        }
+    }
 }
 
 /// See [`Known::check_trainable`].
@@ -318,14 +381,6 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         }
     };
     let corpora = defined(&["data", "corpora"]);
-    let heads = defined(&["model", "heads"]);
-    let task_names: Vec<String> = match raw.get("tasks") {
-        Some(Value::Sequence(s)) => s
-            .iter()
-            .filter_map(|t| t.get("name").and_then(Value::as_str).map(String::from))
-            .collect(),
-        _ => Vec::new(),
-    };
     let refer =
         |out: &mut Findings, path: Path, what: &str, name: &str, known: &[String], hint: &str| {
             if !known.iter().any(|k| k == name) {
@@ -459,7 +514,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             "missing required key `model` (with at least `encoder: {kind: ...}`)",
         ),
         None => {}
-        Some(m) => model(m, recipe, out),
+        Some(m) => model(m, recipe, known, out),
     }
 
     // tasks
@@ -494,134 +549,31 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         if t.stage == 0 {
             out.add(with(&base, &[k("stage")]), "stages count from 1");
         }
-        let par = with(&base, &[k("params")]);
-        // `joint_with`: another task of this recipe (L2 similarity and ranking alike).
-        let joint_ref = |out: &mut Findings, joint_with: Option<&str>| {
-            let Some(j) = joint_with else { return };
-            let at = with(&par, &[k("joint_with")]);
-            refer(out, at.clone(), "task", j, &task_names, "");
-            if j == t.name {
-                out.add(at, "a task cannot be joint with itself");
-            }
-        };
-        let head_ref = |out: &mut Findings, head: &str, kinds: &[&str]| {
-            let hp = with(&par, &[k("head")]);
-            refer(
-                out,
-                hp.clone(),
-                "head",
-                head,
-                &heads,
-                " under `model.heads`",
-            );
-            let actual = recipe
-                .model
-                .as_ref()
-                .and_then(|m| m.heads.get(head))
-                .map(Head::kind);
-            if let Some(actual) = actual {
-                if !kinds.contains(&actual) {
-                    out.add(
-                        hp,
-                        format!(
-                            "objective `{}` needs a head of kind {}, but `{head}` is `{actual}`",
-                            t.objective.name(),
-                            list(kinds)
-                        ),
-                    );
-                }
-            }
-        };
-        let nonneg = |out: &mut Findings, key: &str, v: f64| {
-            if !(v >= 0.0 && v.is_finite()) {
-                out.add(with(&par, &[k(key)]), format!("must be ≥ 0, found {v}"));
-            }
-        };
-        match &t.objective {
-            Objective::Seq2seqCe(o) => {
-                let has_decoder = recipe.model.as_ref().is_some_and(|m| m.decoder.is_some());
-                if !has_decoder && recipe.model.is_some() {
-                    out.add(
-                        with(&base, &[k("objective")]),
-                        "`seq2seq_ce` needs `model.decoder`",
-                    );
-                }
-                if !(0.0..1.0).contains(&o.label_smoothing) {
-                    out.add(
-                        with(&par, &[k("label_smoothing")]),
-                        format!("must be in [0, 1), found {}", o.label_smoothing),
-                    );
-                }
-                if !(0.0..=1.0).contains(&o.autoencode) {
-                    out.add(
-                        with(&par, &[k("autoencode")]),
-                        format!("must be in [0, 1], found {}", o.autoencode),
-                    );
-                }
-                if o.autoencode > 0.0 && o.both_directions {
-                    out.add(
-                        with(&par, &[k("autoencode")]),
-                        "`autoencode` applies to one-direction training: drop it or `both_directions`",
-                    );
-                }
-            }
-            Objective::L2Similarity(o) => {
-                nonneg(out, "alpha", o.alpha);
-                joint_ref(out, o.joint_with.as_deref());
-            }
-            Objective::RankingSoftmax(o) => {
-                nonneg(out, "margin", o.margin);
-                if !positive(o.scale) {
-                    out.add(
-                        with(&par, &[k("scale")]),
-                        format!("must be > 0, found {}", o.scale),
-                    );
-                }
-                joint_ref(out, o.joint_with.as_deref());
-            }
-            Objective::TranslationRanking(o) => nonneg(out, "margin", o.margin),
-            Objective::ResponseRanking(o) => {
-                if let Some(h) = &o.head {
-                    head_ref(out, h, &["mlp"]);
-                }
-            }
-            Objective::QuickThought(o) => {
-                if let Some(h) = &o.head {
-                    head_ref(out, h, &["mlp"]);
-                }
-                if o.context == 0 {
-                    out.add(with(&par, &[k("context")]), "must be ≥ 1, found 0");
-                }
-            }
-            Objective::NliClassification(o) => head_ref(out, &o.head, &["mlp"]),
-            Objective::L2Softmax(o) => head_ref(out, &o.head, &["l2_softmax"]),
-            Objective::CenterLoss(o) => {
-                head_ref(out, &o.head, &["centers"]);
-                nonneg(out, "lambda", o.lambda);
-                if !positive(o.center_lr) {
-                    out.add(
-                        with(&par, &[k("center_lr")]),
-                        format!("must be > 0, found {}", o.center_lr),
-                    );
-                }
-            }
-            Objective::AdversarialLanguage(o) => {
-                head_ref(out, &o.head, &["discriminator"]);
-                nonneg(out, "lambda", o.lambda);
-                if !(o.lr > 0.0 && o.lr.is_finite()) {
-                    out.add(
-                        with(&par, &[k("lr")]),
-                        format!("learning rate must be > 0, found {}", o.lr),
-                    );
-                }
-                if o.critic_steps == 0 {
-                    out.add(with(&par, &[k("critic_steps")]), "must be ≥ 1, found 0");
-                }
-            }
-            Objective::AlignmentL2(o) => {
-                nonneg(out, "lambda", o.lambda);
-                if o.pivot.is_empty() {
-                    out.add(with(&par, &[k("pivot")]), "must name a language");
+    }
+
+    // objectives: checked by their own definitions (`Known::objectives`, see `objectives`)
+    if !known.objectives.is_empty() {
+        let names: Vec<&str> = known.objectives.iter().map(|o| o.name).collect();
+        for (i, t) in recipe.tasks.iter().enumerate() {
+            let at = vec![k("tasks"), Seg::Index(i)];
+            match known.objectives.iter().find(|o| o.name == t.objective.name) {
+                None => out.add_suggest(
+                    with(&at, &[k("objective")]),
+                    format!(
+                        "unknown objective `{}`; expected one of {}",
+                        t.objective.name,
+                        list(&names)
+                    ),
+                    suggest(&t.objective.name, &names),
+                ),
+                Some(o) => {
+                    let checked = (o.check)(&t.objective.params, recipe, i);
+                    for e in checked.errors {
+                        structural(e.under(&with(&at, &[k("params")])), out);
+                    }
+                    for (path, message) in checked.problems {
+                        out.add(with(&at, &path), message);
+                    }
                 }
             }
         }
@@ -711,7 +663,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
     }
 }
 
-fn model(m: &Model, recipe: &Recipe, out: &mut Findings) {
+fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
     let enc = p(&["model", "encoder"]);
     let at_least_1 = |out: &mut Findings, path: Path, v: u32, what: &str| {
         if v == 0 {
@@ -814,14 +766,20 @@ fn model(m: &Model, recipe: &Recipe, out: &mut Findings) {
                 "list the languages the decoder translates into (`targets: [en, es]`)",
             );
         }
+        let decoding: Vec<&str> = known
+            .objectives
+            .iter()
+            .filter(|o| o.uses_decoder)
+            .map(|o| o.name)
+            .collect();
         let used = recipe
             .tasks
             .iter()
-            .any(|t| matches!(t.objective, Objective::Seq2seqCe(_)));
-        if !used && !recipe.tasks.is_empty() {
+            .any(|t| decoding.contains(&t.objective.name()));
+        if !used && !recipe.tasks.is_empty() && !decoding.is_empty() {
             out.add(
                 p(&["model", "decoder"]),
-                "no task uses the decoder (objective `seq2seq_ce`)",
+                format!("no task uses the decoder (objective {})", list(&decoding)),
             );
         }
     }

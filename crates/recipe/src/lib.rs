@@ -142,7 +142,10 @@ pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resol
     }
 
     let mut findings = check::Findings::default();
-    let (recipe, pruned) = check::structure(&merged, &mut findings);
+    let (mut recipe, pruned) = check::structure(&merged, &mut findings);
+    if let Some(r) = &mut recipe {
+        check::normalise_objectives(r, known);
+    }
     if let Some(r) = &recipe {
         check::semantics(r, &merged, &pruned, known, &mut findings);
     }

@@ -611,70 +611,31 @@ struct TaskCommon {
     stage: u32,
 }
 
-/// Every objective, with its parameters (`params:`); unknown parameters are rejected.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "objective", content = "params", rename_all = "snake_case")]
-pub enum Objective {
-    Seq2seqCe(Seq2seqCe),
-    L2Similarity(L2Similarity),
-    RankingSoftmax(RankingSoftmax),
-    TranslationRanking(TranslationRanking),
-    ResponseRanking(ResponseRanking),
-    QuickThought(QuickThought),
-    NliClassification(NliClassification),
-    L2Softmax(HeadLoss),
-    CenterLoss(CenterLoss),
-    AdversarialLanguage(AdversarialLanguage),
-    AlignmentL2(AlignmentL2),
+/// A task's objective: its name and its parameters (`objective:` and `params:` in YAML).
+///
+/// The recipe language keeps them untyped on purpose: each objective is defined once, in its
+/// own file of the trainer (`harness_train::objectives`: name, typed parameters, checks, the
+/// examples it reads and its loss), which hands this crate its checks through
+/// [`crate::check::Known::objectives`]. Loading a recipe with those checks replaces `params`
+/// by the typed parameters written back with every default spelt out, so that the resolved
+/// recipe and its fingerprint name every value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Objective {
+    /// The objective's name (`ranking_softmax`, ...).
+    pub name: String,
+    /// Its parameters, a mapping (empty when the task has no `params:`).
+    pub params: Value,
 }
 
-pub const OBJECTIVES: &[&str] = &[
-    "seq2seq_ce",
-    "l2_similarity",
-    "ranking_softmax",
-    "translation_ranking",
-    "response_ranking",
-    "quick_thought",
-    "nli_classification",
-    "l2_softmax",
-    "center_loss",
-    "adversarial_language",
-    "alignment_l2",
-];
-
 impl Objective {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Objective::Seq2seqCe(_) => "seq2seq_ce",
-            Objective::L2Similarity(_) => "l2_similarity",
-            Objective::RankingSoftmax(_) => "ranking_softmax",
-            Objective::TranslationRanking(_) => "translation_ranking",
-            Objective::ResponseRanking(_) => "response_ranking",
-            Objective::QuickThought(_) => "quick_thought",
-            Objective::NliClassification(_) => "nli_classification",
-            Objective::L2Softmax(_) => "l2_softmax",
-            Objective::CenterLoss(_) => "center_loss",
-            Objective::AdversarialLanguage(_) => "adversarial_language",
-            Objective::AlignmentL2(_) => "alignment_l2",
-        }
+    /// The objective's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    fn from_params(name: &str, params: &Value) -> Option<Result<Objective, DeError>> {
-        use Objective as O;
-        Some(match name {
-            "seq2seq_ce" => de::from_value(params).map(O::Seq2seqCe),
-            "l2_similarity" => de::from_value(params).map(O::L2Similarity),
-            "ranking_softmax" => de::from_value(params).map(O::RankingSoftmax),
-            "translation_ranking" => de::from_value(params).map(O::TranslationRanking),
-            "response_ranking" => de::from_value(params).map(O::ResponseRanking),
-            "quick_thought" => de::from_value(params).map(O::QuickThought),
-            "nli_classification" => de::from_value(params).map(O::NliClassification),
-            "l2_softmax" => de::from_value(params).map(O::L2Softmax),
-            "center_loss" => de::from_value(params).map(O::CenterLoss),
-            "adversarial_language" => de::from_value(params).map(O::AdversarialLanguage),
-            "alignment_l2" => de::from_value(params).map(O::AlignmentL2),
-            _ => return None,
-        })
+    /// A string parameter (`head`, `joint_with`), when present.
+    pub fn param_str(&self, key: &str) -> Option<&str> {
+        self.params.get(key).and_then(Value::as_str)
     }
 }
 
@@ -691,11 +652,11 @@ impl Serialize for Task {
         let Value::Mapping(mut m) = serde_yaml::to_value(&common).map_err(S::Error::custom)? else {
             return Err(S::Error::custom("task did not serialize to a mapping"));
         };
-        if let Value::Mapping(o) =
-            serde_yaml::to_value(&self.objective).map_err(S::Error::custom)?
-        {
-            m.extend(o);
-        }
+        m.insert(
+            "objective".into(),
+            Value::String(self.objective.name.clone()),
+        );
+        m.insert("params".into(), self.objective.params.clone());
         let mut map = s.serialize_map(Some(m.len()))?;
         for (k, v) in &m {
             map.serialize_entry(k, v)?;
@@ -748,23 +709,16 @@ impl<'de> Deserialize<'de> for Task {
         let Value::String(name) = objective else {
             return Err(at(
                 "objective",
-                format!("expected a string, one of {}", OBJECTIVES.join(", ")),
+                "expected the objective's name, a string".to_string(),
             ));
         };
-        let objective = match Objective::from_params(&name, &params) {
-            None => {
-                return Err(at(
-                    "objective",
-                    format!(
-                        "unknown variant `{name}`, expected one of {}",
-                        quote_all(OBJECTIVES)
-                    ),
-                ))
-            }
-            Some(r) => {
-                r.map_err(|e| D::Error::custom(e.under(&[de::Seg::Key("params".into())]).encode()))?
-            }
-        };
+        if !matches!(params, Value::Mapping(_)) {
+            return Err(at(
+                "params",
+                "expected a mapping of the objective's parameters".to_string(),
+            ));
+        }
+        let objective = Objective { name, params };
         Ok(Task {
             name: common.name,
             corpus: common.corpus,
@@ -774,158 +728,6 @@ impl<'de> Deserialize<'de> for Task {
             objective,
         })
     }
-}
-
-/// Translation cross-entropy through the decoder (LASER; seq2seq).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Seq2seqCe {
-    /// Train both directions of every pair in each batch (seq2seq §2.1).
-    #[serde(default)]
-    pub both_directions: bool,
-    #[serde(default)]
-    pub label_smoothing: f64,
-    /// Fraction of the pairs decoded from the target sentence itself (target → target)
-    /// instead of from its translation. Not in LASER: with a small budget it gives the
-    /// encoder of the target language (English) as much training as the others, so that
-    /// a sentence and its translation must feed the shared decoder the same content.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub autoencode: f64,
-}
-
-/// Leaves an unset `autoencode` out of the resolved recipe, so that the fingerprints of
-/// recipes written before it existed do not change.
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
-/// Squared L2 distance between the encodings of aligned sentences, times `alpha`
-/// (seq2seq §2.2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct L2Similarity {
-    #[serde(default = "one_f")]
-    pub alpha: f64,
-    /// Task whose batches this loss is added to (same pairs, one backward pass).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub joint_with: Option<String>,
-}
-
-/// In-batch softmax ranking of aligned sentences over scaled cosine similarities (Guo et al.
-/// 2018; multilingual USE §3.2): `train/objectives/ranking_softmax.rs`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RankingSoftmax {
-    /// Scale of the cosine similarities.
-    #[serde(default = "twenty")]
-    pub scale: f64,
-    /// Additive margin on the positive's cosine.
-    #[serde(default)]
-    pub margin: f64,
-    /// Rank sources for targets too, and average.
-    #[serde(default = "yes")]
-    pub bidirectional: bool,
-    /// Task whose batches this loss is added to (same pairs and encodings, one backward
-    /// pass), weighted by this task's `weight`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub joint_with: Option<String>,
-}
-
-fn twenty() -> f64 {
-    20.0
-}
-
-/// In-batch softmax ranking of translations (Guo et al. 2018; multilingual USE §3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TranslationRanking {
-    /// Hard negatives appended per example.
-    #[serde(default)]
-    pub hard_negatives: u32,
-    /// Rank in both directions (source→target and target→source).
-    #[serde(default)]
-    pub bidirectional: bool,
-    /// Additive margin on the positive score.
-    #[serde(default)]
-    pub margin: f64,
-}
-
-/// Conversational response ranking (multilingual USE §3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResponseRanking {
-    /// Projection head applied on the response side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head: Option<String>,
-}
-
-/// Predict the previous and next sentence (modified Quick-Thought; multilingual USE §3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuickThought {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head: Option<String>,
-    /// Sentences of context on each side.
-    #[serde(default = "one")]
-    pub context: u32,
-}
-
-/// 3-way NLI classification through a pair-feature head.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NliClassification {
-    pub head: String,
-}
-
-/// A loss computed by one head (L2-constrained softmax).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HeadLoss {
-    pub head: String,
-}
-
-/// Center loss, added with weight `lambda` (Emu eq. 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CenterLoss {
-    pub head: String,
-    pub lambda: f64,
-    /// Learning rate of the centroid updates.
-    #[serde(default = "half")]
-    pub center_lr: f64,
-}
-
-/// Adversarial language training against a discriminator head (Emu §2.3, Algorithm 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdversarialLanguage {
-    pub head: String,
-    /// Weight of the adversarial term in the encoder's loss (Emu eq. 4).
-    pub lambda: f64,
-    /// Discriminator updates per encoder update.
-    #[serde(default = "five")]
-    pub critic_steps: u32,
-    /// Learning rate of the discriminator's own Adam.
-    #[serde(default = "lr_1e4")]
-    pub lr: f64,
-}
-
-/// Align a target-language encoder to a frozen English one on parallel data (XNLI §4.3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AlignmentL2 {
-    /// Weight of the negative (contrastive) terms.
-    #[serde(default = "quarter")]
-    pub lambda: f64,
-    /// Random negatives per pair.
-    #[serde(default = "one")]
-    pub negatives: u32,
-    /// Language of the frozen side.
-    #[serde(default = "english")]
-    pub pivot: String,
-    /// Fine-tune the target side's token embeddings.
-    #[serde(default = "yes")]
-    pub tune_embeddings: bool,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1034,9 +836,6 @@ fn one() -> u32 {
 fn three() -> u32 {
     3
 }
-fn five() -> u32 {
-    5
-}
 fn eight() -> u32 {
     8
 }
@@ -1067,32 +866,17 @@ fn word_ngrams() -> Vec<u32> {
 fn one_f() -> f64 {
     1.0
 }
-fn half() -> f64 {
-    0.5
-}
-fn quarter() -> f64 {
-    0.25
-}
 fn tenth() -> f64 {
     0.1
 }
 fn clip001() -> f64 {
     0.01
 }
-fn lr_1e4() -> f64 {
-    1e-4
-}
 fn eps() -> f64 {
     1e-8
 }
 fn betas() -> [f64; 2] {
     [0.9, 0.999]
-}
-fn yes() -> bool {
-    true
-}
-fn english() -> String {
-    "en".into()
 }
 fn pool_max() -> Pool {
     Pool::Max

@@ -2,21 +2,16 @@
 //! that loads a recipe) reports each part of a training recipe that the trainer would refuse
 //! — all of them, with their key paths — instead of a valid-looking recipe that fails when
 //! training reaches it. The lists mirror what `plan`, `corpora`, `tokenizer`, `trainer` and
-//! `harness_model::system` implement; a test keeps them in step with the shipped recipes.
+//! `harness_model::system` implement: objectives from `objectives::ALL`, encoder kinds from
+//! `harness_model::encoder::sentence::TRAINABLE`; a test keeps them in step with the
+//! shipped recipes.
 
 use harness_recipe::de::{Path, Seg};
 use harness_recipe::schema::TokenizerKind;
 use harness_recipe::Recipe;
 
-/// Objectives the trainer implements (`trainer::task_loss`).
-pub const OBJECTIVES: &[&str] = &[
-    "seq2seq_ce",
-    "l2_similarity",
-    "ranking_softmax",
-    "nli_classification",
-];
 /// Encoder kinds `harness_model::system` builds for training.
-pub const ENCODERS: &[&str] = &["bilstm", "lstm"];
+pub use harness_model::encoder::sentence::TRAINABLE as ENCODERS;
 /// Head kinds it builds.
 pub const HEADS: &[&str] = &["mlp"];
 /// Datasets `corpora` loads as training corpora.
@@ -73,7 +68,10 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
     for (i, t) in recipe.tasks.iter().enumerate() {
         let base = vec![key("tasks"), Seg::Index(i)];
         let objective = t.objective.name();
-        if !OBJECTIVES.contains(&objective) {
+        let trainable = crate::objectives::trainable_names();
+        let known = crate::objectives::find(crate::objectives::ALL, objective).is_some();
+        // An unknown name is the recipe check's to report (with its did-you-mean).
+        if known && !trainable.contains(&objective) {
             let mut p = base.clone();
             p.push(key("objective"));
             out.push((
@@ -81,7 +79,7 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
                 format!(
                     "{not_here} the objective `{objective}` (task `{}`; it trains {})",
                     t.name,
-                    quoted(OBJECTIVES)
+                    quoted(&trainable)
                 ),
             ));
         }

@@ -92,6 +92,16 @@ pub enum Loaded {
     Nli(Vec<NliPair>),
 }
 
+impl Loaded {
+    /// The examples this corpus gives.
+    pub fn kind(&self) -> crate::objectives::ExampleKind {
+        match self {
+            Loaded::Parallel(_) => crate::objectives::ExampleKind::Pairs,
+            Loaded::Nli(_) => crate::objectives::ExampleKind::Nli,
+        }
+    }
+}
+
 fn is_parallel_dataset(d: &str) -> bool {
     matches!(d, "parallel-pairs" | "wmt-news-parallel")
 }

@@ -8,6 +8,7 @@ use anyhow::Context;
 use burn::backend::NdArray;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
+use harness_model::encoder::SentenceEncoder;
 use harness_model::trained::{load_system, run_files};
 use std::path::Path;
 
@@ -29,24 +30,25 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
     let mut store = SafetensorsStore::from_file(&tensors)
         .metadata("harness_recipe", files.recipe.name.clone())
         .overwrite(true);
-    system
-        .encoder
-        .save_into(&mut store)
-        .map_err(|e| anyhow::anyhow!("{}: writing safetensors: {e:?}", out.display()))?;
-    let cfg = serde_json::json!({
-        "architecture": "harness-bilstm",
-        "n_vocab": config.encoder.n_vocab,
-        "d_embed": config.encoder.d_embed,
-        "layers": config.encoder.layers.iter().map(|l| serde_json::json!({
-            "d_hidden": l.d_hidden, "bidirectional": l.bidirectional
-        })).collect::<Vec<_>>(),
-        "pool": config.encoder.pool,
-        "d_sentence": config.encoder.d_sentence(),
-        "input": "tokenizer.json ids of the sentence followed by </s> (id 3); padding id 0",
-        "gates": "fused [input, forget, cell, output]; forward.N / reverse.N per layer",
-        "checkpoint": files.checkpoint.display().to_string(),
-        "recipe": files.recipe.name,
-    });
+    // The encoder module itself, not the enum around it: tensor names stay those of its
+    // architecture (`embedding.weight`, `forward.0…`), whatever the variant.
+    let saved = match system.encoder() {
+        SentenceEncoder::Bilstm(e) => e.save_into(&mut store),
+        SentenceEncoder::Cbow(e) => e.save_into(&mut store),
+    };
+    saved.map_err(|e| anyhow::anyhow!("{}: writing safetensors: {e:?}", out.display()))?;
+    let mut cfg = config.encoder().describe();
+    if let Some(m) = cfg.as_object_mut() {
+        m.insert(
+            "input".into(),
+            "tokenizer.json ids of the sentence followed by </s> (id 3); padding id 0".into(),
+        );
+        m.insert(
+            "checkpoint".into(),
+            files.checkpoint.display().to_string().into(),
+        );
+        m.insert("recipe".into(), files.recipe.name.clone().into());
+    }
     dir.copy("encoder.safetensors", &tensors)?;
     dir.write(
         "config.json",

@@ -22,6 +22,7 @@ pub mod objectives;
 pub mod optim;
 pub mod plan;
 pub mod session;
+pub mod step;
 pub mod tokenizer;
 pub mod trainer;
 

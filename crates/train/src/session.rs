@@ -4,8 +4,9 @@
 
 use crate::corpora::{load_corpora, CorpusCounts};
 use crate::plan::compile_plan;
+use crate::plan::Plan;
 use crate::tokenizer::tokenizer_for;
-use crate::trainer::{self, Options, Outcome, Plan};
+use crate::trainer::{self, Options, Outcome};
 use crate::TrainError;
 use anyhow::Context;
 use burn::tensor::backend::AutodiffBackend;
@@ -201,7 +202,7 @@ pub fn train_on<B: AutodiffBackend>(
 ) -> anyhow::Result<Outcome>
 where
     burn::tensor::Device<B::InnerBackend>: Sync,
-    harness_model::encoder::bilstm::BilstmEncoder<B::InnerBackend>: Sync,
+    harness_model::encoder::SentenceEncoder<B::InnerBackend>: Sync,
 {
     let best_metric = plan
         .recipe
@@ -219,10 +220,10 @@ where
         let enc = TrainedEncoder::new(
             format!("{}@{step}", plan.recipe.name),
             &format!("{}:{step}", run_dir.display()),
-            model.encoder.clone(),
-            plan.system.encoder.d_sentence(),
+            model.encoder().clone(),
+            plan.system.encoder().d_sentence(),
             tokenizer.clone(),
-            model.encoder.embedding.weight.device(),
+            model.encoder().device(),
         );
         let cache_dir = run_dir.join(".eval-cache");
         let boxed: Box<dyn Encoder> = Box::new(enc);
@@ -252,6 +253,7 @@ where
     };
     trainer::install_interrupt_handler();
     let opts = Options {
+        objectives: crate::objectives::registry(),
         run_dir: run_dir.to_path_buf(),
         stop_after,
         progress: true,

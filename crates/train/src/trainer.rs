@@ -5,74 +5,28 @@
 //! `checkpoint_every` steps, exact resume from the newest checkpoint, and Ctrl-C, which
 //! saves a checkpoint and stops cleanly.
 
-use crate::batch::{nli_batch, pair_batch, FirstToken};
 use crate::checkpoint::{self, Best, TrainState};
-use crate::data::PairExample;
-use crate::data::{Examples, TaskData};
-use crate::mixture::Mixture;
-use crate::objectives::{
-    l2_similarity::l2_similarity,
-    nli_classification::classification_ce,
-    ranking_softmax::{ranking_softmax, Ranking, RankingMasks},
-    seq2seq_ce::decoder_ce,
-};
+use crate::objectives::{Registry, TaskLoss};
 use crate::optim::{clip_global_norm, learning_rate, AnyOptimizer};
+use crate::plan::Plan;
+use crate::step::Step;
 use crate::TrainError;
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::backend::Backend;
 use burn::tensor::{ElementConversion, Tensor};
 use harness_model::random::Noise;
-use harness_model::system::{System, SystemConfig};
-use harness_recipe::schema::{Objective, Recipe};
+use harness_model::system::System;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// One task, ready to train.
-#[derive(Debug, Clone)]
-pub struct TaskPlan {
-    /// The recipe's task name.
-    pub name: String,
-    /// Its objective and parameters.
-    pub objective: Objective,
-    /// Its batches; `None` for a task joint with another.
-    pub data: Option<TaskData>,
-    /// Sampling weight (tasks with data) or loss weight (joint tasks).
-    pub weight: f64,
-    /// Losses of joint tasks added to this task's, on its batches and encodings.
-    pub joint: Vec<Joint>,
-}
-
-/// A loss computed on another task's batch (`joint_with`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Joint {
-    /// Squared L2 between the pair's encodings, scaled by `weight × α`.
-    L2(f64),
-    /// In-batch ranking of the pair's encodings, weighted.
-    Ranking { weight: f64, ranking: Ranking },
-}
-
-/// Everything the loop needs, compiled from a recipe.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub recipe: Recipe,
-    pub system: SystemConfig,
-    pub tasks: Vec<TaskPlan>,
-    pub mixture: Mixture,
-    /// The decoder's first input.
-    pub first_token: FirstToken,
-    /// Updates in all.
-    pub total_steps: u64,
-    /// Updates per epoch (the sum of every sampled task's batches).
-    pub steps_per_epoch: u64,
-}
-
 /// How to run the loop.
 pub struct Options<'a, B: AutodiffBackend> {
+    /// The losses of the objectives the plan's tasks name (`objectives::registry()`).
+    pub objectives: Registry<B>,
     /// The run directory (`checkpoints/`, `train/metrics.jsonl`).
     pub run_dir: PathBuf,
     /// Stop after this step as if killed (after its checkpoint, if one is due): tests.
@@ -157,155 +111,53 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// The ranking parameters of a `ranking_softmax` task.
-pub fn ranking_of(p: &harness_recipe::schema::RankingSoftmax) -> Ranking {
-    Ranking {
-        scale: p.scale,
-        margin: p.margin,
-        bidirectional: p.bidirectional,
-    }
+/// Each task's loss on backend `B`, from `registry`.
+fn build_losses<B: AutodiffBackend>(
+    plan: &Plan,
+    registry: &Registry<B>,
+) -> Result<Vec<Box<dyn TaskLoss<B>>>, TrainError> {
+    plan.tasks
+        .iter()
+        .map(|t| {
+            let key = format!("tasks.{}", t.name);
+            match registry.build(t.objective.name(), &t.objective.params) {
+                Some(Ok(l)) => Ok(l),
+                Some(Err(e)) => Err(TrainError::recipe(
+                    format!("{key}.params"),
+                    e.msg,
+                    "see `harness validate` on the recipe",
+                )),
+                None => Err(TrainError::recipe(
+                    format!("{key}.objective"),
+                    format!("this build has no loss for `{}`", t.objective.name()),
+                    "use an objective `harness validate` accepts for training",
+                )),
+            }
+        })
+        .collect()
 }
 
-/// A joint loss on the encodings `u` (sources) and `v` (targets) of the batch `index` of
-/// `examples`.
-fn joint_loss<B: Backend>(
-    joint: &Joint,
-    u: Tensor<B, 2>,
-    v: Tensor<B, 2>,
-    examples: &[PairExample],
-    index: &[u32],
-) -> Tensor<B, 1> {
-    match joint {
-        Joint::L2(scale) => l2_similarity(u, v, *scale),
-        Joint::Ranking { weight, ranking } => {
-            let ex: Vec<&PairExample> = index.iter().map(|&i| &examples[i as usize]).collect();
-            let src: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
-            let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
-            let masks = RankingMasks::from_ids(&src, &tgt);
-            ranking_softmax(u, v, None, *ranking, &masks) * *weight
-        }
-    }
-}
-
-/// The loss of task `t` on one of its batches, and the real tokens it read.
-fn task_loss<B: AutodiffBackend>(
+/// The loss of task `t` on one of its batches plus the losses of the tasks joint with it
+/// (each times its weight), and the real tokens read.
+fn step_loss<B: AutodiffBackend>(
     model: &System<B>,
     plan: &Plan,
+    losses: &[Box<dyn TaskLoss<B>>],
     t: usize,
     index: &[u32],
     noise: &mut Noise,
     device: &B::Device,
 ) -> Result<(Tensor<B, 1>, usize), TrainError> {
     let task = &plan.tasks[t];
-    let data = task.data.as_ref().ok_or_else(|| {
-        TrainError::recipe(
-            format!("tasks.{}", task.name),
-            "a joint task has no batches of its own",
-            "remove `joint_with` or give the task its own corpus",
-        )
-    })?;
-    let no_decoder = || {
-        TrainError::recipe(
-            "model.decoder",
-            format!(
-                "task `{}` translates but the model has no decoder",
-                task.name
-            ),
-            "add `model.decoder: {kind: lstm, ...}`",
-        )
-    };
-    match (&task.objective, &data.examples) {
-        (Objective::Seq2seqCe(p), Examples::Pairs(ex)) => {
-            let b = pair_batch::<B>(ex, index, &plan.first_token, device);
-            let decoder = model.decoder.as_ref().ok_or_else(no_decoder)?;
-            let enc = model.encoder.forward(b.src.ids, b.src.mask, Some(noise));
-            let states = decoder.states(
-                enc.sentence.clone(),
-                b.to_tgt.language,
-                b.to_tgt.input.ids,
-                b.to_tgt.input.mask.clone(),
-                Some(noise),
-            );
-            let mut loss = decoder_ce(
-                decoder,
-                states,
-                b.to_tgt.output,
-                b.to_tgt.input.mask,
-                p.label_smoothing,
-            );
-            let mut tokens = b.src.tokens + b.to_tgt.input.tokens;
-            if p.both_directions || !task.joint.is_empty() {
-                let enc_t = model.encoder.forward(b.tgt.ids, b.tgt.mask, Some(noise));
-                if p.both_directions {
-                    let states = decoder.states(
-                        enc_t.sentence.clone(),
-                        b.to_src.language,
-                        b.to_src.input.ids,
-                        b.to_src.input.mask.clone(),
-                        Some(noise),
-                    );
-                    loss = loss
-                        + decoder_ce(
-                            decoder,
-                            states,
-                            b.to_src.output,
-                            b.to_src.input.mask,
-                            p.label_smoothing,
-                        );
-                    tokens += b.tgt.tokens + b.to_src.input.tokens;
-                }
-                for joint in &task.joint {
-                    loss = loss
-                        + joint_loss(joint, enc.sentence.clone(), enc_t.sentence.clone(), ex, index);
-                }
-            }
-            Ok((loss, tokens))
-        }
-        (Objective::RankingSoftmax(p), Examples::Pairs(ex)) => {
-            let b = pair_batch::<B>(ex, index, &plan.first_token, device);
-            let a = model.encoder.forward(b.src.ids, b.src.mask, Some(noise));
-            let c = model.encoder.forward(b.tgt.ids, b.tgt.mask, Some(noise));
-            let joint = Joint::Ranking {
-                weight: 1.0,
-                ranking: ranking_of(p),
-            };
-            Ok((
-                joint_loss(&joint, a.sentence, c.sentence, ex, index),
-                b.src.tokens + b.tgt.tokens,
-            ))
-        }
-        (Objective::L2Similarity(p), Examples::Pairs(ex)) => {
-            let b = pair_batch::<B>(ex, index, &plan.first_token, device);
-            let a = model.encoder.forward(b.src.ids, b.src.mask, Some(noise));
-            let c = model.encoder.forward(b.tgt.ids, b.tgt.mask, Some(noise));
-            Ok((
-                l2_similarity(a.sentence, c.sentence, p.alpha),
-                b.src.tokens + b.tgt.tokens,
-            ))
-        }
-        (Objective::NliClassification(p), Examples::Nli(ex)) => {
-            let head = plan.system.head_index(&p.head).ok_or_else(|| {
-                TrainError::recipe(
-                    format!("tasks.{}.params.head", task.name),
-                    format!("no head named `{}`", p.head),
-                    "declare it under `model.heads`",
-                )
-            })?;
-            let b = nli_batch::<B>(ex, index, device);
-            let u = model.encoder.forward(b.premise.ids, b.premise.mask, Some(noise));
-            let v = model.encoder.forward(b.hypothesis.ids, b.hypothesis.mask, Some(noise));
-            let logits = model.heads[head].forward(u.sentence, Some(v.sentence), Some(noise));
-            Ok((
-                classification_ce(logits, b.labels),
-                b.premise.tokens + b.hypothesis.tokens,
-            ))
-        }
-        (o, _) => Err(TrainError::recipe(
-            format!("tasks.{}.objective", task.name),
-            format!("objective `{}` cannot be trained on this corpus by this build", o.name()),
-            "use `seq2seq_ce`, `l2_similarity` (parallel corpora) or `nli_classification` (NLI corpora)",
-        )),
+    let mut step = Step::new(model, plan, task, index, noise, device);
+    let mut loss = losses[t].loss(&mut step)?;
+    for &j in &task.joint {
+        let joint = losses[j].loss(&mut step)?;
+        let weight = plan.tasks[j].weight;
+        // A weight of 1 adds no multiplication (and no rounding) to the graph.
+        loss = loss + if weight == 1.0 { joint } else { joint * weight };
     }
+    Ok((loss, step.tokens()))
 }
 
 fn io(path: &Path, e: std::io::Error) -> TrainError {
@@ -360,6 +212,7 @@ pub fn train<B: AutodiffBackend>(
     std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
         .map_err(|e| io(&opts.run_dir, e))?;
 
+    let losses = build_losses(plan, &opts.objectives)?;
     let mut model: System<B> = plan.system.init(recipe.seed, device);
     let mut optim = AnyOptimizer::<System<B>, B>::from_spec(&spec);
     let mut state = TrainState {
@@ -437,7 +290,7 @@ pub fn train<B: AutodiffBackend>(
         let pos = state.positions.get(&task.name).copied().unwrap_or_default();
         let (index, next) = data.batch_at(pos);
         let mut noise = Noise::new(recipe.seed, step);
-        let (loss, tokens) = task_loss(&model, plan, t, index, &mut noise, device)?;
+        let (loss, tokens) = step_loss(&model, plan, &losses, t, index, &mut noise, device)?;
         let value: f64 = loss.clone().into_scalar().elem();
         if !value.is_finite() {
             return Err(TrainError::Diverged {
@@ -550,6 +403,7 @@ mod tests {
     use burn::backend::{Autodiff, NdArray};
     use burn::module::{Module, ModuleVisitor, Param};
     use harness_data::records::{Bitext, NliLabel, NliPair};
+    use harness_recipe::Recipe;
     use std::collections::BTreeMap;
 
     type B = Autodiff<NdArray<f32>>;
@@ -627,6 +481,7 @@ train: {train}
 
     fn opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {
         Options {
+            objectives: crate::objectives::registry(),
             run_dir: dir.to_path_buf(),
             stop_after,
             progress: false,

@@ -12,6 +12,8 @@
 //! states), so a sentence's vector does not depend on what it is batched with (tested).
 //! Callers append `</s>` to every input, as LASER does, so no sentence is empty.
 
+use crate::encoder::pool::pool;
+use crate::encoder::sentence::Encoded;
 use crate::lstm::{MaskedLstm, MaskedLstmConfig};
 use crate::random::{dropout, Noise};
 use burn::config::Config;
@@ -59,15 +61,6 @@ pub struct BilstmEncoder<B: Backend> {
     pub pool: String,
     /// Dropout probability.
     pub dropout: f64,
-}
-
-/// What the encoder gives its callers.
-#[derive(Debug, Clone)]
-pub struct Encoded<B: Backend> {
-    /// The sentence vectors `[batch, d_sentence]`.
-    pub sentence: Tensor<B, 2>,
-    /// Top-layer states `[batch, time, d_states]` (zero at padded positions).
-    pub states: Tensor<B, 3>,
 }
 
 impl BilstmEncoderConfig {
@@ -148,13 +141,12 @@ impl<B: Backend> BilstmEncoder<B> {
         mask: Tensor<B, 2>,
         mut noise: Option<&mut Noise>,
     ) -> Encoded<B> {
-        let [batch, time] = tokens.dims();
+        let [_, time] = tokens.dims();
         let embedded = dropout(&mut noise, self.embedding.forward(tokens), self.dropout);
         // Time-major through the layers: each layer is one fused operation over the sequence.
         let mask_tm = mask.clone().swap_dims(0, 1);
         let mut x = embedded.swap_dims(0, 1);
         let mut finals: Vec<Tensor<B, 2>> = Vec::new();
-        let mut d = self.embedding.weight.dims()[1];
         let n = self.forward.len();
         // The final state of a direction: its last step, or its first for the reverse one.
         let last = |hs: &Tensor<B, 3>, step: usize| {
@@ -168,7 +160,6 @@ impl<B: Backend> BilstmEncoder<B> {
             let (out, finals_i) = match rev {
                 Some(rev) => {
                     let out_r = rev.forward_tm(x, mask_tm.clone(), None, None);
-                    d = 2 * fwd.d_hidden;
                     let fin = if time > 0 {
                         vec![last(&out_f, time - 1), last(&out_r, 0)]
                     } else {
@@ -177,7 +168,6 @@ impl<B: Backend> BilstmEncoder<B> {
                     (Tensor::cat(vec![out_f, out_r], 2), fin)
                 }
                 None => {
-                    d = fwd.d_hidden;
                     let fin = if time > 0 {
                         vec![last(&out_f, time - 1)]
                     } else {
@@ -195,34 +185,13 @@ impl<B: Backend> BilstmEncoder<B> {
         }
         let x = x.swap_dims(0, 1);
         // Zero the padded positions: the forward direction carries its last state there.
-        let mask3 = mask.clone().unsqueeze_dim::<3>(2);
-        let states = x * mask3.clone();
-        let sentence = match self.pool.as_str() {
-            "mean" => {
-                let len = mask.sum_dim(1); // [batch, 1]
-                states.clone().sum_dim(1).reshape([batch, d]) / len
-            }
-            "last" => {
-                if finals.is_empty() {
-                    states.clone().sum_dim(1).reshape([batch, d])
-                } else {
-                    Tensor::cat(finals, 1)
-                }
-            }
-            "cls" => states
-                .clone()
-                .slice([0..batch, 0..1, 0..d])
-                .reshape([batch, d]),
-            _ => {
-                let pad = mask3.equal_elem(0.0).expand([batch, time, d]);
-                states
-                    .clone()
-                    .mask_fill(pad, f32::NEG_INFINITY)
-                    .max_dim(1)
-                    .reshape([batch, d])
-            }
-        };
-        Encoded { sentence, states }
+        let states = x * mask.clone().unsqueeze_dim::<3>(2);
+        let sentence = pool(&self.pool, states.clone(), mask.clone(), finals);
+        Encoded {
+            sentence,
+            states,
+            mask,
+        }
     }
 }
 

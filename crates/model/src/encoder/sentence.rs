@@ -1,0 +1,147 @@
+//! The trainable sentence encoders as one type: [`SentenceEncoder`] is an enum over the
+//! encoder modules (the shape of burn's and candle's examples), with one `forward` from a
+//! batch of inputs to [`Encoded`]: per-token states, their mask and the pooled sentence
+//! vector. Training, evaluation of a run, export and the `--encoder` factory only ever hold
+//! a `SentenceEncoder`; a run records its kind in its resolved recipe and loads whatever
+//! kind it holds.
+//!
+//! Adding an encoder kind: its module file beside this one, a variant in
+//! [`SentenceEncoder`] and [`SentenceEncoderConfig`], and its arm in
+//! [`SentenceEncoderConfig::from_recipe`]. Room is kept for `transformer` (multilingual USE)
+//! and `bert` (the pretrained encoders, fine-tuned).
+
+use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig};
+use crate::encoder::cbow::{CbowEncoder, CbowEncoderConfig};
+use crate::error::ModelError;
+use crate::input::Padded;
+use crate::random::Noise;
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use harness_recipe::schema::Encoder;
+
+/// What an encoder gives its callers.
+#[derive(Debug, Clone)]
+pub struct Encoded<B: Backend> {
+    /// The sentence vectors `[batch, d_sentence]`.
+    pub sentence: Tensor<B, 2>,
+    /// Top-layer states `[batch, time, d_states]` (zero at padded positions).
+    pub states: Tensor<B, 3>,
+    /// `[batch, time]`, 1 at real tokens.
+    pub mask: Tensor<B, 2>,
+}
+
+/// A trainable sentence encoder of any kind.
+#[derive(Module, Debug)]
+pub enum SentenceEncoder<B: Backend> {
+    /// Stacked (Bi)LSTM (`bilstm`, `lstm`).
+    Bilstm(BilstmEncoder<B>),
+    /// Pooled word embeddings (`cbow`).
+    Cbow(CbowEncoder<B>),
+}
+
+/// The configuration of a [`SentenceEncoder`].
+#[derive(Debug, Clone)]
+pub enum SentenceEncoderConfig {
+    Bilstm(BilstmEncoderConfig),
+    Cbow(CbowEncoderConfig),
+}
+
+impl SentenceEncoderConfig {
+    /// The encoder a recipe's `model.encoder` block describes, over `n_vocab` tokens;
+    /// `dropout` is the optimizer's, used where the block sets none.
+    pub fn from_recipe(e: &Encoder, n_vocab: usize, dropout: f64) -> Result<Self, ModelError> {
+        let pick = |own: f64| if own > 0.0 { own } else { dropout };
+        Ok(match e {
+            Encoder::Bilstm(e) => SentenceEncoderConfig::Bilstm(
+                BilstmEncoderConfig::from_bilstm(n_vocab, e).with_dropout(pick(e.dropout)),
+            ),
+            Encoder::Lstm(e) => SentenceEncoderConfig::Bilstm(
+                BilstmEncoderConfig::from_lstm(n_vocab, e).with_dropout(pick(e.dropout)),
+            ),
+            Encoder::Cbow(e) => SentenceEncoderConfig::Cbow(CbowEncoderConfig::from_recipe(n_vocab, e)),
+            other => {
+                return Err(ModelError::Unsupported {
+                    key: "model.encoder.kind".into(),
+                    detail: format!("encoder `{}` cannot be trained by this build", other.kind()),
+                    fix: format!(
+                        "use one of {} (the transformer and the pretrained encoders come with later issues)",
+                        TRAINABLE.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                })
+            }
+        })
+    }
+
+    /// Size of the sentence vector.
+    pub fn d_sentence(&self) -> usize {
+        match self {
+            SentenceEncoderConfig::Bilstm(c) => c.d_sentence(),
+            SentenceEncoderConfig::Cbow(c) => c.d_embed,
+        }
+    }
+
+    /// Builds the encoder (weights to be initialised by the caller).
+    pub fn init<B: Backend>(&self, device: &B::Device) -> SentenceEncoder<B> {
+        match self {
+            SentenceEncoderConfig::Bilstm(c) => SentenceEncoder::Bilstm(c.init(device)),
+            SentenceEncoderConfig::Cbow(c) => SentenceEncoder::Cbow(c.init(device)),
+        }
+    }
+
+    /// The encoder's architecture as `config.json` of an export describes it.
+    pub fn describe(&self) -> serde_json::Value {
+        match self {
+            SentenceEncoderConfig::Bilstm(c) => serde_json::json!({
+                "architecture": "harness-bilstm",
+                "n_vocab": c.n_vocab,
+                "d_embed": c.d_embed,
+                "layers": c.layers.iter().map(|l| serde_json::json!({
+                    "d_hidden": l.d_hidden, "bidirectional": l.bidirectional
+                })).collect::<Vec<_>>(),
+                "pool": c.pool,
+                "d_sentence": c.d_sentence(),
+                "gates": "fused [input, forget, cell, output]; forward.N / reverse.N per layer",
+            }),
+            SentenceEncoderConfig::Cbow(c) => serde_json::json!({
+                "architecture": "harness-cbow",
+                "n_vocab": c.n_vocab,
+                "d_embed": c.d_embed,
+                "pool": c.pool,
+                "d_sentence": c.d_embed,
+            }),
+        }
+    }
+}
+
+/// Recipe encoder kinds this build trains.
+pub const TRAINABLE: &[&str] = &["bilstm", "lstm", "cbow"];
+
+impl<B: Backend> SentenceEncoder<B> {
+    /// Encodes a padded batch (`noise`: dropout draws while training, `None` at inference).
+    pub fn forward(&self, input: &Padded<B>, noise: Option<&mut Noise>) -> Encoded<B> {
+        match self {
+            SentenceEncoder::Bilstm(e) => e.forward(input.ids.clone(), input.mask.clone(), noise),
+            SentenceEncoder::Cbow(e) => e.forward(input, noise),
+        }
+    }
+
+    /// The embedding cache's fingerprint of this encoder with weights `weights_id`, a
+    /// tokenizer of digest `tokenizer` and inputs clipped to `max_len` tokens. (The BiLSTM's
+    /// is the one runs written before encoders became an enum have in their caches.)
+    pub fn fingerprint(&self, weights_id: &str, tokenizer: &str, max_len: usize) -> String {
+        let (tag, pool) = match self {
+            SentenceEncoder::Bilstm(e) => ("trained-bilstm/v2", &e.pool),
+            SentenceEncoder::Cbow(e) => ("trained-cbow/v1", &e.pool),
+        };
+        format!("{tag};weights={weights_id};tokenizer={tokenizer};pool={pool};max_len={max_len}")
+    }
+
+    /// The device of the weights.
+    pub fn device(&self) -> B::Device {
+        match self {
+            SentenceEncoder::Bilstm(e) => e.embedding.weight.device(),
+            SentenceEncoder::Cbow(e) => e.embedding.weight.device(),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! One training step's view of its batch, handed to every loss computed on it: the
+//! batch's examples, its tensors (built once), and its sentence encodings (computed once, on
+//! first use, in the order the losses ask for them). The task drawn by the mixture computes
+//! its loss first, then each task joint with it (`joint_with`) on the same encodings; so a
+//! joint loss costs no second forward pass, and the order of random draws (dropout) is the
+//! order in which the losses read the encodings.
+
+use crate::batch::{nli_batch, pair_batch, NliBatch, PairBatch};
+use crate::data::{Examples, NliExample, PairExample};
+use crate::plan::{Plan, TaskPlan};
+use crate::TrainError;
+use burn::tensor::backend::AutodiffBackend;
+use harness_model::decoder::LstmDecoder;
+use harness_model::encoder::Encoded;
+use harness_model::heads::Mlp;
+use harness_model::random::Noise;
+use harness_model::system::System;
+
+/// Which sentence of each example: the source of a pair or an NLI premise (`First`), the
+/// target or the hypothesis (`Second`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    First,
+    Second,
+}
+
+/// The batch's tensors, by example kind.
+enum Tensors<B: AutodiffBackend> {
+    Pairs(PairBatch<B>),
+    Nli(NliBatch<B>),
+}
+
+/// A training step on one batch (see the module doc).
+pub struct Step<'a, B: AutodiffBackend> {
+    model: &'a System<B>,
+    plan: &'a Plan,
+    task: &'a TaskPlan,
+    index: &'a [u32],
+    noise: &'a mut Noise,
+    device: &'a B::Device,
+    tensors: Option<Tensors<B>>,
+    encoded: [Option<Encoded<B>>; 2],
+    tokens: usize,
+}
+
+impl<'a, B: AutodiffBackend> Step<'a, B> {
+    /// A step of `task` (the one the mixture drew) on the examples `index` of its data.
+    pub fn new(
+        model: &'a System<B>,
+        plan: &'a Plan,
+        task: &'a TaskPlan,
+        index: &'a [u32],
+        noise: &'a mut Noise,
+        device: &'a B::Device,
+    ) -> Self {
+        Step {
+            model,
+            plan,
+            task,
+            index,
+            noise,
+            device,
+            tensors: None,
+            encoded: [None, None],
+            tokens: 0,
+        }
+    }
+
+    /// Real tokens read so far (encoder inputs once each, plus what losses add).
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Counts tokens a loss reads besides the encoder inputs (decoder inputs).
+    pub fn add_tokens(&mut self, n: usize) {
+        self.tokens += n;
+    }
+
+    /// The model.
+    pub fn model(&self) -> &'a System<B> {
+        self.model
+    }
+
+    /// The training plan.
+    pub fn plan(&self) -> &'a Plan {
+        self.plan
+    }
+
+    /// The device of the batch's tensors.
+    pub fn device(&self) -> &'a B::Device {
+        self.device
+    }
+
+    /// This step's random draws (dropout).
+    pub fn noise(&mut self) -> &mut Noise {
+        self.noise
+    }
+
+    fn examples(&self) -> Result<&'a Examples, TrainError> {
+        self.task.data.as_ref().map(|d| &d.examples).ok_or_else(|| {
+            TrainError::recipe(
+                format!("tasks.{}", self.task.name),
+                "a joint task has no batches of its own",
+                "remove `joint_with` or give the task its own corpus",
+            )
+        })
+    }
+
+    fn wrong_kind(&self, want: &str) -> TrainError {
+        TrainError::recipe(
+            format!("tasks.{}.corpus", self.task.name),
+            format!("a loss on this task's batches reads {want}, which its corpus does not give"),
+            "give the task (or the task it is joint with) a corpus of that kind",
+        )
+    }
+
+    /// The batch's translation examples.
+    pub fn pairs(&self) -> Result<Vec<&'a PairExample>, TrainError> {
+        match self.examples()? {
+            Examples::Pairs(ex) => Ok(self.index.iter().map(|&i| &ex[i as usize]).collect()),
+            _ => Err(self.wrong_kind("translation pairs")),
+        }
+    }
+
+    /// The batch's NLI examples.
+    pub fn nli(&self) -> Result<Vec<&'a NliExample>, TrainError> {
+        match self.examples()? {
+            Examples::Nli(ex) => Ok(self.index.iter().map(|&i| &ex[i as usize]).collect()),
+            _ => Err(self.wrong_kind("NLI triples")),
+        }
+    }
+
+    fn tensors(&mut self) -> Result<&Tensors<B>, TrainError> {
+        if self.tensors.is_none() {
+            let t = match self.examples()? {
+                Examples::Pairs(ex) => Tensors::Pairs(pair_batch::<B>(
+                    ex,
+                    self.index,
+                    &self.plan.first_token,
+                    self.device,
+                )),
+                Examples::Nli(ex) => Tensors::Nli(nli_batch::<B>(ex, self.index, self.device)),
+            };
+            self.tensors = Some(t);
+        }
+        Ok(self.tensors.as_ref().expect("set above"))
+    }
+
+    /// The tensors of a batch of translation pairs.
+    pub fn pair_batch(&mut self) -> Result<&PairBatch<B>, TrainError> {
+        let err = self.wrong_kind("translation pairs");
+        match self.tensors()? {
+            Tensors::Pairs(b) => Ok(b),
+            _ => Err(err),
+        }
+    }
+
+    /// The tensors of a batch of NLI examples.
+    pub fn nli_batch(&mut self) -> Result<&NliBatch<B>, TrainError> {
+        let err = self.wrong_kind("NLI triples");
+        match self.tensors()? {
+            Tensors::Nli(b) => Ok(b),
+            _ => Err(err),
+        }
+    }
+
+    /// The encodings of one side of the batch, computed on first use.
+    pub fn encode(&mut self, side: Side) -> Result<Encoded<B>, TrainError> {
+        let k = side as usize;
+        if let Some(e) = &self.encoded[k] {
+            return Ok(e.clone());
+        }
+        let input = match (self.tensors()?, side) {
+            (Tensors::Pairs(b), Side::First) => b.src.clone(),
+            (Tensors::Pairs(b), Side::Second) => b.tgt.clone(),
+            (Tensors::Nli(b), Side::First) => b.premise.clone(),
+            (Tensors::Nli(b), Side::Second) => b.hypothesis.clone(),
+        };
+        self.tokens += input.tokens;
+        let e = self.model.encoder().forward(&input, Some(self.noise));
+        self.encoded[k] = Some(e.clone());
+        Ok(e)
+    }
+
+    /// The decoder, or an error naming the task that needs one.
+    pub fn decoder(&self) -> Result<&'a LstmDecoder<B>, TrainError> {
+        self.model.decoder.as_ref().ok_or_else(|| {
+            TrainError::recipe(
+                "model.decoder",
+                format!(
+                    "task `{}` decodes but the model has no decoder",
+                    self.task.name
+                ),
+                "add `model.decoder: {kind: lstm, ...}`",
+            )
+        })
+    }
+
+    /// The head named `name` in `model.heads`.
+    pub fn head(&self, name: &str) -> Result<&'a Mlp<B>, TrainError> {
+        let i = self.plan.system.head_index(name).ok_or_else(|| {
+            TrainError::recipe(
+                format!("tasks.{}.params.head", self.task.name),
+                format!("no head named `{name}`"),
+                "declare it under `model.heads`",
+            )
+        })?;
+        Ok(&self.model.heads[i])
+    }
+}
