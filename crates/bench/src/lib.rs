@@ -1,11 +1,13 @@
-//! harness-bench: the benchmarks. Declarations as data (`benchmarks/*.yaml`, [`registry`]),
-//! one file per protocol ([`protocols`], each naming its reference implementation), the
-//! classifiers ([`classify`]), kNN and metrics, and the [`runner`] that evaluates an encoder
-//! and writes one result file per benchmark. It also supplies the names a recipe may refer
+//! harness-bench: the benchmarks. Declarations as data (`benchmarks/*.yaml`: one
+//! [`benchmark::Benchmark`] each, collected by the [`registry`]), one file per protocol
+//! ([`protocols`], each naming its reference implementation, all listed in
+//! [`protocols::ALL`]), the classifiers ([`classify`]), kNN and metrics, and the [`runner`]
+//! that evaluates an encoder and writes one result file per benchmark. It also supplies the names a recipe may refer
 //! to ([`known`]) and loads recipes against them ([`load_recipe`]).
 //! Uses: harness-core, harness-recipe, harness-data, harness-embed (never a model: any
 //! [`harness_embed::Encoder`] is measured the same way).
 
+pub mod benchmark;
 pub mod classify;
 pub mod error;
 pub mod knn;

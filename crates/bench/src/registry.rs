@@ -2,142 +2,21 @@
 //! protocol, split, languages, protocol parameters), groups in `benchmarks/groups.yaml`,
 //! and the report table specs' names from `benchmarks/tables/*.yaml`. All of it is
 //! compiled into the binary, so recipes are checked against the exact set a build runs.
-//! Adding a benchmark of an existing protocol is a YAML file, not code.
+//! Adding a benchmark of an existing protocol is a YAML file, not code. Every declaration
+//! names one of [`crate::protocols::ALL`], checked when the registry is read.
 
+// The declaration types live below the protocols (which read them without the registry);
+// callers have always named them here.
+pub use crate::benchmark::{Benchmark, Overrides};
+
+use crate::protocols;
 use include_dir::{include_dir, Dir};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 static BENCHMARKS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../benchmarks");
 
-/// The protocols harness implements (`src/bench/protocols/`).
-pub const PROTOCOLS: &[&str] = &[
-    "sts",
-    "senteval-classification",
-    "xnli-zero-shot",
-    "mldoc",
-    "bucc-mining",
-    "tatoeba-search",
-    "multiway-search",
-    "retrieval-p1",
-    "intent-knn",
-    "sentiment-transfer",
-    "eigen-similarity",
-];
-
 /// The group that stands for every benchmark.
 pub const ALL: &str = "all";
-
-/// One benchmark, as declared in `benchmarks/<name>.yaml`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Benchmark {
-    pub name: String,
-    pub description: String,
-    /// Dataset name in `datasets.lock`.
-    pub dataset: String,
-    /// One of [`PROTOCOLS`].
-    pub protocol: String,
-    pub split: String,
-    /// Languages or language pairs evaluated (default: every one the dataset has).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub languages: Vec<String>,
-    /// Protocol-specific parameters.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub params: BTreeMap<String, serde_yaml::Value>,
-}
-
-/// Changes to a benchmark's declaration for one run (a recipe's `evaluate:` entry, or
-/// `harness eval --set BENCH.KEY=VALUE`): `params` merge over the declared parameters,
-/// `languages` replaces the declared list. Recorded in every result file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Overrides {
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub params: BTreeMap<String, serde_yaml::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub languages: Option<Vec<String>>,
-}
-
-impl Overrides {
-    /// Whether nothing is overridden.
-    pub fn is_empty(&self) -> bool {
-        self.params.is_empty() && self.languages.is_none()
-    }
-
-    /// `other` on top of `self` (its params win, its languages replace).
-    pub fn merged(&self, other: &Overrides) -> Overrides {
-        let mut params = self.params.clone();
-        params.extend(other.params.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Overrides {
-            params,
-            languages: other.languages.clone().or_else(|| self.languages.clone()),
-        }
-    }
-
-    /// Parses `KEY=VALUE` for one benchmark (`epochs=5`, `languages=[en, de]`); the value
-    /// is read as YAML.
-    pub fn parse_set(raw: &str) -> Result<(String, String, serde_yaml::Value), String> {
-        let (key, value) = raw.split_once('=').ok_or_else(|| {
-            format!("`--set {raw}`: expected BENCH.KEY=VALUE, for example `--set xnli.epochs=20`")
-        })?;
-        let (bench, param) = key.trim().split_once('.').ok_or_else(|| {
-            format!(
-                "`--set {raw}`: the key names a benchmark (or group) and one of its parameters, \
-                 for example `xnli.epochs`"
-            )
-        })?;
-        if bench.is_empty() || param.is_empty() || param.contains('.') {
-            return Err(format!(
-                "`--set {raw}`: expected BENCH.KEY=VALUE with one parameter name, for example `xnli.epochs=20`"
-            ));
-        }
-        let value = serde_yaml::from_str::<serde_yaml::Value>(value)
-            .unwrap_or_else(|_| serde_yaml::Value::String(value.into()));
-        Ok((bench.to_string(), param.to_string(), value))
-    }
-
-    /// Adds one parsed `--set` (`languages` replaces the list; any other key is a parameter).
-    pub fn set(&mut self, param: &str, value: serde_yaml::Value) -> Result<(), String> {
-        if param == "languages" {
-            let list: Vec<String> = serde_yaml::from_value(value).map_err(|e| {
-                format!("`languages` takes a list of language names, like `[en, de]` ({e})")
-            })?;
-            self.languages = Some(list);
-        } else {
-            self.params.insert(param.to_string(), value);
-        }
-        Ok(())
-    }
-}
-
-impl Benchmark {
-    /// The declaration with `overrides` applied.
-    pub fn with(&self, overrides: &Overrides) -> Benchmark {
-        let mut b = self.clone();
-        b.params
-            .extend(overrides.params.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(l) = &overrides.languages {
-            b.languages = l.clone();
-        }
-        b
-    }
-
-    /// Identity of everything in the declaration that can change a number (dataset,
-    /// protocol, split, languages, parameters; not the description): sha256 of its
-    /// canonical JSON. A kept result is reused only while this is unchanged.
-    pub fn identity(&self) -> String {
-        let json = serde_json::json!({
-            "name": self.name,
-            "dataset": self.dataset,
-            "protocol": self.protocol,
-            "split": self.split,
-            "languages": self.languages,
-            "params": self.params,
-        });
-        // serde_json maps are sorted (no `preserve_order`), so this text is canonical.
-        harness_core::fsutil::sha256_hex(json.to_string().as_bytes())
-    }
-}
 
 /// [`harness_recipe::Known::check_bench`] for the embedded registry: the overrides of an
 /// `evaluate:` entry applied to its benchmark (or each member of its group) must parse as
@@ -160,7 +39,7 @@ pub fn check_overrides(
     let mut out = Vec::new();
     for m in members {
         if let Some(b) = registry.get(&m) {
-            if let Err(e) = super::protocols::check_params(&b.with(&overrides)) {
+            if let Err(e) = protocols::check_params(&b.with(&overrides)) {
                 let key = params
                     .keys()
                     .find(|k| e.contains(&format!("`{k}`")))
@@ -263,14 +142,15 @@ impl Registry {
                     format!("`name: {}` must match the file name", b.name),
                 ));
             }
-            if !PROTOCOLS.contains(&b.protocol.as_str()) {
+            if protocols::find(&b.protocol).is_none() {
+                let known = protocols::names();
                 return Err(decl(
                     file,
                     format!(
                         "unknown protocol `{}`{}; known: {}",
                         b.protocol,
-                        harness_core::suggest::did_you_mean(&b.protocol, PROTOCOLS),
-                        PROTOCOLS.join(", ")
+                        harness_core::suggest::did_you_mean(&b.protocol, &known),
+                        known.join(", ")
                     ),
                 ));
             }
@@ -435,6 +315,22 @@ mod tests {
         assert_eq!(got.len(), 9, "mr is not repeated");
         let err = r.expand(&["tatoeb".to_string()]).unwrap_err().to_string();
         assert!(err.contains("did you mean `tatoeba`"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_protocol_is_refused_naming_the_protocols_of_this_build() {
+        let yaml = "name: x\ndescription: d\ndataset: d\nprotocol: tatoeba-serch\nsplit: test\n";
+        let files = [("x.yaml".to_string(), yaml.to_string())];
+        let err = Registry::from_files(&files, Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("benchmarks/x.yaml: unknown protocol `tatoeba-serch`")
+                && err.contains("did you mean `tatoeba-search`"),
+            "{err}"
+        );
+        let known = err.split("; known: ").nth(1).unwrap();
+        assert_eq!(known, crate::protocols::names().join(", "));
     }
 
     #[test]

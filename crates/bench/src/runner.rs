@@ -3,9 +3,10 @@
 //! is installed on first use; a failing benchmark is recorded in its result file and the
 //! run goes on with the others (the exit code says whether any failed).
 
+use super::benchmark::{Benchmark, Overrides};
 use super::error::BenchError;
-use super::protocols::{protocol, Context, Outcome};
-use super::registry::{Benchmark, Overrides, Registry};
+use super::protocols::{self, Context, Outcome};
+use super::registry::Registry;
 use harness_core::fsutil::write_atomic;
 use harness_core::settings::Settings;
 use harness_data::fetch::ensure_dataset;
@@ -92,7 +93,7 @@ pub fn ensure_benchmark_data(
     settings: &Settings,
 ) -> Result<BTreeMap<String, PathBuf>, BenchError> {
     let mut dirs = BTreeMap::new();
-    for d in super::protocols::datasets_read(bench)? {
+    for d in protocols::datasets_read(bench)? {
         let dir = ensure_dataset(settings, &d)?;
         dirs.insert(d, dir);
     }
@@ -117,20 +118,17 @@ pub fn run_benchmark(
             benchmark: name.to_string(),
             detail: "no declaration in benchmarks/".into(),
         })?;
-        let run = protocol(&bench.protocol).ok_or_else(|| BenchError::Protocol {
+        let protocol = protocols::find(&bench.protocol).ok_or_else(|| BenchError::Protocol {
             benchmark: name.to_string(),
-            detail: format!(
-                "protocol `{}` is not implemented in this build",
-                bench.protocol
-            ),
+            detail: protocols::not_implemented(&bench.protocol),
         })?;
-        super::protocols::check_params(bench).map_err(|detail| BenchError::Params {
+        (protocol.check_params)(bench).map_err(|detail| BenchError::Params {
             benchmark: name.to_string(),
             detail,
         })?;
         let mut dirs = ensure_benchmark_data(bench, settings)?;
         let own = dirs.remove(&bench.dataset).unwrap_or_default();
-        run(&Context {
+        (protocol.run)(&Context {
             benchmark: bench,
             dataset_dir: &own,
             side: &dirs,
@@ -285,11 +283,9 @@ pub fn plan(registry: &Registry, entries: &[(String, Overrides)]) -> Result<Plan
             continue;
         }
         if let Some(b) = registry.get(name) {
-            super::protocols::check_params(&b.with(overrides)).map_err(|detail| {
-                BenchError::Params {
-                    benchmark: name.clone(),
-                    detail,
-                }
+            protocols::check_params(&b.with(overrides)).map_err(|detail| BenchError::Params {
+                benchmark: name.clone(),
+                detail,
             })?;
         }
     }

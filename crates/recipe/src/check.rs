@@ -5,96 +5,11 @@
 //! "did you mean" for misspelt names.
 
 use super::de::{self, path_string, DeError, Path, Seg};
+use super::error::Problem;
 use super::load::Sources;
 use super::schema::*;
 use serde_yaml::Value;
 use std::collections::BTreeSet;
-use std::fmt;
-use std::path::PathBuf;
-
-/// One thing wrong with a recipe.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
-    /// The file that holds the offending key (the recipe, or a `base:` file).
-    pub file: PathBuf,
-    /// 1-based line of the key, when the file spells it out.
-    pub line: Option<usize>,
-    /// Dotted key path in the resolved recipe (`model.encoder.layers`, `tasks[1].corpus`).
-    pub key: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-    /// A likely intended name.
-    pub suggestion: Option<String>,
-    /// Where the value came from when not the file itself (`set by --set ...`).
-    pub note: Option<String>,
-}
-
-impl Problem {
-    pub fn new(
-        file: PathBuf,
-        line: Option<usize>,
-        key: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Problem {
-        Problem {
-            file,
-            line,
-            key: key.into(),
-            message: message.into(),
-            suggestion: None,
-            note: None,
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(l) = self.line {
-            write!(f, ":{l}")?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": {}", self.key)?;
-        }
-        write!(f, ": {}", self.message)?;
-        if let Some(s) = &self.suggestion {
-            write!(f, " (did you mean `{s}`?)")?;
-        }
-        if let Some(n) = &self.note {
-            write!(f, " [{n}]")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a recipe could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum RecipeError {
-    /// Every problem found, in file order.
-    #[error("{}", render(problems))]
-    Invalid { problems: Vec<Problem> },
-    /// The benchmark registry or dataset lock compiled into the binary is broken.
-    #[error("{0}")]
-    Setup(String),
-}
-
-fn render(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(Problem::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl RecipeError {
-    /// The problems (empty for a setup error).
-    pub fn problems(&self) -> &[Problem] {
-        match self {
-            RecipeError::Invalid { problems } => problems,
-            RecipeError::Setup(_) => &[],
-        }
-    }
-}
 
 /// The names a recipe may refer to outside itself.
 #[derive(Debug, Clone, Default)]

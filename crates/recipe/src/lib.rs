@@ -11,11 +11,13 @@
 
 pub mod check;
 pub mod de;
+pub mod error;
 pub mod fingerprint;
 pub mod load;
 pub mod schema;
 
-pub use check::{Known, Problem, RecipeError};
+pub use check::Known;
+pub use error::{Problem, RecipeError};
 pub use fingerprint::Fingerprint;
 pub use schema::Recipe;
 

@@ -5,8 +5,8 @@
 //! key, and an error can still be traced back to the file and line that set it
 //! ([`Sources::attribute`]).
 
-use super::check::Problem;
 use super::de::{path_string, Path, Seg};
+use super::error::Problem;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_yaml::{Mapping, Value};
 use std::fmt;

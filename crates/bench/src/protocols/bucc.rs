@@ -55,7 +55,7 @@
 //! last score; `strip()` is Rust's `trim()` (Unicode White_Space; Python also strips
 //! U+001C..U+001F).
 
-use super::{Context, Outcome};
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::knn::{top_k, KnnError, KnnOptions, Metric};
@@ -556,6 +556,14 @@ pub fn evaluate_set(
     });
     Ok(PairResult { scores, cv_f1 })
 }
+
+/// `bucc-mining`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "bucc-mining",
+    check_params: parses_as::<BuccParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// The `bucc-mining` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -42,7 +42,7 @@
 //! the matrices are 10 × 10 and symmetric, and Jacobi is exact to rounding for them;
 //! nalgebra or faer would add minutes of build time for one small routine.
 
-use super::{stream_of, Context, Outcome};
+use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::knn::gemm_nt;
@@ -93,6 +93,14 @@ pub struct Psi {
     /// Standard error of that mean (sample standard deviation / √N).
     pub std_error: f64,
 }
+
+/// `eigen-similarity`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "eigen-similarity",
+    check_params: parses_as::<Params>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// The protocol's entry point.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -6,7 +6,7 @@
 //! every other token (a language tag such as `de:`) is ignored. So a sentence means the same
 //! in every "language", and classes built from the `cK` tokens are separable.
 
-use crate::registry::Benchmark;
+use crate::benchmark::Benchmark;
 use harness_embed::matrix::Matrix;
 use harness_embed::Encoder;
 use std::collections::{BTreeMap, HashMap};
@@ -67,7 +67,7 @@ impl Encoder for HashEncoder {
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, harness_embed::EncodeError> {
         let mut m = Matrix::zeros(sentences.len(), 8);
         for (i, s) in sentences.iter().enumerate() {
-            let mut h = crate::protocols::stream_of(s);
+            let mut h = crate::protocols::def::stream_of(s);
             for v in m.row_mut(i) {
                 h = harness_embed::hashed::splitmix64(h);
                 *v = (h >> 40) as f32 / (1u64 << 24) as f32 - 0.5;

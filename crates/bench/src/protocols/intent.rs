@@ -33,7 +33,7 @@
 //! `leave_one_out: false` keeps the own translation among the neighbours (an upper bound
 //! that measures translation retrieval more than intent similarity).
 
-use super::{Context, Outcome};
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
 use crate::knn::{top_k_excluding, KnnOptions, Metric};
 use harness_data::loaders::{slot_gated, xsid};
@@ -153,6 +153,14 @@ pub fn nearest_neighbour_accuracy(
         total: queries.len(),
     })
 }
+
+/// `intent-knn`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "intent-knn",
+    check_params: parses_as::<Params>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// The protocol's entry point.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
@@ -338,9 +346,9 @@ fn load(ctx: &Context) -> Result<BTreeMap<String, Vec<Item>>, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::benchmark::Benchmark;
     use crate::protocols::fake_encoder::TableEncoder;
     use crate::protocols::test_support::run_real;
-    use crate::registry::Benchmark;
     use harness_core::shared_datasets_dir;
     use harness_embed::Encoder;
 

@@ -23,7 +23,7 @@
 //! (default: every SIB-200 folder). Every random choice derives from the benchmark seed
 //! (the reference uses seed 1 with PyTorch's generators).
 
-use super::{sub_seed, Context, Outcome};
+use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
 use harness_data::loaders::sib200;
@@ -161,6 +161,14 @@ fn mean(v: &[f64]) -> f64 {
         v.iter().sum::<f64>() / v.len() as f64
     }
 }
+
+/// `mldoc`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "mldoc",
+    check_params: parses_as::<MldocParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -3,9 +3,13 @@
 //! dataset through the loaders, embeds sentences through the [`Encoder`] it is given (already
 //! wrapped in the embedding cache by the runner) and returns an [`Outcome`]. Every protocol
 //! file starts with a comment naming its reference: the paper section, and the reference
-//! implementation's file where one exists.
+//! implementation's file where one exists, and defines itself once as its `DEF`
+//! ([`ProtocolDef`]). [`ALL`] lists them; everything that names a protocol reads that list.
+//!
+//! [`Encoder`]: harness_embed::Encoder
 
 pub mod bucc;
+pub mod def;
 pub mod eigen;
 pub mod intent;
 pub mod mldoc;
@@ -20,123 +24,58 @@ pub mod xnli;
 #[cfg(test)]
 pub(crate) mod fake_encoder;
 
-use super::error::BenchError;
-use super::registry::Benchmark;
-use harness_embed::matrix::Matrix;
-use harness_embed::Encoder;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+pub use def::{Context, Outcome, ProtocolDef};
 
-/// Everything a protocol needs.
-pub struct Context<'a> {
-    /// The benchmark's declaration.
-    pub benchmark: &'a Benchmark,
-    /// The installed dataset folder (`<data_dir>/<benchmark.dataset>`).
-    pub dataset_dir: &'a Path,
-    /// The other datasets the protocol reads ([`side_datasets`]), installed and verified
-    /// by the runner: name → folder. A protocol reaches them only through
-    /// [`Context::side_dataset`], never by building a path.
-    pub side: &'a BTreeMap<String, PathBuf>,
-    /// The encoder under test (cached).
-    pub encoder: &'a dyn Encoder,
-    /// Root of every random choice of this benchmark (folds, samples, initialisation).
-    pub seed: u64,
+use crate::benchmark::Benchmark;
+use crate::error::BenchError;
+
+/// Every protocol of this build, in the order the registry's messages list them. Adding a
+/// protocol is its file, with its `DEF`, and one line here.
+pub const ALL: &[ProtocolDef] = &[
+    sts::DEF,
+    senteval::DEF,
+    xnli::DEF,
+    mldoc::DEF,
+    bucc::DEF,
+    tatoeba::DEF,
+    multiway::DEF,
+    retrieval::DEF,
+    intent::DEF,
+    sentiment::DEF,
+    eigen::DEF,
+];
+
+/// The protocol a declaration's `protocol:` names, if this build has it.
+pub fn find(name: &str) -> Option<&'static ProtocolDef> {
+    ALL.iter().find(|p| p.name == name)
 }
 
-impl Context<'_> {
-    /// The declaration's `params`, typed. Use `#[serde(deny_unknown_fields)]` and
-    /// `#[serde(default)]` on `T` so a misspelt parameter is an error naming the file.
-    pub fn params<T: DeserializeOwned>(&self) -> Result<T, BenchError> {
-        params_of(self.benchmark)
-    }
-
-    /// The folder of `name`, one of the side datasets the benchmark declares
-    /// ([`side_datasets`]). Any other name is an error: the runner installs and verifies
-    /// exactly the declared datasets before the protocol starts.
-    pub fn side_dataset(&self, name: &str) -> Result<&Path, BenchError> {
-        self.side.get(name).map(PathBuf::as_path).ok_or_else(|| {
-            self.error(format!(
-                "the protocol reads dataset `{name}`, which `side_datasets` does not declare for \
-                 this benchmark, so it was not installed and verified before the run (a bug in \
-                 harness: declare it in src/bench/protocols/mod.rs::side_datasets)"
-            ))
-        })
-    }
-
-    /// Embeds sentences: one row each, in order.
-    pub fn embed<S: AsRef<str>>(&self, sentences: &[S]) -> Result<Matrix, BenchError> {
-        let refs: Vec<&str> = sentences.iter().map(AsRef::as_ref).collect();
-        Ok(self.encoder.encode(&refs)?)
-    }
-
-    /// An error of this benchmark.
-    pub fn error(&self, detail: impl Into<String>) -> BenchError {
-        BenchError::Protocol {
-            benchmark: self.benchmark.name.clone(),
-            detail: detail.into(),
-        }
-    }
-
-    /// The languages to evaluate: the declaration's list, or `all` when it has none.
-    pub fn languages_or(&self, all: Vec<String>) -> Vec<String> {
-        if self.benchmark.languages.is_empty() {
-            all
-        } else {
-            self.benchmark.languages.clone()
-        }
-    }
-}
-
-/// A declaration's `params`, typed as `T`.
-pub fn params_of<T: DeserializeOwned>(benchmark: &Benchmark) -> Result<T, BenchError> {
-    let map: serde_yaml::Mapping = benchmark
-        .params
-        .iter()
-        .map(|(k, v)| (serde_yaml::Value::String(k.clone()), v.clone()))
-        .collect();
-    serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| BenchError::Params {
-        benchmark: benchmark.name.clone(),
-        detail: e.to_string(),
-    })
+/// The names of [`ALL`], in its order.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|p| p.name).collect()
 }
 
 /// Whether the declaration's parameters (after any overrides) parse as its protocol's;
 /// the serde message otherwise (it names the offending key in backquotes).
 pub fn check_params(benchmark: &Benchmark) -> Result<(), String> {
-    fn typed<T: DeserializeOwned>(b: &Benchmark) -> Result<(), String> {
-        match params_of::<T>(b) {
-            Ok(_) => Ok(()),
-            Err(BenchError::Params { detail, .. }) => Err(detail),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-    match benchmark.protocol.as_str() {
-        "bucc-mining" => typed::<bucc::BuccParams>(benchmark),
-        "eigen-similarity" => typed::<eigen::Params>(benchmark),
-        "intent-knn" => typed::<intent::Params>(benchmark),
-        "mldoc" => typed::<mldoc::MldocParams>(benchmark),
-        "multiway-search" => typed::<multiway::MultiwayParams>(benchmark),
-        "retrieval-p1" => typed::<retrieval::Params>(benchmark),
-        "senteval-classification" => typed::<senteval::Params>(benchmark),
-        "sentiment-transfer" => typed::<sentiment::SentimentParams>(benchmark),
-        "sts" => typed::<sts::StsParams>(benchmark),
-        "tatoeba-search" => typed::<tatoeba::TatoebaParams>(benchmark),
-        "xnli-zero-shot" => typed::<xnli::XnliParams>(benchmark),
-        other => Err(format!(
-            "protocol `{other}` is not implemented in this build"
-        )),
+    match find(&benchmark.protocol) {
+        Some(p) => (p.check_params)(benchmark),
+        None => Err(not_implemented(&benchmark.protocol)),
     }
 }
 
-/// Every dataset a benchmark reads besides its own `dataset:` (XNLI's English NLI training
-/// sets), as its protocol and parameters determine them. The runner installs and verifies
-/// these and the benchmark's own dataset before the protocol starts; this is the one list.
+/// Why a declaration's protocol cannot run: this build has no protocol of that name.
+pub fn not_implemented(protocol: &str) -> String {
+    format!("protocol `{protocol}` is not implemented in this build")
+}
+
+/// Every dataset a benchmark reads besides its own `dataset:`, as its protocol and
+/// parameters determine them ([`ProtocolDef::side_datasets`]). The runner installs and
+/// verifies these and the benchmark's own dataset before the protocol starts.
 pub fn side_datasets(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
-    match benchmark.protocol.as_str() {
-        "xnli-zero-shot" => xnli::side_datasets(benchmark),
-        _ => Ok(Vec::new()),
+    match find(&benchmark.protocol) {
+        Some(p) => (p.side_datasets)(benchmark),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -151,66 +90,12 @@ pub fn datasets_read(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
     Ok(all)
 }
 
-/// What a protocol measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
-    /// Name of the headline metric (`spearman`, `accuracy`, `error_rate`, `f1`, ...).
-    pub main_metric: String,
-    /// The headline number, on the scale the papers report (×100 for correlations and
-    /// accuracies, % for error rates).
-    pub main_score: f64,
-    /// Every sub-score (per language, per subset, matrices...), as the report reads them.
-    pub scores: serde_json::Value,
-    /// The protocol parameters as used (after defaults), for the result file.
-    pub params: serde_json::Value,
-    /// Caveats a reader must know (stand-in data, missing training split...).
-    pub notes: Vec<String>,
-}
-
-/// The random stream of one named part of a benchmark (a language pair, a direction): the
-/// 64-bit FNV-1a hash of `label`. With [`crate::classify::mlp::seeded_rng`]`(ctx.seed,
-/// stream_of(label))` each part draws from its own stream, so adding or reordering the
-/// declaration's languages leaves the other parts' draws unchanged.
-pub fn stream_of(label: &str) -> u64 {
-    label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// A protocol's entry point.
-pub type Protocol = fn(&Context) -> Result<Outcome, BenchError>;
-
-/// The protocol function registered under `name` (see [`super::registry::PROTOCOLS`]).
-pub fn protocol(name: &str) -> Option<Protocol> {
-    let table: BTreeMap<&str, Protocol> = BTreeMap::from([
-        // Each protocol module registers itself here: ("name", module::run as Protocol).
-        ("bucc-mining", bucc::run as Protocol),
-        ("eigen-similarity", eigen::run as Protocol),
-        ("intent-knn", intent::run as Protocol),
-        ("mldoc", mldoc::run as Protocol),
-        ("multiway-search", multiway::run as Protocol),
-        ("retrieval-p1", retrieval::run as Protocol),
-        ("senteval-classification", senteval::run as Protocol),
-        ("sentiment-transfer", sentiment::run as Protocol),
-        ("sts", sts::run as Protocol),
-        ("tatoeba-search", tatoeba::run as Protocol),
-        ("xnli-zero-shot", xnli::run as Protocol),
-    ]);
-    table.get(name).copied()
-}
-
-/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
-/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
-/// unrelated streams; the same root and tag always give the same seed.
-pub fn sub_seed(root: u64, tag: &str) -> u64 {
-    harness_embed::hashed::splitmix64(root ^ harness_embed::hashed::splitmix64(stream_of(tag)))
-}
-
 /// Shared by the protocols' real-data tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::{protocol, Context, Outcome};
-    use crate::registry::{Benchmark, Registry};
+    use super::{find, Context, Outcome};
+    use crate::benchmark::Benchmark;
+    use crate::registry::Registry;
     use harness_embed::cache::CachedEncoder;
     use harness_embed::matrix::Matrix;
     use harness_embed::Encoder;
@@ -327,7 +212,7 @@ pub(crate) mod test_support {
             encoder: &encoder,
             seed: 1,
         };
-        let run = protocol(&bench.protocol).unwrap();
+        let run = find(&bench.protocol).unwrap().run;
         let start = Instant::now();
         let first = run(&ctx).unwrap();
         let t1 = start.elapsed().as_secs_f64();
@@ -343,5 +228,39 @@ pub(crate) mod test_support {
         );
         assert_eq!(first, second, "{name}: the second run differs");
         (first, t1, t2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::fake_encoder::bench;
+
+    #[test]
+    fn every_protocol_is_listed_once_under_its_own_name() {
+        let names = names();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for p in ALL {
+            assert_eq!(find(p.name).map(|f| f.name), Some(p.name));
+        }
+    }
+
+    #[test]
+    fn checks_and_side_datasets_follow_the_declared_protocol() {
+        let xnli = bench("xnli", "xnli", "xnli-zero-shot", &[], "{train: [snli-dev]}");
+        assert_eq!(datasets_read(&xnli).unwrap(), ["xnli", "snli"]);
+        let sts = bench("sts", "stsb", "sts", &[], "");
+        assert_eq!(datasets_read(&sts).unwrap(), ["stsb"]);
+        let misspelt = bench("xnli", "xnli", "xnli-zero-shot", &[], "{epoch: 1}");
+        assert!(check_params(&misspelt).unwrap_err().contains("`epoch`"));
+        let unknown = bench("x", "x", "no-such-protocol", &[], "");
+        assert_eq!(
+            check_params(&unknown).unwrap_err(),
+            "protocol `no-such-protocol` is not implemented in this build"
+        );
+        assert_eq!(datasets_read(&unknown).unwrap(), ["x"]);
     }
 }

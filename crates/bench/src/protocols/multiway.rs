@@ -30,7 +30,7 @@
 //! too). The languages are the declaration's list; `all` (or no list) means every language
 //! with a file in the folder.
 
-use super::{Context, Outcome};
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
 use crate::knn::{top_k, KnnError, KnnOptions, Metric};
 use harness_data::loaders::multiway::{list_dir, read_aligned};
@@ -121,6 +121,14 @@ fn languages(ctx: &Context, pattern: &str) -> Result<Vec<String>, BenchError> {
     Ok(langs)
 }
 
+/// `multiway-search`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "multiway-search",
+    check_params: parses_as::<MultiwayParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
+
 /// The `multiway-search` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: MultiwayParams = ctx.params()?;
@@ -206,9 +214,9 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::benchmark::Benchmark;
     use crate::protocols::fake_encoder::{declared_params, TableEncoder};
     use crate::protocols::test_support::{run_real_with, Reuse};
-    use crate::registry::Benchmark;
     use std::collections::HashMap;
 
     #[test]

@@ -33,7 +33,7 @@
 //! candidates (`n · (K + 1) · d` multiply-adds).
 //! `main_score` = mean over pairs of the mean of both directions, ×100.
 
-use super::{stream_of, Context, Outcome};
+use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::knn::gemm_nt;
@@ -75,6 +75,14 @@ impl Default for Params {
         }
     }
 }
+
+/// `retrieval-p1`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "retrieval-p1",
+    check_params: parses_as::<Params>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// The protocol's entry point.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

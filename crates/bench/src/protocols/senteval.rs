@@ -43,7 +43,7 @@
 //! Numbers match SentEval within noise, not bit for bit: initialisation, shuffles, folds and
 //! validation splits come from ChaCha8 streams, not PyTorch's and NumPy's generators.
 
-use super::{Context, Outcome};
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::classify::{
     inner_kfold_classifier, kfold_classifier, pair_features, round2, split_classifier,
     ClassifyError, Reduction, SentEvalClassifier, SentEvalConfig, ValidationResult,
@@ -217,6 +217,14 @@ fn texts(records: &[LabeledText]) -> Vec<&str> {
 fn f1_positive(truth: &[usize], predicted: &[usize]) -> f64 {
     round2(100.0 * crate::metrics::Prf::binary(predicted, truth, &1).f1)
 }
+
+/// `senteval-classification`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "senteval-classification",
+    check_params: parses_as::<Params>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// Runs one SentEval task (see the module documentation).
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
@@ -419,7 +427,8 @@ fn with_fold_seed(cfg: &SentEvalConfig) -> SentEvalConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Benchmark, Registry};
+    use crate::benchmark::Benchmark;
+    use crate::registry::Registry;
     use harness_embed::hashed::HashedNgrams;
     use harness_embed::matrix::Matrix;
     use harness_embed::Encoder;
@@ -664,7 +673,7 @@ mod tests {
             );
             assert_eq!(p.task.to_ascii_lowercase(), name);
         }
-        assert!(super::super::protocol("senteval-classification").is_some());
+        assert!(crate::protocols::find("senteval-classification").is_some());
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! (the paper: 6,000). Subsets are nested prefixes of one seeded permutation of the target
 //! language's training reviews; every random choice derives from the benchmark seed.
 
-use super::{sub_seed, Context, Outcome};
+use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TrainConfig};
 use crate::error::BenchError;
 use harness_data::loaders::cls_amazon;
@@ -133,6 +133,14 @@ fn concat(a: Option<&Data>, b: &Data, idx: &[usize]) -> Data {
 fn percent(x: f64) -> f64 {
     100.0 * x
 }
+
+/// `sentiment-transfer`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "sentiment-transfer",
+    check_params: parses_as::<SentimentParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -28,7 +28,7 @@
 //!
 //! Every distinct sentence of a benchmark is embedded once (deduplicated, then indexed).
 
-use super::{Context, Outcome};
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
 use crate::metrics::{angular_similarity, cosine, pearson, spearman};
 use harness_data::loaders::{sick, sts12_16, sts17, stsb_multi_mt, stsbenchmark};
@@ -145,6 +145,14 @@ struct Plan {
     notes: Vec<String>,
     used: Map<String, Value>,
 }
+
+/// `sts`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "sts",
+    check_params: parses_as::<StsParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// Runs an STS benchmark (module doc).
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
@@ -688,7 +696,8 @@ fn parse_split(ctx: &Context) -> Result<Split, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Benchmark, Registry};
+    use crate::benchmark::Benchmark;
+    use crate::registry::Registry;
     use harness_embed::hashed::{HashedNgrams, HashedParams};
     use harness_embed::matrix::Matrix;
     use harness_embed::Encoder;

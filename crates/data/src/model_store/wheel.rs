@@ -203,8 +203,8 @@ fn install_dir(
             if let Some(aside) = &old {
                 // Put the previous installation back (the guard then finds nothing to delete).
                 let _ = std::fs::rename(aside.path(), dest);
-            } else if super::fetch::quick_state(entry, harness_core::fsutil::parent_dir(dest))
-                == super::fetch::ModelState::Present
+            } else if super::state::quick_state(entry, harness_core::fsutil::parent_dir(dest))
+                == super::state::ModelState::Present
             {
                 // Lost a race against a concurrent install of the same verified files.
                 return Ok(());

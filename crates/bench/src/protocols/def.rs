@@ -1,0 +1,154 @@
+//! What a protocol is: its definition ([`ProtocolDef`], one `DEF` per protocol file), what it
+//! is given ([`Context`]) and what it returns ([`Outcome`]), with the helpers every protocol
+//! shares (typed parameters, random streams). The protocol files depend on this file and on
+//! the declaration type alone; the list of them ([`super::ALL`]) sits above, so nothing here
+//! ever names a particular protocol.
+
+use crate::benchmark::Benchmark;
+use crate::error::BenchError;
+use harness_embed::matrix::Matrix;
+use harness_embed::Encoder;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One evaluation protocol, defined once in its own file (`pub const DEF`) and listed in
+/// [`super::ALL`]; the registry's accepted names, the parameter checks, the runner's dispatch
+/// and the datasets installed before a run all read it from there.
+#[derive(Debug, Clone, Copy)]
+pub struct ProtocolDef {
+    /// The name a declaration's `protocol:` gives (`xnli-zero-shot`).
+    pub name: &'static str,
+    /// Whether a declaration's `params` (after any overrides) parse as this protocol's; the
+    /// serde message otherwise, naming the offending key in backquotes. Usually
+    /// [`parses_as`]`::<Params>`.
+    pub check_params: fn(&Benchmark) -> Result<(), String>,
+    /// Every dataset a declaration reads besides its own `dataset:` (XNLI's English NLI
+    /// training sets), as its parameters determine them: the runner installs and verifies
+    /// them before [`ProtocolDef::run`] starts. Usually [`no_side_datasets`].
+    pub side_datasets: fn(&Benchmark) -> Result<Vec<String>, BenchError>,
+    /// Measures the encoder of the [`Context`] on the declared benchmark.
+    pub run: fn(&Context) -> Result<Outcome, BenchError>,
+}
+
+/// [`ProtocolDef::check_params`] of a protocol whose parameters are `P`.
+pub fn parses_as<P: DeserializeOwned>(benchmark: &Benchmark) -> Result<(), String> {
+    match params_of::<P>(benchmark) {
+        Ok(_) => Ok(()),
+        Err(BenchError::Params { detail, .. }) => Err(detail),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// [`ProtocolDef::side_datasets`] of a protocol that reads its own dataset only.
+pub fn no_side_datasets(_: &Benchmark) -> Result<Vec<String>, BenchError> {
+    Ok(Vec::new())
+}
+
+/// Everything a protocol needs.
+pub struct Context<'a> {
+    /// The benchmark's declaration.
+    pub benchmark: &'a Benchmark,
+    /// The installed dataset folder (`<data_dir>/<benchmark.dataset>`).
+    pub dataset_dir: &'a Path,
+    /// The other datasets the protocol reads ([`ProtocolDef::side_datasets`]), installed and
+    /// verified by the runner: name → folder. A protocol reaches them only through
+    /// [`Context::side_dataset`], never by building a path.
+    pub side: &'a BTreeMap<String, PathBuf>,
+    /// The encoder under test (cached).
+    pub encoder: &'a dyn Encoder,
+    /// Root of every random choice of this benchmark (folds, samples, initialisation).
+    pub seed: u64,
+}
+
+impl Context<'_> {
+    /// The declaration's `params`, typed. Use `#[serde(deny_unknown_fields)]` and
+    /// `#[serde(default)]` on `T` so a misspelt parameter is an error naming the file.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, BenchError> {
+        params_of(self.benchmark)
+    }
+
+    /// The folder of `name`, one of the side datasets the benchmark declares
+    /// ([`ProtocolDef::side_datasets`]). Any other name is an error: the runner installs and
+    /// verifies exactly the declared datasets before the protocol starts.
+    pub fn side_dataset(&self, name: &str) -> Result<&Path, BenchError> {
+        self.side.get(name).map(PathBuf::as_path).ok_or_else(|| {
+            self.error(format!(
+                "the protocol reads dataset `{name}`, which `side_datasets` does not declare for \
+                 this benchmark, so it was not installed and verified before the run (a bug in \
+                 harness: declare it in the `side_datasets` of protocol `{}`'s `DEF`)",
+                self.benchmark.protocol
+            ))
+        })
+    }
+
+    /// Embeds sentences: one row each, in order.
+    pub fn embed<S: AsRef<str>>(&self, sentences: &[S]) -> Result<Matrix, BenchError> {
+        let refs: Vec<&str> = sentences.iter().map(AsRef::as_ref).collect();
+        Ok(self.encoder.encode(&refs)?)
+    }
+
+    /// An error of this benchmark.
+    pub fn error(&self, detail: impl Into<String>) -> BenchError {
+        BenchError::Protocol {
+            benchmark: self.benchmark.name.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The languages to evaluate: the declaration's list, or `all` when it has none.
+    pub fn languages_or(&self, all: Vec<String>) -> Vec<String> {
+        if self.benchmark.languages.is_empty() {
+            all
+        } else {
+            self.benchmark.languages.clone()
+        }
+    }
+}
+
+/// A declaration's `params`, typed as `T`.
+pub fn params_of<T: DeserializeOwned>(benchmark: &Benchmark) -> Result<T, BenchError> {
+    let map: serde_yaml::Mapping = benchmark
+        .params
+        .iter()
+        .map(|(k, v)| (serde_yaml::Value::String(k.clone()), v.clone()))
+        .collect();
+    serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| BenchError::Params {
+        benchmark: benchmark.name.clone(),
+        detail: e.to_string(),
+    })
+}
+
+/// What a protocol measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Name of the headline metric (`spearman`, `accuracy`, `error_rate`, `f1`, ...).
+    pub main_metric: String,
+    /// The headline number, on the scale the papers report (×100 for correlations and
+    /// accuracies, % for error rates).
+    pub main_score: f64,
+    /// Every sub-score (per language, per subset, matrices...), as the report reads them.
+    pub scores: serde_json::Value,
+    /// The protocol parameters as used (after defaults), for the result file.
+    pub params: serde_json::Value,
+    /// Caveats a reader must know (stand-in data, missing training split...).
+    pub notes: Vec<String>,
+}
+
+/// The random stream of one named part of a benchmark (a language pair, a direction): the
+/// 64-bit FNV-1a hash of `label`. With [`crate::classify::mlp::seeded_rng`]`(ctx.seed,
+/// stream_of(label))` each part draws from its own stream, so adding or reordering the
+/// declaration's languages leaves the other parts' draws unchanged.
+pub fn stream_of(label: &str) -> u64 {
+    label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The seed of one named random choice under the benchmark's root seed: SplitMix64 of the
+/// root mixed with the FNV-1a hash of `tag` (e.g. `"xnli/classifier"`). Distinct tags give
+/// unrelated streams; the same root and tag always give the same seed.
+pub fn sub_seed(root: u64, tag: &str) -> u64 {
+    harness_embed::hashed::splitmix64(root ^ harness_embed::hashed::splitmix64(stream_of(tag)))
+}
