@@ -25,8 +25,8 @@ use burn::tensor::backend::AutodiffBackend;
 use harness_bench::load_recipe as load;
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_recipe::LoadOptions;
-use harness_train::session::{prepare, train_on};
 use harness_train::plan::Plan;
+use harness_train::session::{prepare, train_on};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -8,8 +8,9 @@ use crate::encoder::{SentenceEncoder, SentenceEncoderConfig};
 use crate::error::ModelError;
 use crate::heads::{Mlp, MlpConfig};
 use crate::random::init_uniform;
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
 use harness_recipe::schema::{Decoder, Head, Recipe};
 
 /// The name of a recipe's one `model.encoder`.
@@ -58,6 +59,21 @@ impl SystemConfig {
             })?;
         let global_dropout = recipe.optimizer.as_ref().map_or(0.0, |o| o.dropout);
         let encoder = SentenceEncoderConfig::from_recipe(&model.encoder, n_vocab, global_dropout)?;
+        let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder.clone())];
+        for (name, e) in &model.encoders {
+            let c =
+                SentenceEncoderConfig::from_recipe(e, n_vocab, global_dropout).map_err(|err| {
+                    match err {
+                        ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
+                            key: format!("model.encoders.{name}.kind"),
+                            detail,
+                            fix,
+                        },
+                        other => other,
+                    }
+                })?;
+            encoders.push((name.clone(), c));
+        }
         let d_sentence = encoder.d_sentence();
         let decoder = model.decoder.as_ref().map(|Decoder::Lstm(d)| {
             LstmDecoderConfig::new(
@@ -92,7 +108,7 @@ impl SystemConfig {
             heads.push((name.clone(), c));
         }
         Ok(SystemConfig {
-            encoders: vec![(MAIN_ENCODER.to_string(), encoder)],
+            encoders,
             decoder,
             heads,
         })
@@ -113,13 +129,82 @@ impl SystemConfig {
         &self.encoders[0].1
     }
 
+    /// Index of an encoder by name (`encoder`, or a key of `model.encoders`).
+    pub fn encoder_index(&self, name: &str) -> Option<usize> {
+        self.encoders.iter().position(|(n, _)| n == name)
+    }
+
+    /// The parameter group a stage's `frozen:` entry names (see
+    /// `harness_recipe::check::parameter_groups`).
+    pub fn group(&self, name: &str) -> Option<Group> {
+        if name == "decoder" {
+            return self.decoder.as_ref().map(|_| Group::Decoder);
+        }
+        if let Some(head) = name.strip_prefix("heads.") {
+            return self.head_index(head).map(Group::Head);
+        }
+        if let Some(enc) = name.strip_suffix(".embeddings") {
+            return self.encoder_index(enc).map(Group::Embeddings);
+        }
+        self.encoder_index(name).map(Group::Encoder)
+    }
+
     /// Index of a head by name.
     pub fn head_index(&self, name: &str) -> Option<usize> {
         self.heads.iter().position(|(n, _)| n == name)
     }
 }
 
+/// A part of the model a training stage can freeze.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// A whole encoder (by index).
+    Encoder(usize),
+    /// An encoder's token embeddings.
+    Embeddings(usize),
+    /// The decoder.
+    Decoder,
+    /// A head (by index).
+    Head(usize),
+}
+
+/// Sets whether every parameter of `module` takes part in the backward pass.
+pub fn set_trainable<B: Backend, M: Module<B>>(module: M, on: bool) -> M {
+    struct Trainable(bool);
+    impl<B: Backend> ModuleMapper<B> for Trainable {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, tensor, mapper) = param.consume();
+            Param::from_mapped_value(id, tensor.set_require_grad(self.0), mapper)
+        }
+    }
+    module.map(&mut Trainable(on))
+}
+
 impl<B: Backend> System<B> {
+    /// The model with every parameter trainable except those of the `frozen` groups, which
+    /// stay out of the backward pass (so they get no gradient and no update).
+    pub fn with_frozen(self, frozen: &[Group]) -> Self {
+        let mut m = set_trainable(self, true);
+        for g in frozen {
+            match *g {
+                Group::Encoder(i) => {
+                    let e = m.encoders.remove(i);
+                    m.encoders.insert(i, set_trainable(e, false));
+                }
+                Group::Embeddings(i) => {
+                    let e = m.encoders.remove(i);
+                    m.encoders.insert(i, e.with_embeddings_trainable(false));
+                }
+                Group::Decoder => m.decoder = m.decoder.map(|d| set_trainable(d, false)),
+                Group::Head(i) => {
+                    let h = m.heads.remove(i);
+                    m.heads.insert(i, set_trainable(h, false));
+                }
+            }
+        }
+        m
+    }
+
     /// The encoder evaluation and export use (the first).
     pub fn encoder(&self) -> &SentenceEncoder<B> {
         &self.encoders[0]

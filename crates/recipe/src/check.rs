@@ -270,6 +270,32 @@ fn with(base: &Path, more: &[Seg]) -> Path {
     p
 }
 
+/// The encoders tasks may name: `encoder` and the keys of `model.encoders`.
+pub fn encoder_names(recipe: &Recipe) -> Vec<String> {
+    let mut names = vec!["encoder".to_string()];
+    if let Some(m) = &recipe.model {
+        names.extend(m.encoders.keys().cloned());
+    }
+    names
+}
+
+/// The parameter groups a stage may freeze: each encoder and its embeddings, the decoder,
+/// each head (`heads.<name>`).
+pub fn parameter_groups(recipe: &Recipe) -> Vec<String> {
+    let mut groups = Vec::new();
+    for e in encoder_names(recipe) {
+        groups.push(format!("{e}.embeddings"));
+        groups.push(e);
+    }
+    if let Some(m) = &recipe.model {
+        if m.decoder.is_some() {
+            groups.push("decoder".into());
+        }
+        groups.extend(m.heads.keys().map(|h| format!("heads.{h}")));
+    }
+    groups
+}
+
 /// Checks of meaning on a typed recipe. `raw` is the merged value (names defined there
 /// count as defined even when their definition was broken, to avoid knock-on errors);
 /// `pruned` lists keys removed after structural errors (their absence is not reported).
@@ -464,6 +490,50 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         if t.stage == 0 {
             out.add(with(&base, &[k("stage")]), "stages count from 1");
         }
+        let encoders = encoder_names(recipe);
+        for (key, name) in [("encoder", &t.encoder), ("reads", &t.reads)] {
+            if let Some(name) = name {
+                refer(
+                    out,
+                    with(&base, &[k(key)]),
+                    "encoder",
+                    name,
+                    &encoders,
+                    " (`encoder` and the keys of `model.encoders`)",
+                );
+            }
+        }
+    }
+
+    // stages: each one some task trains in, its settings in range, its frozen groups real
+    let used: BTreeSet<u32> = recipe.tasks.iter().map(|t| t.stage).collect();
+    for (n, stage) in &recipe.stages {
+        let base = vec![k("stages"), k(&n.to_string())];
+        if !used.contains(n) && !recipe.tasks.is_empty() {
+            out.add(base.clone(), format!("no task trains in stage {n}"));
+        }
+        if stage.steps == Some(0) && stage.epochs.is_none() {
+            out.add(with(&base, &[k("steps")]), "must be ≥ 1, found 0");
+        }
+        if stage.epochs == Some(0) {
+            out.add(with(&base, &[k("epochs")]), "must be ≥ 1, found 0");
+        }
+        if let Some(lr) = stage.lr {
+            if !(lr > 0.0 && lr.is_finite()) {
+                out.add(with(&base, &[k("lr")]), format!("must be > 0, found {lr}"));
+            }
+        }
+        let groups = parameter_groups(recipe);
+        for (i, g) in stage.frozen.iter().enumerate() {
+            refer(
+                out,
+                with(&base, &[k("frozen"), Seg::Index(i)]),
+                "parameter group",
+                g,
+                &groups,
+                "",
+            );
+        }
     }
 
     // objectives: checked by their own definitions (`Known::objectives`, see `objectives`)
@@ -579,6 +649,20 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
 }
 
 fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
+    if m.encoders.contains_key("encoder") {
+        out.add(
+            p(&["model", "encoders", "encoder"]),
+            "`encoder` names `model.encoder`; give this encoder another name",
+        );
+    }
+    for (name, e) in &m.encoders {
+        if matches!(e, Encoder::Pretrained(_) | Encoder::Hashed(_)) {
+            out.add(
+                p(&["model", "encoders", name, "kind"]),
+                format!("a further encoder is trained; `{}` is not", e.kind()),
+            );
+        }
+    }
     let enc = p(&["model", "encoder"]);
     let at_least_1 = |out: &mut Findings, path: Path, v: u32, what: &str| {
         if v == 0 {

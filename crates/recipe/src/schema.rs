@@ -39,6 +39,10 @@ pub struct Recipe {
     /// Required when there are tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train: Option<Train>,
+    /// Per-stage settings, by stage number (tasks name their stage; stages run in order,
+    /// each with its own mixture, length, learning rate and frozen parameter groups).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<u32, Stage>,
     /// Benchmarks and benchmark groups (`benchmarks/*.yaml`, `benchmarks/groups.yaml`),
     /// each optionally with parameter overrides.
     #[serde(default)]
@@ -157,6 +161,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "tasks",
     "optimizer",
     "train",
+    "stages",
     "evaluate",
     "report",
     "base",
@@ -247,7 +252,12 @@ pub struct Corpus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
+    /// The sentence encoder (the one evaluation and export use), named `encoder`.
     pub encoder: Encoder,
+    /// Further named encoders: a task trains one (`encoder:`) and may read another
+    /// (`reads:`), e.g. a target-language encoder aligned to a frozen English one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub encoders: BTreeMap<String, Encoder>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decoder: Option<Decoder>,
     /// Named heads on top of the sentence embedding; objectives refer to them by name.
@@ -574,6 +584,10 @@ pub struct Task {
     pub batch_size: Option<u32>,
     /// Tasks run in stages, lowest first (XNLI: train the English encoder, then align).
     pub stage: u32,
+    /// The encoder this task's loss trains (first side of each example); default `encoder`.
+    pub encoder: Option<String>,
+    /// The encoder of the second side of each example (default: the same as `encoder`).
+    pub reads: Option<String>,
     /// The loss and its parameters (`objective:` and `params:` in YAML).
     pub objective: Objective,
 }
@@ -586,6 +600,8 @@ pub const TASK_KEYS: &[&str] = &[
     "weight",
     "batch_size",
     "stage",
+    "encoder",
+    "reads",
     "params",
 ];
 
@@ -609,6 +625,10 @@ struct TaskCommon {
     batch_size: Option<u32>,
     #[serde(default = "one")]
     stage: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    encoder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reads: Option<String>,
 }
 
 /// A task's objective: its name and its parameters (`objective:` and `params:` in YAML).
@@ -621,7 +641,7 @@ struct TaskCommon {
 /// recipe and its fingerprint name every value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Objective {
-    /// The objective's name (`ranking_softmax`, ...).
+    /// The objective's name (`seq2seq_ce`, ...).
     pub name: String,
     /// Its parameters, a mapping (empty when the task has no `params:`).
     pub params: Value,
@@ -648,6 +668,8 @@ impl Serialize for Task {
             weight: self.weight,
             batch_size: self.batch_size,
             stage: self.stage,
+            encoder: self.encoder.clone(),
+            reads: self.reads.clone(),
         };
         let Value::Mapping(mut m) = serde_yaml::to_value(&common).map_err(S::Error::custom)? else {
             return Err(S::Error::custom("task did not serialize to a mapping"));
@@ -725,9 +747,32 @@ impl<'de> Deserialize<'de> for Task {
             weight: common.weight,
             batch_size: common.batch_size,
             stage: common.stage,
+            encoder: common.encoder,
+            reads: common.reads,
             objective,
         })
     }
+}
+
+/// One stage's settings (`stages: {2: {...}}`); what it leaves out comes from `train` and
+/// `optimizer`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// Updates in this stage (default: `train.steps`, or `epochs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    /// Epochs over this stage's tasks, when `steps` is not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<u32>,
+    /// Learning rate of this stage (default: `optimizer.lr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
+    /// Parameter groups kept out of the optimizer and the backward pass: an encoder by name
+    /// (`encoder`, a key of `model.encoders`), its embeddings (`<encoder>.embeddings`), the
+    /// `decoder`, a head (`heads.<name>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frozen: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -83,17 +83,6 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
                 ),
             ));
         }
-        if t.stage != 1 {
-            let mut p = base.clone();
-            p.push(key("stage"));
-            out.push((
-                p,
-                format!(
-                    "{not_here} in stages: every task trains in one mixture (task `{}` has stage {})",
-                    t.name, t.stage
-                ),
-            ));
-        }
         if let Some(c) = recipe.data.corpora.get(&t.corpus) {
             if !CORPUS_DATASETS.contains(&c.dataset.as_str()) && corpora_reported.insert(&t.corpus)
             {

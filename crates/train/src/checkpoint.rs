@@ -45,6 +45,14 @@ pub struct TrainState {
     /// Best evaluation so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best: Option<Best>,
+    /// The stage step `step` belongs to (stage numbers as tasks give them; 1 for a
+    /// checkpoint written before stages existed).
+    #[serde(default = "first_stage")]
+    pub stage: u32,
+}
+
+fn first_stage() -> u32 {
+    1
 }
 
 /// The directory of the checkpoint at `step`.
@@ -161,9 +169,14 @@ pub fn load_model<B: Backend>(
     model: System<B>,
     device: &B::Device,
 ) -> Result<System<B>, TrainError> {
-    model
-        .load_file(dir.join("model"), &Rec::new(), device)
-        .map_err(|e| rec(&dir.join("model.mpk"), e))
+    // Through the model crate's loader: it also reads checkpoints of the layout before
+    // encoders became an enum, so a run started by an older harness resumes.
+    harness_model::trained::load_weights(model, &dir.join("model"), device).map_err(|e| {
+        TrainError::Checkpoint {
+            path: dir.join("model.mpk"),
+            detail: e.to_string(),
+        }
+    })
 }
 
 /// Loads a checkpoint's optimizer state.

@@ -9,7 +9,7 @@ use crate::mixture::Mixture;
 use crate::objectives::{self, ExampleKind, ObjectiveDef};
 use crate::TrainError;
 use harness_data::tokenize::TextTokenizer;
-use harness_model::system::SystemConfig;
+use harness_model::system::{Group, SystemConfig};
 use harness_recipe::schema::{Decoder, Objective, Recipe};
 use std::collections::BTreeMap;
 
@@ -29,6 +29,9 @@ pub struct TaskPlan {
     /// Indices of the tasks joint with this one: their losses are added to this task's, on
     /// its batches and encodings.
     pub joint: Vec<usize>,
+    /// The encoders of the two sides of each example (indices into the model's encoders):
+    /// the one the task trains (`encoder:`) and the one it reads (`reads:`).
+    pub encoders: [usize; 2],
 }
 
 /// Everything the loop needs, compiled from a recipe.
@@ -37,13 +40,117 @@ pub struct Plan {
     pub recipe: Recipe,
     pub system: SystemConfig,
     pub tasks: Vec<TaskPlan>,
-    pub mixture: Mixture,
+    /// The stages, in order (one for a recipe whose tasks are all in stage 1).
+    pub stages: Vec<StagePlan>,
     /// The decoder's first input.
     pub first_token: FirstToken,
     /// Updates in all.
     pub total_steps: u64,
-    /// Updates per epoch (the sum of every sampled task's batches).
+    /// Updates per epoch (the sum of every sampled task's batches, over the stages).
     pub steps_per_epoch: u64,
+}
+
+/// One stage: its tasks' mixture, its length and learning rate, what it freezes.
+#[derive(Debug, Clone)]
+pub struct StagePlan {
+    /// The stage number tasks give (`stage:`).
+    pub number: u32,
+    /// Sampling over this stage's tasks.
+    pub mixture: Mixture,
+    /// The global step this stage starts at.
+    pub start: u64,
+    /// Its updates.
+    pub steps: u64,
+    /// Updates per epoch of its tasks.
+    pub steps_per_epoch: u64,
+    /// Its learning rate, when it sets one (else the optimizer's).
+    pub lr: Option<f64>,
+    /// Parameter groups out of the backward pass in this stage.
+    pub frozen: Vec<Group>,
+}
+
+impl Plan {
+    /// The stage of global step `step` (the last one past the end).
+    pub fn stage_at(&self, step: u64) -> &StagePlan {
+        self.stages
+            .iter()
+            .find(|s| step < s.start + s.steps)
+            .or(self.stages.last())
+            .expect("a plan has a stage")
+    }
+
+    /// Whether any stage freezes a parameter group.
+    pub fn freezes(&self) -> bool {
+        self.stages.iter().any(|s| !s.frozen.is_empty())
+    }
+}
+
+/// The stages of a recipe: the distinct `stage:` numbers of its tasks, in order, each with
+/// the settings of `stages.<n>` over `train` and `optimizer`. Stage 1 of a recipe without
+/// stages draws its mixture from the recipe's seed, as before stages existed.
+fn compile_stages(
+    recipe: &Recipe,
+    train_spec: &harness_recipe::schema::Train,
+    system: &SystemConfig,
+    tasks: &[TaskPlan],
+) -> Result<Vec<StagePlan>, TrainError> {
+    let numbers: std::collections::BTreeSet<u32> = recipe.tasks.iter().map(|t| t.stage).collect();
+    let mut stages = Vec::new();
+    let mut start = 0;
+    for (k, n) in numbers.into_iter().enumerate() {
+        let weights: Vec<Option<f64>> = tasks
+            .iter()
+            .zip(&recipe.tasks)
+            .map(|(t, r)| t.data.as_ref().filter(|_| r.stage == n).map(|_| t.weight))
+            .collect();
+        let seed = recipe.seed.wrapping_add(k as u64);
+        let mixture = Mixture::new(&weights, seed).ok_or_else(|| {
+            TrainError::recipe(
+                "tasks",
+                format!("no task of stage {n} has batches and a positive weight"),
+                "give the stage a task with its own corpus",
+            )
+        })?;
+        let steps_per_epoch: u64 = tasks
+            .iter()
+            .zip(&weights)
+            .filter(|(_, w)| w.is_some())
+            .filter_map(|(t, _)| t.data.as_ref())
+            .map(|d| d.batches.len() as u64)
+            .sum();
+        let own = recipe.stages.get(&n).cloned().unwrap_or_default();
+        let steps = match (own.steps, own.epochs, train_spec.steps, train_spec.epochs) {
+            (Some(s), _, _, _) => s,
+            (None, Some(e), _, _) => e as u64 * steps_per_epoch,
+            (None, None, Some(s), _) => s,
+            (None, None, None, Some(e)) => e as u64 * steps_per_epoch,
+            (None, None, None, None) => steps_per_epoch,
+        };
+        let frozen = own
+            .frozen
+            .iter()
+            .map(|g| {
+                system.group(g).ok_or_else(|| {
+                    TrainError::recipe(
+                        format!("stages.{n}.frozen"),
+                        format!("no parameter group `{g}`"),
+                        "name an encoder, `<encoder>.embeddings`, `decoder` or `heads.<name>`",
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        stages.push(StagePlan {
+            number: n,
+            mixture,
+            start,
+            steps,
+            steps_per_epoch,
+            lr: own.lr,
+            frozen,
+        });
+        start += steps;
+    }
+    Ok(stages)
 }
 
 /// [`compile_plan_with`] the objectives of this build ([`objectives::ALL`]).
@@ -201,6 +308,21 @@ pub fn compile_plan_with(
                 recipe.seed.wrapping_mul(31).wrapping_add(ti as u64),
             ))
         };
+        let encoder = |key: &str, name: Option<&String>| {
+            let name = name.map_or(harness_model::system::MAIN_ENCODER, String::as_str);
+            system.encoder_index(name).ok_or_else(|| {
+                TrainError::recipe(
+                    format!("tasks.{}.{key}", task.name),
+                    format!("no encoder named `{name}`"),
+                    "name `encoder` or a key of `model.encoders`",
+                )
+            })
+        };
+        let first = encoder("encoder", task.encoder.as_ref())?;
+        let second = match &task.reads {
+            Some(r) => encoder("reads", Some(r))?,
+            None => first,
+        };
         tasks.push(TaskPlan {
             name: task.name.clone(),
             objective: task.objective.clone(),
@@ -208,6 +330,7 @@ pub fn compile_plan_with(
             data,
             weight: task.weight,
             joint: Vec::new(),
+            encoders: [first, second],
         });
     }
     // Joint losses join their partner task.
@@ -233,32 +356,14 @@ pub fn compile_plan_with(
         }
         tasks[p].joint.push(i);
     }
-    let weights: Vec<Option<f64>> = tasks
-        .iter()
-        .map(|t| t.data.as_ref().map(|_| t.weight))
-        .collect();
-    let mixture = Mixture::new(&weights, recipe.seed).ok_or_else(|| {
-        TrainError::recipe(
-            "tasks",
-            "no task has batches and a positive weight",
-            "add a translation task",
-        )
-    })?;
-    let steps_per_epoch: u64 = tasks
-        .iter()
-        .filter_map(|t| t.data.as_ref())
-        .map(|d| d.batches.len() as u64)
-        .sum();
-    let total_steps = match (train_spec.steps, train_spec.epochs) {
-        (Some(s), _) => s,
-        (None, Some(e)) => e as u64 * steps_per_epoch,
-        (None, None) => steps_per_epoch,
-    };
+    let stages = compile_stages(recipe, &train_spec, &system, &tasks)?;
+    let total_steps = stages.last().map_or(0, |s| s.start + s.steps);
+    let steps_per_epoch = stages.iter().map(|s| s.steps_per_epoch).sum();
     Ok(Plan {
         recipe: recipe.clone(),
         system,
         tasks,
-        mixture,
+        stages,
         first_token,
         total_steps,
         steps_per_epoch,

@@ -14,7 +14,7 @@ use harness_model::decoder::LstmDecoder;
 use harness_model::encoder::Encoded;
 use harness_model::heads::Mlp;
 use harness_model::random::Noise;
-use harness_model::system::System;
+use harness_model::system::{Group, System};
 
 /// Which sentence of each example: the source of a pair or an NLI premise (`First`), the
 /// target or the hypothesis (`Second`).
@@ -36,6 +36,7 @@ pub struct Step<'a, B: AutodiffBackend> {
     plan: &'a Plan,
     task: &'a TaskPlan,
     index: &'a [u32],
+    frozen: &'a [Group],
     noise: &'a mut Noise,
     device: &'a B::Device,
     tensors: Option<Tensors<B>>,
@@ -44,12 +45,14 @@ pub struct Step<'a, B: AutodiffBackend> {
 }
 
 impl<'a, B: AutodiffBackend> Step<'a, B> {
-    /// A step of `task` (the one the mixture drew) on the examples `index` of its data.
+    /// A step of `task` (the one the mixture drew) on the examples `index` of its data,
+    /// with the parameter groups `frozen` out of training.
     pub fn new(
         model: &'a System<B>,
         plan: &'a Plan,
         task: &'a TaskPlan,
         index: &'a [u32],
+        frozen: &'a [Group],
         noise: &'a mut Noise,
         device: &'a B::Device,
     ) -> Self {
@@ -58,6 +61,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             plan,
             task,
             index,
+            frozen,
             noise,
             device,
             tensors: None,
@@ -177,7 +181,18 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             (Tensors::Nli(b), Side::Second) => b.hypothesis.clone(),
         };
         self.tokens += input.tokens;
-        let e = self.model.encoder().forward(&input, Some(self.noise));
+        let i = self.task.encoders[k];
+        let encoder = &self.model.encoders[i];
+        // A frozen encoder encodes as at inference (no dropout): it is a fixed target.
+        let frozen = self
+            .frozen
+            .iter()
+            .any(|g| matches!(g, Group::Encoder(j) if *j == i));
+        let e = if frozen {
+            encoder.forward(&input, None)
+        } else {
+            encoder.forward(&input, Some(self.noise))
+        };
         self.encoded[k] = Some(e.clone());
         Ok(e)
     }

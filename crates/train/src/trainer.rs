@@ -137,27 +137,22 @@ fn build_losses<B: AutodiffBackend>(
         .collect()
 }
 
-/// The loss of task `t` on one of its batches plus the losses of the tasks joint with it
-/// (each times its weight), and the real tokens read.
+/// The loss of the step's task on its batch plus the losses of the tasks joint with it
+/// (each times its weight).
 fn step_loss<B: AutodiffBackend>(
-    model: &System<B>,
+    step: &mut Step<'_, B>,
     plan: &Plan,
     losses: &[Box<dyn TaskLoss<B>>],
     t: usize,
-    index: &[u32],
-    noise: &mut Noise,
-    device: &B::Device,
-) -> Result<(Tensor<B, 1>, usize), TrainError> {
-    let task = &plan.tasks[t];
-    let mut step = Step::new(model, plan, task, index, noise, device);
-    let mut loss = losses[t].loss(&mut step)?;
-    for &j in &task.joint {
-        let joint = losses[j].loss(&mut step)?;
+) -> Result<Tensor<B, 1>, TrainError> {
+    let mut loss = losses[t].loss(step)?;
+    for &j in &plan.tasks[t].joint {
+        let joint = losses[j].loss(step)?;
         let weight = plan.tasks[j].weight;
         // A weight of 1 adds no multiplication (and no rounding) to the graph.
         loss = loss + if weight == 1.0 { joint } else { joint * weight };
     }
-    Ok((loss, step.tokens()))
+    Ok(loss)
 }
 
 fn io(path: &Path, e: std::io::Error) -> TrainError {
@@ -186,99 +181,130 @@ fn truncate_metrics(path: &Path, steps: u64) -> Result<(), TrainError> {
     harness_core::fsutil::write_atomic(path, kept.as_bytes()).map_err(|e| io(path, e))
 }
 
-/// Trains `plan` on `device`, resuming from the newest checkpoint in the run directory.
-pub fn train<B: AutodiffBackend>(
-    plan: &Plan,
-    device: &B::Device,
-    mut opts: Options<'_, B>,
-) -> Result<Outcome, TrainError> {
-    let recipe = &plan.recipe;
-    let spec = recipe.optimizer.clone().ok_or_else(|| {
-        TrainError::recipe(
-            "optimizer",
-            "missing",
-            "add `optimizer: {kind: adam, lr: 0.001}`",
-        )
-    })?;
-    let train_spec = recipe.train.clone().ok_or_else(|| {
-        TrainError::recipe(
-            "train",
-            "missing",
-            "add `train: {steps: 1000, batch_tokens: 2000}`",
-        )
-    })?;
-    let checkpoints = opts.run_dir.join("checkpoints");
-    let metrics_path = opts.run_dir.join("train").join("metrics.jsonl");
-    std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
-        .map_err(|e| io(&opts.run_dir, e))?;
+/// The loop's state between steps.
+struct Loop<'p, B: AutodiffBackend> {
+    plan: &'p Plan,
+    spec: harness_recipe::schema::Optimizer,
+    losses: Vec<Box<dyn TaskLoss<B>>>,
+    /// Always `Some` between steps (taken out while the optimizer moves it).
+    model: Option<System<B>>,
+    optim: AnyOptimizer<System<B>, B>,
+    state: TrainState,
+    checkpoints: PathBuf,
+    metrics_path: PathBuf,
+    metrics: std::fs::File,
+    session: Outcome,
+    smoothed: Option<f64>,
+    keep: usize,
+}
 
-    let losses = build_losses(plan, &opts.objectives)?;
-    let mut model: System<B> = plan.system.init(recipe.seed, device);
-    let mut optim = AnyOptimizer::<System<B>, B>::from_spec(&spec);
-    let mut state = TrainState {
-        step: 0,
-        positions: plan
-            .tasks
-            .iter()
-            .filter(|t| t.data.is_some())
-            .map(|t| (t.name.clone(), Default::default()))
-            .collect(),
-        seed: recipe.seed,
-        tokens: 0,
-        seconds: 0.0,
-        best: None,
-    };
-    let mut last_checkpoint = None;
-    if let Some(dir) = checkpoint::latest(&checkpoints) {
-        model = checkpoint::load_model(&dir, model, device)?;
-        optim = checkpoint::load_optim(&dir, optim, device)?;
-        state = checkpoint::read_state(&dir)?;
-        last_checkpoint = Some(dir);
+/// What one step did, for its metrics line.
+struct Stepped {
+    task: usize,
+    loss: f64,
+    lr: f64,
+    grad_norm: f64,
+    tokens: usize,
+}
+
+impl<'p, B: AutodiffBackend> Loop<'p, B> {
+    fn model(&self) -> &System<B> {
+        self.model
+            .as_ref()
+            .expect("the model is back after each step")
     }
-    truncate_metrics(&metrics_path, state.step)?;
-    let mut metrics = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&metrics_path)
-        .map_err(|e| io(&metrics_path, e))?;
 
-    let total = plan.total_steps;
-    let bar = if opts.progress {
-        let b =
-            harness_core::progress::bar(total, "train [{bar:30}] step {pos}/{len} {msg} ETA {eta}");
-        b.set_position(state.step);
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    let mut session = Outcome {
-        steps: state.step,
-        session_steps: 0,
-        session_tokens: 0,
-        session_seconds: 0.0,
-        interrupted: false,
-        checkpoint: last_checkpoint,
-        last_loss: f64::NAN,
-    };
-    let mut smoothed: Option<f64> = None;
-    let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
-    let eval_every = train_spec.eval_every.unwrap_or(0);
-    while state.step < total {
-        if interrupted() {
-            harness_core::note!("interrupted: saving a checkpoint at step {}", state.step);
-            session.checkpoint = Some(checkpoint::save(
-                &checkpoints,
-                &model,
-                &optim,
-                &state,
-                opts.keep,
-            )?);
-            session.interrupted = true;
-            break;
+    /// A fresh model and optimizer, or the newest checkpoint's (resume).
+    fn resume(
+        plan: &'p Plan,
+        device: &B::Device,
+        opts: &Options<'_, B>,
+    ) -> Result<Self, TrainError> {
+        let recipe = &plan.recipe;
+        let spec = recipe.optimizer.clone().ok_or_else(|| {
+            TrainError::recipe(
+                "optimizer",
+                "missing",
+                "add `optimizer: {kind: adam, lr: 0.001}`",
+            )
+        })?;
+        let checkpoints = opts.run_dir.join("checkpoints");
+        let metrics_path = opts.run_dir.join("train").join("metrics.jsonl");
+        std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
+            .map_err(|e| io(&opts.run_dir, e))?;
+        let losses = build_losses(plan, &opts.objectives)?;
+        let mut model: System<B> = plan.system.init(recipe.seed, device);
+        let mut optim = AnyOptimizer::<System<B>, B>::from_spec(&spec);
+        let mut state = TrainState {
+            step: 0,
+            positions: plan
+                .tasks
+                .iter()
+                .filter(|t| t.data.is_some())
+                .map(|t| (t.name.clone(), Default::default()))
+                .collect(),
+            seed: recipe.seed,
+            tokens: 0,
+            seconds: 0.0,
+            best: None,
+            stage: plan.stage_at(0).number,
+        };
+        let mut last_checkpoint = None;
+        if let Some(dir) = checkpoint::latest(&checkpoints) {
+            model = checkpoint::load_model(&dir, model, device)?;
+            optim = checkpoint::load_optim(&dir, optim, device)?;
+            state = checkpoint::read_state(&dir)?;
+            last_checkpoint = Some(dir);
         }
+        truncate_metrics(&metrics_path, state.step)?;
+        let metrics = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&metrics_path)
+            .map_err(|e| io(&metrics_path, e))?;
+        let session = Outcome {
+            steps: state.step,
+            session_steps: 0,
+            session_tokens: 0,
+            session_seconds: 0.0,
+            interrupted: false,
+            checkpoint: last_checkpoint,
+            last_loss: f64::NAN,
+        };
+        Ok(Loop {
+            plan,
+            spec,
+            losses,
+            model: Some(model),
+            optim,
+            state,
+            checkpoints,
+            metrics_path,
+            metrics,
+            session,
+            smoothed: None,
+            keep: opts.keep,
+        })
+    }
+
+    /// One update: the drawn task's batch, its loss (with its joint tasks'), backward,
+    /// clipping and the optimizer step. A stage starts with a fresh optimizer (each stage
+    /// is its own optimisation, like a separate training run), and every step of a stage
+    /// that freezes parameter groups keeps them out of the backward pass.
+    fn step(&mut self, device: &B::Device) -> Result<Stepped, TrainError> {
+        let plan = self.plan;
         let started = Instant::now();
-        let step = state.step;
-        let t = plan.mixture.pick(step);
+        let step = self.state.step;
+        let stage = plan.stage_at(step);
+        if step == stage.start && stage.start > 0 {
+            self.optim = AnyOptimizer::from_spec(&self.spec);
+        }
+        self.state.stage = stage.number;
+        if plan.freezes() {
+            self.model = self.model.take().map(|m| m.with_frozen(&stage.frozen));
+        }
+        let local = step - stage.start;
+        let t = stage.mixture.pick(local);
         let task = &plan.tasks[t];
         let data = task.data.as_ref().ok_or_else(|| {
             TrainError::recipe(
@@ -287,10 +313,21 @@ pub fn train<B: AutodiffBackend>(
                 "report this as a bug",
             )
         })?;
-        let pos = state.positions.get(&task.name).copied().unwrap_or_default();
+        let pos = self
+            .state
+            .positions
+            .get(&task.name)
+            .copied()
+            .unwrap_or_default();
         let (index, next) = data.batch_at(pos);
-        let mut noise = Noise::new(recipe.seed, step);
-        let (loss, tokens) = step_loss(&model, plan, &losses, t, index, &mut noise, device)?;
+        let mut noise = Noise::new(plan.recipe.seed, step);
+        let model = self
+            .model
+            .as_ref()
+            .expect("the model is back after each step");
+        let mut ctx = Step::new(model, plan, task, index, &stage.frozen, &mut noise, device);
+        let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
+        let tokens = ctx.tokens();
         let value: f64 = loss.clone().into_scalar().elem();
         if !value.is_finite() {
             return Err(TrainError::Diverged {
@@ -299,99 +336,164 @@ pub fn train<B: AutodiffBackend>(
                 value,
             });
         }
-        let mut grads = GradientsParams::from_grads(loss.backward(), &model);
-        let grad_norm = clip_global_norm(&model, &mut grads, spec.grad_clip);
-        let lr = learning_rate(&spec, step, total, plan.steps_per_epoch);
-        model = optim.step(lr, model, grads);
-        state.positions.insert(task.name.clone(), next);
-        state.step += 1;
-        state.tokens += tokens as u64;
-        let secs = started.elapsed().as_secs_f64();
-        state.seconds += secs;
-        session.session_steps += 1;
-        session.session_tokens += tokens as u64;
-        session.session_seconds += secs;
-        session.last_loss = value;
-        let s = smoothed.map_or(value, |m| 0.95 * m + 0.05 * value);
-        smoothed = Some(s);
-
-        let mut eval = None;
-        if eval_every > 0 && (state.step.is_multiple_of(eval_every) || state.step == total) {
-            if let Some(f) = opts.evaluate.as_mut() {
-                if let Some((name, v, lower)) = bar.suspend(|| f(&model.valid(), state.step))? {
-                    let better = state.best.as_ref().is_none_or(|b| {
-                        if lower {
-                            v < b.value
-                        } else {
-                            v > b.value
-                        }
-                    });
-                    if better {
-                        state.best = Some(Best {
-                            metric: name.clone(),
-                            value: v,
-                            step: state.step,
-                            lower_is_better: lower,
-                        });
-                    }
-                    eval = Some((name, v));
-                }
-            }
+        let mut grads = GradientsParams::from_grads(loss.backward(), self.model());
+        let grad_norm = clip_global_norm(self.model(), &mut grads, self.spec.grad_clip);
+        let mut spec = self.spec.clone();
+        if let Some(lr) = stage.lr {
+            spec.lr = lr;
         }
-        let line = MetricLine {
-            step: state.step,
-            task: &task.name,
+        let lr = learning_rate(&spec, local, stage.steps, stage.steps_per_epoch);
+        self.model = self.model.take().map(|m| self.optim.step(lr, m, grads));
+        self.state.positions.insert(task.name.clone(), next);
+        self.state.step += 1;
+        self.state.tokens += tokens as u64;
+        let secs = started.elapsed().as_secs_f64();
+        self.state.seconds += secs;
+        self.session.session_steps += 1;
+        self.session.session_tokens += tokens as u64;
+        self.session.session_seconds += secs;
+        self.session.last_loss = value;
+        self.smoothed = Some(self.smoothed.map_or(value, |m| 0.95 * m + 0.05 * value));
+        Ok(Stepped {
+            task: t,
             loss: value,
             lr,
             grad_norm,
             tokens,
-            tokens_per_s: session.tokens_per_second(),
-            seconds: state.seconds,
-            eval: eval.as_ref().map(|(n, v)| (n.as_str(), *v)),
+        })
+    }
+
+    /// The recipe's best-checkpoint metric, when an evaluation is due; records a new best.
+    fn evaluate(
+        &mut self,
+        opts: &mut Options<'_, B>,
+        eval_every: u64,
+        bar: &indicatif::ProgressBar,
+    ) -> Result<Option<(String, f64)>, TrainError> {
+        let step = self.state.step;
+        let due =
+            eval_every > 0 && (step.is_multiple_of(eval_every) || step == self.plan.total_steps);
+        let Some(f) = opts.evaluate.as_mut().filter(|_| due) else {
+            return Ok(None);
         };
-        let mut text = serde_json::to_string(&line).unwrap_or_default();
-        text.push('\n');
-        metrics
-            .write_all(text.as_bytes())
-            .map_err(|e| io(&metrics_path, e))?;
-        bar.set_position(state.step);
-        bar.set_message(format!(
-            "loss {s:.3} | {:.0} tok/s",
-            session.tokens_per_second()
-        ));
-        // A checkpoint is due on the cadence, at the end, and whenever a new best was found
-        // (the best step must exist on disk).
-        let new_best = state.best.as_ref().is_some_and(|b| b.step == state.step);
-        if (ckpt_every > 0 && state.step.is_multiple_of(ckpt_every))
-            || state.step == total
-            || new_best
-        {
-            metrics.flush().map_err(|e| io(&metrics_path, e))?;
-            session.checkpoint = Some(checkpoint::save(
-                &checkpoints,
-                &model,
-                &optim,
-                &state,
-                opts.keep,
-            )?);
+        let Some((name, v, lower)) = bar.suspend(|| f(&self.model().valid(), step))? else {
+            return Ok(None);
+        };
+        let better =
+            self.state
+                .best
+                .as_ref()
+                .is_none_or(|b| if lower { v < b.value } else { v > b.value });
+        if better {
+            self.state.best = Some(Best {
+                metric: name.clone(),
+                value: v,
+                step,
+                lower_is_better: lower,
+            });
         }
-        if opts.stop_after.is_some_and(|s| state.step >= s) {
+        Ok(Some((name, v)))
+    }
+
+    /// Appends the step's line to `train/metrics.jsonl`.
+    fn record(&mut self, s: &Stepped, eval: Option<&(String, f64)>) -> Result<(), TrainError> {
+        let line = MetricLine {
+            step: self.state.step,
+            task: &self.plan.tasks[s.task].name,
+            loss: s.loss,
+            lr: s.lr,
+            grad_norm: s.grad_norm,
+            tokens: s.tokens,
+            tokens_per_s: self.session.tokens_per_second(),
+            seconds: self.state.seconds,
+            eval: eval.map(|(n, v)| (n.as_str(), *v)),
+        };
+        let mut text = serde_json::to_string(&line).map_err(|e| TrainError::Checkpoint {
+            path: self.metrics_path.clone(),
+            detail: format!("a metrics line did not serialize ({e})"),
+        })?;
+        text.push('\n');
+        self.metrics
+            .write_all(text.as_bytes())
+            .map_err(|e| io(&self.metrics_path, e))
+    }
+
+    /// Writes a checkpoint of the model, the optimizer and the loop's state.
+    fn checkpoint(&mut self) -> Result<(), TrainError> {
+        self.metrics
+            .flush()
+            .map_err(|e| io(&self.metrics_path, e))?;
+        self.session.checkpoint = Some(checkpoint::save(
+            &self.checkpoints,
+            self.model(),
+            &self.optim,
+            &self.state,
+            self.keep,
+        )?);
+        Ok(())
+    }
+}
+
+/// Trains `plan` on `device`, resuming from the newest checkpoint in the run directory.
+pub fn train<B: AutodiffBackend>(
+    plan: &Plan,
+    device: &B::Device,
+    mut opts: Options<'_, B>,
+) -> Result<Outcome, TrainError> {
+    let train_spec = plan.recipe.train.clone().ok_or_else(|| {
+        TrainError::recipe(
+            "train",
+            "missing",
+            "add `train: {steps: 1000, batch_tokens: 2000}`",
+        )
+    })?;
+    let mut l = Loop::resume(plan, device, &opts)?;
+    let total = plan.total_steps;
+    let bar = if opts.progress {
+        let b =
+            harness_core::progress::bar(total, "train [{bar:30}] step {pos}/{len} {msg} ETA {eta}");
+        b.set_position(l.state.step);
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
+    let eval_every = train_spec.eval_every.unwrap_or(0);
+    while l.state.step < total {
+        if interrupted() {
+            harness_core::note!("interrupted: saving a checkpoint at step {}", l.state.step);
+            l.checkpoint()?;
+            l.session.interrupted = true;
+            break;
+        }
+        let stepped = l.step(device)?;
+        let eval = l.evaluate(&mut opts, eval_every, &bar)?;
+        l.record(&stepped, eval.as_ref())?;
+        let step = l.state.step;
+        bar.set_position(step);
+        bar.set_message(format!(
+            "loss {:.3} | {:.0} tok/s",
+            l.smoothed.unwrap_or(f64::NAN),
+            l.session.tokens_per_second()
+        ));
+        // A checkpoint is due on the cadence, at the end of each stage, and whenever a new
+        // best was found (the best step must exist on disk).
+        let new_best = l.state.best.as_ref().is_some_and(|b| b.step == step);
+        let stage_end = plan.stages.iter().any(|s| s.start + s.steps == step);
+        if (ckpt_every > 0 && step.is_multiple_of(ckpt_every)) || stage_end || new_best {
+            l.checkpoint()?;
+        }
+        if opts.stop_after.is_some_and(|s| step >= s) {
             break;
         }
     }
     bar.finish_and_clear();
     // A run of zero steps (the untrained baseline) still leaves a checkpoint to evaluate.
-    if session.checkpoint.is_none() && state.step >= total {
-        session.checkpoint = Some(checkpoint::save(
-            &checkpoints,
-            &model,
-            &optim,
-            &state,
-            opts.keep,
-        )?);
+    if l.session.checkpoint.is_none() && l.state.step >= total {
+        l.checkpoint()?;
     }
-    session.steps = state.step;
-    Ok(session)
+    l.session.steps = l.state.step;
+    Ok(l.session)
 }
 
 #[cfg(test)]
@@ -592,6 +694,86 @@ train: {train}
     fn nli_classification_overfits_a_tiny_set() {
         assert_decreases(
             "  - {name: n, objective: nli_classification, corpus: nli, params: {head: nli}}",
+        );
+    }
+
+    /// Weights of the model's encoder `i` in a checkpoint directory.
+    fn encoder_weights(plan: &Plan, ck: &Path, i: usize) -> Vec<f32> {
+        let dev = Default::default();
+        let m =
+            checkpoint::load_model(ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
+        let mut c = Collect(Vec::new());
+        m.encoders[i].visit(&mut c);
+        c.0
+    }
+
+    /// The issue's two-stage test: stage 1 trains encoder A (`encoder`) on pairs; stage 2
+    /// trains B (`xx`) towards the frozen A. A is bit-identical after stage 2; a run killed
+    /// in stage 2 resumes in stage 2 to the uninterrupted run's weights and losses.
+    #[test]
+    fn two_stages_freeze_and_resume_in_the_second_stage() {
+        let tasks =
+            "  - {name: rank, objective: ranking_softmax, corpus: pairs, params: {scale: 10.0}}
+  - {name: align, stage: 2, objective: l2_similarity, corpus: pairs, encoder: xx, reads: encoder}
+stages:
+  2: {steps: 8, lr: 0.05, frozen: [encoder]}";
+        let mut r = recipe(
+            tasks,
+            "{steps: 6, batch_size: 4, max_len: 20, checkpoint_every: 3}",
+            0.1,
+        );
+        r.model.as_mut().unwrap().decoder = None;
+        r.model.as_mut().unwrap().encoders.insert(
+            "xx".into(),
+            serde_yaml::from_str("{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}")
+                .unwrap(),
+        );
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let pa = plan(&r, 16, a.path());
+        let pb = plan(&r, 16, b.path());
+        assert_eq!(pa.stages.len(), 2);
+        assert_eq!((pa.stages[1].start, pa.total_steps), (6, 14));
+        let dev = Default::default();
+        train::<B>(&pa, &dev, opts(a.path(), None)).unwrap();
+        let ck = |dir: &Path, step| checkpoint::step_dir(&dir.join("checkpoints"), step);
+        // Stage 1's end has a checkpoint; A did not move in stage 2, B did.
+        let keep_all = |dir: &Path| checkpoint::list(&dir.join("checkpoints")).len();
+        assert!(keep_all(a.path()) >= 1);
+        let final_a = encoder_weights(&pa, &ck(a.path(), 14), 0);
+        let final_b = encoder_weights(&pa, &ck(a.path(), 14), 1);
+        // Retrain stage 1 alone to read A at its end (the checkpoint may be pruned).
+        let c = tempfile::tempdir().unwrap();
+        let pc = plan(&r, 16, c.path());
+        train::<B>(&pc, &dev, opts(c.path(), Some(6))).unwrap();
+        let stage1_a = encoder_weights(&pc, &ck(c.path(), 6), 0);
+        let stage1_b = encoder_weights(&pc, &ck(c.path(), 6), 1);
+        assert_eq!(final_a, stage1_a, "the frozen encoder moved in stage 2");
+        assert_ne!(final_b, stage1_b, "stage 2 trained nothing");
+        // Killed after step 11 (checkpoint at 9, in stage 2), resumed.
+        train::<B>(&pb, &dev, opts(b.path(), Some(11))).unwrap();
+        let state =
+            checkpoint::read_state(&checkpoint::latest(&b.path().join("checkpoints")).unwrap())
+                .unwrap();
+        assert_eq!((state.step, state.stage), (9, 2));
+        let resumed = train::<B>(&pb, &dev, opts(b.path(), None)).unwrap();
+        assert_eq!(resumed.session_steps, 5);
+        assert_eq!(weights(&pa, a.path()), weights(&pb, b.path()));
+        assert_eq!(losses(a.path()), losses(b.path()));
+        // The metrics name each stage's task.
+        let lines = std::fs::read_to_string(a.path().join("train/metrics.jsonl")).unwrap();
+        let tasks: Vec<String> = lines
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["task"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert!(
+            tasks[..6].iter().all(|t| t == "rank") && tasks[6..].iter().all(|t| t == "align"),
+            "{tasks:?}"
         );
     }
 }

@@ -137,6 +137,21 @@ impl<B: Backend> SentenceEncoder<B> {
         format!("{tag};weights={weights_id};tokenizer={tokenizer};pool={pool};max_len={max_len}")
     }
 
+    /// The encoder with its token embeddings in (`on`) or out of the backward pass.
+    pub fn with_embeddings_trainable(self, on: bool) -> Self {
+        use crate::system::set_trainable;
+        match self {
+            SentenceEncoder::Bilstm(mut e) => {
+                e.embedding = set_trainable(e.embedding, on);
+                SentenceEncoder::Bilstm(e)
+            }
+            SentenceEncoder::Cbow(mut e) => {
+                e.embedding = set_trainable(e.embedding, on);
+                SentenceEncoder::Cbow(e)
+            }
+        }
+    }
+
     /// The device of the weights.
     pub fn device(&self) -> B::Device {
         match self {
