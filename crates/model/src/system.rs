@@ -149,6 +149,16 @@ impl SystemConfig {
         self.encoder_index(name).map(Group::Encoder)
     }
 
+    /// Every group of the model: each encoder, the decoder, each head.
+    pub fn all_groups(&self) -> Vec<Group> {
+        let mut g: Vec<Group> = (0..self.encoders.len()).map(Group::Encoder).collect();
+        if self.decoder.is_some() {
+            g.push(Group::Decoder);
+        }
+        g.extend((0..self.heads.len()).map(Group::Head));
+        g
+    }
+
     /// Index of a head by name.
     pub fn head_index(&self, name: &str) -> Option<usize> {
         self.heads.iter().position(|(n, _)| n == name)
@@ -203,6 +213,47 @@ impl<B: Backend> System<B> {
             }
         }
         m
+    }
+
+    /// The model with the weights of `groups` clipped to `[−c, c]`.
+    pub fn clamp_groups(mut self, groups: &[Group], c: f64) -> Self {
+        fn clamp<B: Backend, M: Module<B>>(m: M, c: f64) -> M {
+            struct Clamp(f64);
+            impl<B: Backend> ModuleMapper<B> for Clamp {
+                fn map_float<const D: usize>(
+                    &mut self,
+                    param: Param<Tensor<B, D>>,
+                ) -> Param<Tensor<B, D>> {
+                    let (id, tensor, mapper) = param.consume();
+                    let grad = tensor.is_require_grad();
+                    let clipped = tensor
+                        .clamp(-self.0, self.0)
+                        .detach()
+                        .set_require_grad(grad);
+                    Param::from_mapped_value(id, clipped, mapper)
+                }
+            }
+            m.map(&mut Clamp(c))
+        }
+        for g in groups {
+            match *g {
+                Group::Encoder(i) => {
+                    let e = self.encoders.remove(i);
+                    self.encoders.insert(i, clamp(e, c));
+                }
+                Group::Embeddings(i) => {
+                    let mut e = self.encoders.remove(i);
+                    e = e.map_embeddings(|m| clamp(m, c));
+                    self.encoders.insert(i, e);
+                }
+                Group::Decoder => self.decoder = self.decoder.map(|d| clamp(d, c)),
+                Group::Head(i) => {
+                    let h = self.heads.remove(i);
+                    self.heads.insert(i, clamp(h, c));
+                }
+            }
+        }
+        self
     }
 
     /// The encoder evaluation and export use (the first).

@@ -114,6 +114,7 @@ pub fn save<B: AutodiffBackend>(
     checkpoints: &Path,
     model: &System<B>,
     optim: &AnyOptimizer<System<B>, B>,
+    inner: &[(&str, &AnyOptimizer<System<B>, B>)],
     state: &TrainState,
     keep: usize,
 ) -> Result<PathBuf, TrainError> {
@@ -132,6 +133,10 @@ pub fn save<B: AutodiffBackend>(
         .save_file(tmp.join("model"), &Rec::new())
         .map_err(|e| rec(&tmp, e))?;
     optim.save(&tmp.join("optim")).map_err(|e| rec(&tmp, e))?;
+    for (task, o) in inner {
+        o.save(&tmp.join(inner_name(task)))
+            .map_err(|e| rec(&tmp, e))?;
+    }
     let json = serde_json::to_string_pretty(state).map_err(|e| rec(&tmp, e))?;
     harness_core::fsutil::write_atomic(&tmp.join("state.json"), json.as_bytes())
         .map_err(|e| io(&tmp, e))?;
@@ -177,6 +182,27 @@ pub fn load_model<B: Backend>(
             detail: e.to_string(),
         }
     })
+}
+
+/// The file stem of the inner optimizer of task `task` (its inner loop).
+fn inner_name(task: &str) -> String {
+    format!("optim-inner-{task}")
+}
+
+/// Loads a checkpoint's inner optimizer of task `task`, if it saved one.
+pub fn load_inner<B: AutodiffBackend>(
+    dir: &Path,
+    task: &str,
+    optim: AnyOptimizer<System<B>, B>,
+    device: &B::Device,
+) -> Result<AnyOptimizer<System<B>, B>, TrainError> {
+    let stem = dir.join(inner_name(task));
+    if !stem.with_extension("mpk").is_file() {
+        return Ok(optim);
+    }
+    optim
+        .load(&stem, device)
+        .map_err(|e| rec(&stem.with_extension("mpk"), e))
 }
 
 /// Loads a checkpoint's optimizer state.

@@ -146,6 +146,16 @@ impl TaskData {
         (b, next)
     }
 
+    /// A batch drawn at random for inner update `i` of global step `step` (an inner loop
+    /// samples its own batches, Emu Algorithm 1); a function of `(seed, step, i)` only, so a
+    /// resumed run draws the same ones.
+    pub fn inner_batch(&self, step: u64, i: u32) -> &[u32] {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x1a2b_3c4d_5e6f_7081);
+        rng.set_stream(step.wrapping_mul(1 << 16).wrapping_add(i as u64));
+        let n = self.batches.len().max(1);
+        &self.batches[rng.random_range(0..n)]
+    }
+
     fn epoch_order(&self, epoch: u64) -> Vec<u32> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         rng.set_stream(epoch + 1);

@@ -32,6 +32,21 @@ pub struct TaskPlan {
     /// The encoders of the two sides of each example (indices into the model's encoders):
     /// the one the task trains (`encoder:`) and the one it reads (`reads:`).
     pub encoders: [usize; 2],
+    /// Its inner loop, with its parameter groups resolved.
+    pub inner: Option<InnerPlan>,
+}
+
+/// A task's inner loop ([`objectives::InnerLoop`]) with its groups resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerPlan {
+    /// Inner updates per main update.
+    pub steps: u32,
+    /// The groups they train.
+    pub trains: Vec<Group>,
+    /// Their learning rate.
+    pub lr: f64,
+    /// Weight clipping after each.
+    pub clip: Option<f64>,
 }
 
 /// Everything the loop needs, compiled from a recipe.
@@ -79,9 +94,11 @@ impl Plan {
             .expect("a plan has a stage")
     }
 
-    /// Whether any stage freezes a parameter group.
+    /// Whether any stage freezes a parameter group, or any task has an inner loop (whose
+    /// groups the main update leaves alone).
     pub fn freezes(&self) -> bool {
         self.stages.iter().any(|s| !s.frozen.is_empty())
+            || self.tasks.iter().any(|t| t.inner.is_some())
     }
 }
 
@@ -323,6 +340,30 @@ pub fn compile_plan_with(
             Some(r) => encoder("reads", Some(r))?,
             None => first,
         };
+        let inner = match prepared.inner_loop() {
+            None => None,
+            Some(l) => {
+                let trains = l
+                    .trains
+                    .iter()
+                    .map(|g| {
+                        system.group(g).ok_or_else(|| {
+                            TrainError::recipe(
+                                format!("tasks.{}.params", task.name),
+                                format!("the inner loop trains `{g}`, which is no parameter group"),
+                                "name an encoder, `<encoder>.embeddings`, `decoder` or `heads.<name>`",
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(InnerPlan {
+                    steps: l.steps,
+                    trains,
+                    lr: l.lr,
+                    clip: l.clip,
+                })
+            }
+        };
         tasks.push(TaskPlan {
             name: task.name.clone(),
             objective: task.objective.clone(),
@@ -331,6 +372,7 @@ pub fn compile_plan_with(
             weight: task.weight,
             joint: Vec::new(),
             encoders: [first, second],
+            inner,
         });
     }
     // Joint losses join their partner task.

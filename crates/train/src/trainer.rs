@@ -8,7 +8,7 @@
 use crate::checkpoint::{self, Best, TrainState};
 use crate::objectives::{Registry, TaskLoss};
 use crate::optim::{clip_global_norm, learning_rate, AnyOptimizer};
-use crate::plan::Plan;
+use crate::plan::{InnerPlan, Plan};
 use crate::step::Step;
 use crate::TrainError;
 use burn::module::AutodiffModule;
@@ -16,7 +16,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{ElementConversion, Tensor};
 use harness_model::random::Noise;
-use harness_model::system::System;
+use harness_model::system::{Group, System};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -189,6 +189,8 @@ struct Loop<'p, B: AutodiffBackend> {
     /// Always `Some` between steps (taken out while the optimizer moves it).
     model: Option<System<B>>,
     optim: AnyOptimizer<System<B>, B>,
+    /// The inner optimizer of each task with an inner loop, by task index.
+    inner: std::collections::BTreeMap<usize, AnyOptimizer<System<B>, B>>,
     state: TrainState,
     checkpoints: PathBuf,
     metrics_path: PathBuf,
@@ -249,10 +251,21 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             best: None,
             stage: plan.stage_at(0).number,
         };
+        let mut inner: std::collections::BTreeMap<usize, AnyOptimizer<System<B>, B>> = plan
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.inner.is_some())
+            .map(|(i, _)| (i, AnyOptimizer::from_spec(&spec)))
+            .collect();
         let mut last_checkpoint = None;
         if let Some(dir) = checkpoint::latest(&checkpoints) {
             model = checkpoint::load_model(&dir, model, device)?;
             optim = checkpoint::load_optim(&dir, optim, device)?;
+            for (i, o) in std::mem::take(&mut inner) {
+                let o = checkpoint::load_inner(&dir, &plan.tasks[i].name, o, device)?;
+                inner.insert(i, o);
+            }
             state = checkpoint::read_state(&dir)?;
             last_checkpoint = Some(dir);
         }
@@ -277,6 +290,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             losses,
             model: Some(model),
             optim,
+            inner,
             state,
             checkpoints,
             metrics_path,
@@ -313,6 +327,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 "report this as a bug",
             )
         })?;
+        if let Some(inner) = &task.inner {
+            self.inner_loop(t, inner, device)?;
+        }
         let pos = self
             .state
             .positions
@@ -321,11 +338,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             .unwrap_or_default();
         let (index, next) = data.batch_at(pos);
         let mut noise = Noise::new(plan.recipe.seed, step);
+        // The main update leaves the inner loop's groups alone.
+        let mut frozen = stage.frozen.clone();
+        if let Some(inner) = &task.inner {
+            frozen.extend(inner.trains.iter().copied());
+            self.model = self.model.take().map(|m| m.with_frozen(&frozen));
+        }
         let model = self
             .model
             .as_ref()
             .expect("the model is back after each step");
-        let mut ctx = Step::new(model, plan, task, index, &stage.frozen, &mut noise, device);
+        let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
         let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
         let tokens = ctx.tokens();
         let value: f64 = loss.clone().into_scalar().elem();
@@ -361,6 +384,68 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             grad_norm,
             tokens,
         })
+    }
+
+    /// Task `t`'s inner loop before the main update of this step: each inner update trains
+    /// only the loop's groups (everything else out of the backward pass), on a batch drawn
+    /// for it, with the task's own inner optimizer, then clips their weights.
+    fn inner_loop(
+        &mut self,
+        t: usize,
+        inner: &InnerPlan,
+        device: &B::Device,
+    ) -> Result<(), TrainError> {
+        let plan = self.plan;
+        let task = &plan.tasks[t];
+        let data = task.data.as_ref().ok_or_else(|| {
+            TrainError::recipe(
+                format!("tasks.{}", task.name),
+                "a joint task cannot have an inner loop",
+                "give the task its own corpus",
+            )
+        })?;
+        let frozen: Vec<Group> = plan
+            .system
+            .all_groups()
+            .into_iter()
+            .filter(|g| !inner.trains.contains(g))
+            .collect();
+        let step = self.state.step;
+        for i in 0..inner.steps {
+            let index = data.inner_batch(step, i);
+            // Its own random stream (dropout), apart from the main update's.
+            let mut noise = Noise::new(
+                plan.recipe.seed ^ 0x6a09_e667_f3bc_c908,
+                step.wrapping_mul(1 << 16).wrapping_add(i as u64),
+            );
+            let model = self.model.take().map(|m| m.with_frozen(&frozen));
+            self.model = model;
+            let model = self
+                .model
+                .as_ref()
+                .expect("the model is back after each step");
+            let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
+            let loss = self.losses[t].inner_loss(&mut ctx)?;
+            let value: f64 = loss.clone().into_scalar().elem();
+            if !value.is_finite() {
+                return Err(TrainError::Diverged {
+                    step,
+                    task: format!("{} (inner update {})", task.name, i + 1),
+                    value,
+                });
+            }
+            let grads = GradientsParams::from_grads(loss.backward(), model);
+            let optim = self
+                .inner
+                .get_mut(&t)
+                .expect("an inner optimizer per inner loop");
+            let updated = self.model.take().map(|m| optim.step(inner.lr, m, grads));
+            self.model = match inner.clip {
+                Some(c) => updated.map(|m| m.clamp_groups(&inner.trains, c)),
+                None => updated,
+            };
+        }
+        Ok(())
     }
 
     /// The recipe's best-checkpoint metric, when an evaluation is due; records a new best.
@@ -423,10 +508,16 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         self.metrics
             .flush()
             .map_err(|e| io(&self.metrics_path, e))?;
+        let inner: Vec<(&str, &AnyOptimizer<System<B>, B>)> = self
+            .inner
+            .iter()
+            .map(|(i, o)| (self.plan.tasks[*i].name.as_str(), o))
+            .collect();
         self.session.checkpoint = Some(checkpoint::save(
             &self.checkpoints,
             self.model(),
             &self.optim,
+            &inner,
             &self.state,
             self.keep,
         )?);
@@ -775,5 +866,138 @@ stages:
             tasks[..6].iter().all(|t| t == "rank") && tasks[6..].iter().all(|t| t == "align"),
             "{tasks:?}"
         );
+    }
+
+    /// A test objective with an inner loop (the shape of Emu's adversarial training): the
+    /// inner updates train head `head` to call every pair class 0; the main update pulls the
+    /// pair together and pushes the (then fixed) head away from class 0.
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+    struct Critic {
+        head: String,
+        critic_steps: u32,
+        clip: f64,
+    }
+
+    impl crate::objectives::Objective for Critic {
+        const NAME: &'static str = "critic";
+        const EXAMPLES: crate::objectives::ExampleKind = crate::objectives::ExampleKind::Pairs;
+
+        fn inner_loop(&self) -> Option<crate::objectives::InnerLoop> {
+            Some(crate::objectives::InnerLoop {
+                steps: self.critic_steps,
+                trains: vec![format!("heads.{}", self.head)],
+                lr: 0.05,
+                clip: Some(self.clip),
+            })
+        }
+    }
+
+    impl Critic {
+        fn class0<Bk: AutodiffBackend>(
+            &self,
+            step: &mut Step<'_, Bk>,
+        ) -> Result<Tensor<Bk, 1>, TrainError> {
+            use crate::step::Side;
+            let head = step.head(&self.head)?;
+            let u = step.encode(Side::First)?.sentence;
+            let v = step.encode(Side::Second)?.sentence;
+            let [n, _] = u.dims();
+            let logits = head.forward(u, Some(v), None);
+            let zeros = Tensor::<Bk, 1, burn::tensor::Int>::zeros([n], step.device());
+            Ok(crate::objectives::nli_classification::classification_ce(
+                logits, zeros,
+            ))
+        }
+    }
+
+    impl crate::objectives::Loss for Critic {
+        fn loss<Bk: AutodiffBackend>(
+            &self,
+            step: &mut Step<'_, Bk>,
+        ) -> Result<Tensor<Bk, 1>, TrainError> {
+            use crate::step::Side;
+            let u = step.encode(Side::First)?.sentence;
+            let v = step.encode(Side::Second)?.sentence;
+            let pull = crate::objectives::l2_similarity::l2_similarity(u, v, 1.0);
+            Ok(pull - self.class0(step)? * 0.1)
+        }
+
+        fn inner_loss<Bk: AutodiffBackend>(
+            &self,
+            step: &mut Step<'_, Bk>,
+        ) -> Result<Tensor<Bk, 1>, TrainError> {
+            self.class0(step)
+        }
+    }
+
+    fn critic_plan(steps: u32, dir: &Path) -> Plan {
+        let tasks = format!(
+            "  - {{name: adv, objective: critic, corpus: pairs, params: {{head: nli, critic_steps: {steps}, clip: 0.05}}}}"
+        );
+        let mut r = recipe(
+            &tasks,
+            "{steps: 8, batch_size: 4, max_len: 20, checkpoint_every: 3}",
+            0.0,
+        );
+        r.model.as_mut().unwrap().decoder = None;
+        let loaded = corpora(16);
+        let tok = tokenizer_for(&r, &loaded, &dir.join("tokenizer.json")).unwrap();
+        const CRITIC: crate::objectives::ObjectiveDef =
+            crate::objectives::ObjectiveDef::trainable::<Critic>();
+        let mut defs = crate::objectives::ALL.to_vec();
+        defs.push(&CRITIC);
+        crate::plan::compile_plan_with(&r, &tok, &loaded, &defs).unwrap()
+    }
+
+    fn critic_opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {
+        Options {
+            objectives: crate::objectives::registry().with::<Critic>(),
+            ..opts(dir, stop_after)
+        }
+    }
+
+    fn head_weights(plan: &Plan, ck: &Path) -> Vec<f32> {
+        let dev = Default::default();
+        let m =
+            checkpoint::load_model(ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
+        let mut c = Collect(Vec::new());
+        m.heads[0].visit(&mut c);
+        c.0
+    }
+
+    /// The inner-loop test: the inner updates train only their group and clip it;
+    /// the main update leaves that group alone; a killed run resumes to the same weights
+    /// (the inner optimizer's state is in the checkpoints).
+    #[test]
+    fn an_inner_loop_trains_its_group_first_and_alone() {
+        let dev = Default::default();
+        // No inner update: the main update never touches the head, which keeps its
+        // initial weights (some beyond the clip of 0.05).
+        let d0 = tempfile::tempdir().unwrap();
+        let p0 = critic_plan(0, d0.path());
+        train::<B>(&p0, &dev, critic_opts(d0.path(), None)).unwrap();
+        let init: Vec<f32> = {
+            let m = p0.system.init::<NdArray<f32>>(p0.recipe.seed, &dev);
+            let mut c = Collect(Vec::new());
+            m.heads[0].visit(&mut c);
+            c.0
+        };
+        let last = |d: &Path| checkpoint::latest(&d.join("checkpoints")).unwrap();
+        assert_eq!(head_weights(&p0, &last(d0.path())), init);
+        assert!(init.iter().any(|w| w.abs() > 0.05));
+        // Three inner updates per step: the head moved and is clipped.
+        let a = tempfile::tempdir().unwrap();
+        let pa = critic_plan(3, a.path());
+        train::<B>(&pa, &dev, critic_opts(a.path(), None)).unwrap();
+        let head = head_weights(&pa, &last(a.path()));
+        assert_ne!(head, init);
+        assert!(head.iter().all(|w| w.abs() <= 0.05 + 1e-7), "{head:?}");
+        // Killed after step 5 (checkpoint at 3) and resumed: the same weights and losses.
+        let b = tempfile::tempdir().unwrap();
+        let pb = critic_plan(3, b.path());
+        train::<B>(&pb, &dev, critic_opts(b.path(), Some(5))).unwrap();
+        train::<B>(&pb, &dev, critic_opts(b.path(), None)).unwrap();
+        assert_eq!(weights(&pa, a.path()), weights(&pb, b.path()));
+        assert_eq!(losses(a.path()), losses(b.path()));
     }
 }

@@ -16,6 +16,7 @@ use crate::error::ModelError;
 use crate::input::Padded;
 use crate::random::Noise;
 use burn::module::Module;
+use burn::nn::Embedding;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::schema::Encoder;
@@ -139,14 +140,18 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// The encoder with its token embeddings in (`on`) or out of the backward pass.
     pub fn with_embeddings_trainable(self, on: bool) -> Self {
-        use crate::system::set_trainable;
+        self.map_embeddings(|m| crate::system::set_trainable(m, on))
+    }
+
+    /// The encoder with `f` applied to its token embeddings.
+    pub fn map_embeddings(self, f: impl FnOnce(Embedding<B>) -> Embedding<B>) -> Self {
         match self {
             SentenceEncoder::Bilstm(mut e) => {
-                e.embedding = set_trainable(e.embedding, on);
+                e.embedding = f(e.embedding);
                 SentenceEncoder::Bilstm(e)
             }
             SentenceEncoder::Cbow(mut e) => {
-                e.embedding = set_trainable(e.embedding, on);
+                e.embedding = f(e.embedding);
                 SentenceEncoder::Cbow(e)
             }
         }

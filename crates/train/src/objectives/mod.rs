@@ -76,6 +76,24 @@ impl Default for PairOptions {
     }
 }
 
+/// An inner loop a task runs before each of its main updates (Emu, Algorithm 1: the
+/// discriminator's `critic_steps` updates, its weights clipped after each, before every
+/// encoder update). Generic: any objective may declare one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerLoop {
+    /// Inner updates per main update.
+    pub steps: u32,
+    /// The parameter groups the inner updates train (`heads.<name>`, an encoder, ...); the
+    /// main update leaves them alone.
+    pub trains: Vec<String>,
+    /// Learning rate of the inner optimizer (the recipe's optimizer kind, with its own
+    /// state, saved with the checkpoints).
+    pub lr: f64,
+    /// After each inner update the trained groups' weights are clipped to `[−clip, clip]`
+    /// (a WGAN critic's Lipschitz constraint).
+    pub clip: Option<f64>,
+}
+
 /// An objective's definition apart from its loss: its typed parameters (the struct itself,
 /// `#[serde(deny_unknown_fields)]` with defaults), its name and what it reads.
 pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
@@ -103,6 +121,11 @@ pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn pair_options(&self) -> PairOptions {
         PairOptions::default()
     }
+
+    /// Its inner loop, if it has one ([`Loss::inner_loss`] is then the inner updates' loss).
+    fn inner_loop(&self) -> Option<InnerLoop> {
+        None
+    }
 }
 
 /// An objective the trainer can train: its loss on one batch.
@@ -110,6 +133,18 @@ pub trait Loss: Objective {
     /// The loss (a one-element tensor) on the batch of `step`, whose encodings are shared by
     /// every loss computed on it (joint tasks).
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
+
+    /// The loss of one inner update ([`Objective::inner_loop`]) on the batch of `step`.
+    fn inner_loss<B: AutodiffBackend>(
+        &self,
+        _step: &mut Step<'_, B>,
+    ) -> Result<Tensor<B, 1>, TrainError> {
+        Err(TrainError::recipe(
+            "tasks",
+            format!("objective `{}` declares no inner loop", Self::NAME),
+            "report this as a bug in the objective's definition",
+        ))
+    }
 }
 
 /// The parts of a parsed objective the plan needs, whatever its type.
@@ -118,6 +153,8 @@ pub trait Prepared: Send + Sync {
     fn joint_with(&self) -> Option<&str>;
     /// See [`Objective::pair_options`].
     fn pair_options(&self) -> PairOptions;
+    /// See [`Objective::inner_loop`].
+    fn inner_loop(&self) -> Option<InnerLoop>;
 }
 
 impl<T: Objective> Prepared for T {
@@ -126,6 +163,9 @@ impl<T: Objective> Prepared for T {
     }
     fn pair_options(&self) -> PairOptions {
         Objective::pair_options(self)
+    }
+    fn inner_loop(&self) -> Option<InnerLoop> {
+        Objective::inner_loop(self)
     }
 }
 
@@ -203,11 +243,16 @@ impl ObjectiveDef {
 pub trait TaskLoss<B: AutodiffBackend>: Send + Sync {
     /// See [`Loss::loss`].
     fn loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
+    /// See [`Loss::inner_loss`].
+    fn inner_loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
 }
 
 impl<B: AutodiffBackend, T: Loss> TaskLoss<B> for T {
     fn loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
         Loss::loss(self, step)
+    }
+    fn inner_loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        Loss::inner_loss(self, step)
     }
 }
 
