@@ -5,7 +5,7 @@
 //! `<lang:xxx>` token when the decoder has no language embedding (seq2seq §2) — followed by
 //! the target ids; decoder outputs are the target ids followed by `</s>`.
 
-use crate::data::{NliExample, PairExample};
+use crate::data::{ContextExample, LabelledExample, NliExample, PairExample};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use harness_data::tokenize::ids;
@@ -149,6 +149,53 @@ pub fn nli_batch<B: Backend>(
     }
 }
 
+/// A batch of running-text examples: each sentence and its two neighbours.
+#[derive(Debug, Clone)]
+pub struct ContextBatch<B: Backend> {
+    pub sentence: Padded<B>,
+    pub previous: Padded<B>,
+    pub next: Padded<B>,
+}
+
+/// Builds the tensors of a batch of running-text examples.
+pub fn context_batch<B: Backend>(
+    examples: &[ContextExample],
+    index: &[u32],
+    device: &B::Device,
+) -> ContextBatch<B> {
+    let ex: Vec<&ContextExample> = index.iter().map(|&i| &examples[i as usize]).collect();
+    let rows = |f: fn(&ContextExample) -> &Vec<u32>| -> Vec<Vec<u32>> {
+        ex.iter().map(|e| encoder_row(f(e))).collect()
+    };
+    ContextBatch {
+        sentence: pad(&rows(|e| &e.sentence), device),
+        previous: pad(&rows(|e| &e.previous), device),
+        next: pad(&rows(|e| &e.next), device),
+    }
+}
+
+/// A batch of labelled sentences.
+#[derive(Debug, Clone)]
+pub struct LabelledBatch<B: Backend> {
+    pub sentence: Padded<B>,
+    pub labels: Tensor<B, 1, Int>,
+}
+
+/// Builds the tensors of a batch of labelled sentences.
+pub fn labelled_batch<B: Backend>(
+    examples: &[LabelledExample],
+    index: &[u32],
+    device: &B::Device,
+) -> LabelledBatch<B> {
+    let ex: Vec<&LabelledExample> = index.iter().map(|&i| &examples[i as usize]).collect();
+    let rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.ids)).collect();
+    let labels: Vec<i64> = ex.iter().map(|e| e.label as i64).collect();
+    LabelledBatch {
+        sentence: pad(&rows, device),
+        labels: Tensor::from_data(TensorData::new(labels, [ex.len()]), device),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +225,8 @@ mod tests {
             tgt: vec![12],
             src_lang: 0,
             tgt_lang: 1,
+            origin: 0,
+            forward: true,
         }];
         let b = pair_batch::<B>(
             &ex,

@@ -15,7 +15,15 @@ pub use harness_model::encoder::sentence::TRAINABLE as ENCODERS;
 /// Head kinds it builds.
 pub const HEADS: &[&str] = &["mlp"];
 /// Datasets `corpora` loads as training corpora.
-pub const CORPUS_DATASETS: &[&str] = &["parallel-pairs", "wmt-news-parallel", "snli", "sick"];
+pub const CORPUS_DATASETS: &[&str] = &[
+    "parallel-pairs",
+    "wmt-news-parallel",
+    "snli",
+    "sick",
+    "conversation-pairs",
+    "monolingual-sentences",
+    "xsid",
+];
 
 fn key(s: &str) -> Seg {
     Seg::Key(s.to_string())

@@ -90,6 +90,15 @@ pub struct CorpusCounts {
 pub enum Loaded {
     Parallel(Vec<(String, String, Vec<Bitext>)>),
     Nli(Vec<NliPair>),
+    /// (message, response) turns of conversations (`source` = message).
+    Conversation(Vec<Bitext>),
+    /// Running text: documents as their sentences in order (previous / next neighbours).
+    Text(Vec<Vec<String>>),
+    /// Sentences with a class (an index into `classes`).
+    Labelled {
+        items: Vec<(String, u32)>,
+        classes: Vec<String>,
+    },
 }
 
 impl Loaded {
@@ -98,8 +107,196 @@ impl Loaded {
         match self {
             Loaded::Parallel(_) => crate::objectives::ExampleKind::Pairs,
             Loaded::Nli(_) => crate::objectives::ExampleKind::Nli,
+            Loaded::Conversation(_) => crate::objectives::ExampleKind::Conversation,
+            Loaded::Text(_) => crate::objectives::ExampleKind::RunningText,
+            Loaded::Labelled { .. } => crate::objectives::ExampleKind::Labelled,
         }
     }
+
+    /// Every sentence of the corpus, in order (what a tokenizer learns from).
+    pub fn sentences(&self) -> Vec<&str> {
+        match self {
+            Loaded::Parallel(c) => c
+                .iter()
+                .flat_map(|(_, _, p)| {
+                    p.iter()
+                        .flat_map(|b| [b.source.as_str(), b.target.as_str()])
+                })
+                .collect(),
+            Loaded::Nli(v) => v
+                .iter()
+                .flat_map(|p| [p.premise.as_str(), p.hypothesis.as_str()])
+                .collect(),
+            Loaded::Conversation(v) => v
+                .iter()
+                .flat_map(|b| [b.source.as_str(), b.target.as_str()])
+                .collect(),
+            Loaded::Text(docs) => docs.iter().flatten().map(String::as_str).collect(),
+            Loaded::Labelled { items, .. } => items.iter().map(|(s, _)| s.as_str()).collect(),
+        }
+    }
+}
+
+/// Conversation turns of `conversation-pairs` (splits: `valid_freq`, `valid_rare`,
+/// `test_freq`, `test_rare`; default all four), without pairs that hold an excluded
+/// benchmark's sentence, in file order, the first `max_examples` kept.
+fn load_conversation(
+    dir: &std::path::Path,
+    corpus: &Corpus,
+    eval: &EvalSentences,
+    counts: &mut CorpusCounts,
+) -> anyhow::Result<Loaded> {
+    let splits: Vec<&str> = if corpus.splits.is_empty() {
+        harness_data::loaders::conversation::SPLITS.to_vec()
+    } else {
+        corpus.splits.iter().map(String::as_str).collect()
+    };
+    let mut all = Vec::new();
+    for s in splits {
+        let pairs = harness_data::loaders::conversation::load_pairs(dir, &[s])?;
+        let before = pairs.len();
+        let kept: Vec<Bitext> = pairs
+            .into_iter()
+            .filter(|p| !eval.contains(&p.source) && !eval.contains(&p.target))
+            .collect();
+        counts
+            .parts
+            .insert(s.to_string(), (kept.len(), before - kept.len()));
+        all.extend(kept);
+    }
+    if let Some(m) = corpus.max_examples {
+        all.truncate(m as usize);
+    }
+    counts.used = all.len();
+    Ok(Loaded::Conversation(all))
+}
+
+/// Running text of `monolingual-sentences`: each book of `languages` (default all) as its
+/// sentences in order (`loaders::monolingual::split_sentences` over its paragraphs), excluded
+/// benchmark sentences dropped, at most `max_examples` sentences over the books.
+fn load_text(
+    dir: &std::path::Path,
+    corpus: &Corpus,
+    eval: &EvalSentences,
+    counts: &mut CorpusCounts,
+) -> anyhow::Result<Loaded> {
+    use harness_data::loaders::monolingual;
+    let mut docs = Vec::new();
+    let mut left = corpus.max_examples.map_or(usize::MAX, |m| m as usize);
+    for (lang, name) in monolingual::books(dir)? {
+        if !corpus.languages.is_empty() && !corpus.languages.contains(&lang) {
+            continue;
+        }
+        let book = monolingual::load_book(dir, &lang, &name)?;
+        let sentences: Vec<String> = book
+            .paragraphs
+            .iter()
+            .flat_map(|p| monolingual::split_sentences(p))
+            .collect();
+        let before = sentences.len();
+        let mut kept: Vec<String> = sentences
+            .into_iter()
+            .filter(|s| !eval.contains(s))
+            .collect();
+        let removed = before - kept.len();
+        kept.truncate(left);
+        left -= kept.len();
+        let part = counts.parts.entry(lang.clone()).or_insert((0, 0));
+        part.0 += kept.len();
+        part.1 += removed;
+        if !kept.is_empty() {
+            docs.push(kept);
+        }
+    }
+    counts.used = docs.iter().map(Vec::len).sum();
+    Ok(Loaded::Text(docs))
+}
+
+/// Intent-labelled utterances of `xsid` for `languages` (default `en`) and `splits`
+/// (default `train`, English only: `train-en`), excluded benchmark sentences dropped; the
+/// classes are the intents seen, sorted.
+fn load_labelled(
+    dir: &std::path::Path,
+    name: &str,
+    corpus: &Corpus,
+    eval: &EvalSentences,
+    counts: &mut CorpusCounts,
+) -> anyhow::Result<Loaded> {
+    use harness_data::loaders::xsid;
+    let languages: Vec<String> = if corpus.languages.is_empty() {
+        vec!["en".into()]
+    } else {
+        corpus.languages.clone()
+    };
+    let splits: Vec<String> = if corpus.splits.is_empty() {
+        vec!["train".into()]
+    } else {
+        corpus.splits.clone()
+    };
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for lang in &languages {
+        for s in &splits {
+            let part: Vec<(String, String)> = match (s.as_str(), lang.as_str()) {
+                ("train", "en") => xsid::load_train_en(dir)?
+                    .into_iter()
+                    .map(|t| (t.text, t.label))
+                    .collect(),
+                ("train", _) => {
+                    return Err(TrainError::recipe(
+                        format!("data.corpora.{name}.splits"),
+                        format!("xSID has training data in English only, not `{lang}`"),
+                        "read `valid` or `test` for the other languages",
+                    )
+                    .into())
+                }
+                (other, _) => {
+                    let split = match other {
+                        "valid" | "validation" | "dev" => xsid::Split::Valid,
+                        "test" => xsid::Split::Test,
+                        _ => {
+                            return Err(TrainError::recipe(
+                                format!("data.corpora.{name}.splits"),
+                                format!("unknown split `{other}`"),
+                                "use `train`, `valid` or `test`",
+                            )
+                            .into())
+                        }
+                    };
+                    xsid::load(dir, lang, split)?
+                        .into_iter()
+                        .map(|t| (t.text, t.label))
+                        .collect()
+                }
+            };
+            let before = part.len();
+            let kept: Vec<(String, String)> = part
+                .into_iter()
+                .filter(|(t, _)| !eval.contains(t))
+                .collect();
+            counts
+                .parts
+                .insert(format!("{lang}/{s}"), (kept.len(), before - kept.len()));
+            texts.extend(kept);
+        }
+    }
+    if let Some(m) = corpus.max_examples {
+        texts.truncate(m as usize);
+    }
+    let classes: Vec<String> = texts
+        .iter()
+        .map(|(_, l)| l.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let items = texts
+        .into_iter()
+        .map(|(t, l)| {
+            let c = classes.binary_search(&l).unwrap_or(0) as u32;
+            (t, c)
+        })
+        .collect::<Vec<_>>();
+    counts.used = items.len();
+    Ok(Loaded::Labelled { items, classes })
 }
 
 fn is_parallel_dataset(d: &str) -> bool {
@@ -109,7 +306,7 @@ fn is_parallel_dataset(d: &str) -> bool {
 fn split_of(name: &str) -> Option<Split> {
     match name {
         "train" => Some(Split::Train),
-        "validation" | "dev" => Some(Split::Dev),
+        "validation" | "valid" | "dev" => Some(Split::Dev),
         "test" => Some(Split::Test),
         _ => None,
     }
@@ -152,6 +349,21 @@ pub fn load_corpus(
     }
     let dir = ensure_dataset(settings, &corpus.dataset)?;
     let eval = excluded_sentences(corpus, registry, settings)?;
+    match corpus.dataset.as_str() {
+        "conversation-pairs" => {
+            return Ok((load_conversation(&dir, corpus, &eval, &mut counts)?, counts))
+        }
+        "monolingual-sentences" => {
+            return Ok((load_text(&dir, corpus, &eval, &mut counts)?, counts))
+        }
+        "xsid" => {
+            return Ok((
+                load_labelled(&dir, name, corpus, &eval, &mut counts)?,
+                counts,
+            ))
+        }
+        _ => {}
+    }
     let splits: Vec<String> = if corpus.splits.is_empty() {
         vec!["train".into()]
     } else {
@@ -173,7 +385,10 @@ pub fn load_corpus(
                 return Err(TrainError::recipe(
                     format!("data.corpora.{name}.dataset"),
                     format!("`{other}` cannot be a training corpus in this build"),
-                    "use parallel-pairs, wmt-news-parallel, snli or sick",
+                    format!(
+                        "use one of {}",
+                        crate::capability::CORPUS_DATASETS.join(", ")
+                    ),
                 )
                 .into())
             }

@@ -27,6 +27,10 @@ pub struct PairExample {
     pub tgt: Vec<u32>,
     pub src_lang: u32,
     pub tgt_lang: u32,
+    /// The pair it comes from: its index over the corpus's language pairs in order.
+    pub origin: u32,
+    /// Whether `tgt` is the pair's target (else its source).
+    pub forward: bool,
 }
 
 /// One NLI example.
@@ -37,11 +41,29 @@ pub struct NliExample {
     pub label: u32,
 }
 
-/// A task's examples.
+/// A sentence with its neighbours in running text (quick-thought).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextExample {
+    pub sentence: Vec<u32>,
+    pub previous: Vec<u32>,
+    pub next: Vec<u32>,
+}
+
+/// A sentence and its class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledExample {
+    pub ids: Vec<u32>,
+    pub label: u32,
+}
+
+/// A task's examples. Conversation turns are [`PairExample`]s (message → response, both
+/// language index 0).
 #[derive(Debug, Clone)]
 pub enum Examples {
     Pairs(Vec<PairExample>),
     Nli(Vec<NliExample>),
+    Context(Vec<ContextExample>),
+    Labelled(Vec<LabelledExample>),
 }
 
 impl Examples {
@@ -50,6 +72,8 @@ impl Examples {
         match self {
             Examples::Pairs(v) => v.len(),
             Examples::Nli(v) => v.len(),
+            Examples::Context(v) => v.len(),
+            Examples::Labelled(v) => v.len(),
         }
     }
 
@@ -64,6 +88,11 @@ impl Examples {
         match self {
             Examples::Pairs(v) => v[i].src.len().max(v[i].tgt.len()) + 1,
             Examples::Nli(v) => v[i].premise.len().max(v[i].hypothesis.len()) + 1,
+            Examples::Context(v) => {
+                let e = &v[i];
+                e.sentence.len().max(e.previous.len()).max(e.next.len()) + 1
+            }
+            Examples::Labelled(v) => v[i].ids.len() + 1,
         }
     }
 }
@@ -79,6 +108,9 @@ pub struct Position {
 #[derive(Debug, Clone)]
 pub struct TaskData {
     pub examples: Examples,
+    /// Hard negatives of each example (indices of the examples whose targets are its
+    /// negatives), when the task's objective asks for them (`hard_negatives.rs`).
+    pub negatives: Option<Vec<Vec<u32>>>,
     /// Each batch is a list of example indices.
     pub batches: Vec<Vec<u32>>,
     /// Seed of this task's epoch orders.
@@ -121,6 +153,7 @@ impl TaskData {
         }
         TaskData {
             examples,
+            negatives: None,
             batches,
             seed,
         }
@@ -172,6 +205,11 @@ impl TaskData {
                 .iter()
                 .map(|e| e.premise.len() + e.hypothesis.len() + 2)
                 .sum(),
+            Examples::Context(v) => v
+                .iter()
+                .map(|e| e.previous.len() + e.sentence.len() + e.next.len() + 3)
+                .sum(),
+            Examples::Labelled(v) => v.iter().map(|e| e.ids.len() + 1).sum(),
         }
     }
 }
@@ -202,6 +240,7 @@ pub fn pair_examples(
 ) -> Result<(Vec<PairExample>, usize), TokenizeError> {
     let mut out = Vec::new();
     let mut skipped = 0;
+    let mut origin = 0u32;
     for (ci, (src_lang, tgt_lang, pairs)) in corpora.iter().enumerate() {
         let (Some(si), Some(ti)) = (
             tokenizer.language_index(src_lang),
@@ -228,6 +267,8 @@ pub fn pair_examples(
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (ci as u64).wrapping_mul(0x9E37_79B9));
         for r in encoded {
             let (s, t) = r?;
+            let this = origin;
+            origin += 1;
             if s.is_empty() || t.is_empty() {
                 continue;
             }
@@ -249,6 +290,8 @@ pub fn pair_examples(
                     tgt: t,
                     src_lang: si as u32,
                     tgt_lang: ti as u32,
+                    origin: this,
+                    forward: true,
                 }
             } else {
                 PairExample {
@@ -256,6 +299,8 @@ pub fn pair_examples(
                     tgt: s,
                     src_lang: ti as u32,
                     tgt_lang: si as u32,
+                    origin: this,
+                    forward: false,
                 }
             };
             // Drawn only when asked for, so that recipes without it keep their data.
@@ -288,6 +333,77 @@ pub fn nli_examples(
             r.as_ref()
                 .map_or(true, |e| !e.premise.is_empty() && !e.hypothesis.is_empty())
         })
+        .collect()
+}
+
+/// Tokenises conversation turns into (message, response) examples; turns left empty after
+/// tokenisation are dropped.
+pub fn conversation_examples(
+    tokenizer: &TextTokenizer,
+    pairs: &[Bitext],
+    max_len: usize,
+) -> Result<Vec<PairExample>, TokenizeError> {
+    pairs
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            Ok(PairExample {
+                src: tokenizer.encode(&p.source, max_len)?,
+                tgt: tokenizer.encode(&p.target, max_len)?,
+                src_lang: 0,
+                tgt_lang: 0,
+                origin: i as u32,
+                forward: true,
+            })
+        })
+        .filter(|r| {
+            r.as_ref()
+                .map_or(true, |e| !e.src.is_empty() && !e.tgt.is_empty())
+        })
+        .collect()
+}
+
+/// Every sentence of running text that has both neighbours in its document, as a
+/// (previous, sentence, next) example.
+pub fn context_examples(
+    tokenizer: &TextTokenizer,
+    documents: &[Vec<String>],
+    max_len: usize,
+) -> Result<Vec<ContextExample>, TokenizeError> {
+    let mut out = Vec::new();
+    for doc in documents {
+        let ids: Vec<Vec<u32>> = doc
+            .par_iter()
+            .map(|s| tokenizer.encode(s, max_len))
+            .collect::<Result<_, _>>()?;
+        for w in ids.windows(3) {
+            if w.iter().all(|x| !x.is_empty()) {
+                out.push(ContextExample {
+                    previous: w[0].clone(),
+                    sentence: w[1].clone(),
+                    next: w[2].clone(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Tokenises labelled sentences.
+pub fn labelled_examples(
+    tokenizer: &TextTokenizer,
+    items: &[(String, u32)],
+    max_len: usize,
+) -> Result<Vec<LabelledExample>, TokenizeError> {
+    items
+        .par_iter()
+        .map(|(s, c)| {
+            Ok(LabelledExample {
+                ids: tokenizer.encode(s, max_len)?,
+                label: *c,
+            })
+        })
+        .filter(|r| r.as_ref().map_or(true, |e| !e.ids.is_empty()))
         .collect()
 }
 
@@ -391,6 +507,8 @@ mod tests {
                     tgt: vec![8; b],
                     src_lang: 0,
                     tgt_lang: 1,
+                    origin: 0,
+                    forward: true,
                 })
                 .collect(),
         )

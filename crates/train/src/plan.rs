@@ -4,7 +4,10 @@
 
 use crate::batch::FirstToken;
 use crate::corpora::Loaded;
-use crate::data::{nli_examples, pair_examples, Examples, TaskData};
+use crate::data::{
+    context_examples, conversation_examples, labelled_examples, nli_examples, pair_examples,
+    Examples, TaskData,
+};
 use crate::mixture::Mixture;
 use crate::objectives::{self, ExampleKind, ObjectiveDef};
 use crate::TrainError;
@@ -34,6 +37,8 @@ pub struct TaskPlan {
     pub encoders: [usize; 2],
     /// Its inner loop, with its parameter groups resolved.
     pub inner: Option<InnerPlan>,
+    /// The hard negatives its objective reads (mined by `hard_negatives::mine`).
+    pub hard_negatives: Option<objectives::HardNegatives>,
 }
 
 /// A task's inner loop ([`objectives::InnerLoop`]) with its groups resolved.
@@ -283,6 +288,15 @@ pub fn compile_plan_with(
                 (Some(Loaded::Nli(v)), ExampleKind::Nli) => {
                     Examples::Nli(nli_examples(tokenizer, v, max_len)?)
                 }
+                (Some(Loaded::Conversation(v)), ExampleKind::Conversation) => {
+                    Examples::Pairs(conversation_examples(tokenizer, v, max_len)?)
+                }
+                (Some(Loaded::Text(docs)), ExampleKind::RunningText) => {
+                    Examples::Context(context_examples(tokenizer, docs, max_len)?)
+                }
+                (Some(Loaded::Labelled { items, .. }), ExampleKind::Labelled) => {
+                    Examples::Labelled(labelled_examples(tokenizer, items, max_len)?)
+                }
                 (Some(other), kind) => {
                     return Err(TrainError::recipe(
                         format!("tasks.{}.corpus", task.name),
@@ -373,6 +387,7 @@ pub fn compile_plan_with(
             joint: Vec::new(),
             encoders: [first, second],
             inner,
+            hard_negatives: prepared.hard_negatives(),
         });
     }
     // Joint losses join their partner task.

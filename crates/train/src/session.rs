@@ -35,7 +35,29 @@ pub fn prepare(
         .with_context(|| format!("writing {}", p.display()))?;
     write_corpora(&loaded, &run_dir.join("corpora"))?;
     let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
-    let plan = compile_plan(recipe, &tokenizer, &loaded)?;
+    let mut plan = compile_plan(recipe, &tokenizer, &loaded)?;
+    let open = |spec: &str| {
+        harness_encoders::open_encoder(spec, settings).map_err(|e| {
+            TrainError::recipe(
+                "tasks",
+                format!("the hard-negative miner `{spec}` cannot be opened ({e})"),
+                "name `hashed-ngrams`, a pretrained model or a trained run directory in `mine_with`",
+            )
+        })
+    };
+    for m in crate::hard_negatives::mine(&mut plan, &loaded, run_dir, settings, &open)? {
+        harness_core::note!(
+            "hard negatives of task `{}`: {} per example for {} examples{}",
+            m.task,
+            m.k,
+            m.examples,
+            if m.from_cache {
+                " (from the run's cache)"
+            } else {
+                ""
+            }
+        );
+    }
     Ok((plan, tokenizer, counts))
 }
 
@@ -74,6 +96,26 @@ fn write_corpora(
                         "premise": p.premise, "hypothesis": p.hypothesis,
                         "label": p.label.index(),
                     });
+                    let _ = writeln!(text, "{line}");
+                }
+            }
+            Loaded::Conversation(pairs) => {
+                for p in pairs {
+                    let line = serde_json::json!({"message": p.source, "response": p.target});
+                    let _ = writeln!(text, "{line}");
+                }
+            }
+            Loaded::Text(docs) => {
+                for (d, doc) in docs.iter().enumerate() {
+                    for s in doc {
+                        let line = serde_json::json!({"document": d, "sentence": s});
+                        let _ = writeln!(text, "{line}");
+                    }
+                }
+            }
+            Loaded::Labelled { items, classes } => {
+                for (s, c) in items {
+                    let line = serde_json::json!({"sentence": s, "label": classes[*c as usize]});
                     let _ = writeln!(text, "{line}");
                 }
             }

@@ -5,7 +5,10 @@
 //! joint loss costs no second forward pass, and the order of random draws (dropout) is the
 //! order in which the losses read the encodings.
 
-use crate::batch::{nli_batch, pair_batch, NliBatch, PairBatch};
+use crate::batch::{
+    context_batch, labelled_batch, nli_batch, pair_batch, ContextBatch, LabelledBatch, NliBatch,
+    PairBatch,
+};
 use crate::data::{Examples, NliExample, PairExample};
 use crate::plan::{Plan, TaskPlan};
 use crate::TrainError;
@@ -16,18 +19,23 @@ use harness_model::heads::Mlp;
 use harness_model::random::Noise;
 use harness_model::system::{Group, System};
 
-/// Which sentence of each example: the source of a pair or an NLI premise (`First`), the
-/// target or the hypothesis (`Second`).
+/// Which sentence of each example: the source of a pair (or a conversation's message), an
+/// NLI premise, a running-text sentence or a labelled sentence (`First`); the target (the
+/// response), the hypothesis or the previous sentence (`Second`); the next sentence
+/// (`Third`, running text only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
     First,
     Second,
+    Third,
 }
 
 /// The batch's tensors, by example kind.
 enum Tensors<B: AutodiffBackend> {
     Pairs(PairBatch<B>),
     Nli(NliBatch<B>),
+    Context(ContextBatch<B>),
+    Labelled(LabelledBatch<B>),
 }
 
 /// A training step on one batch (see the module doc).
@@ -40,7 +48,7 @@ pub struct Step<'a, B: AutodiffBackend> {
     noise: &'a mut Noise,
     device: &'a B::Device,
     tensors: Option<Tensors<B>>,
-    encoded: [Option<Encoded<B>>; 2],
+    encoded: [Option<Encoded<B>>; 3],
     tokens: usize,
 }
 
@@ -65,7 +73,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             noise,
             device,
             tensors: None,
-            encoded: [None, None],
+            encoded: [None, None, None],
             tokens: 0,
         }
     }
@@ -144,6 +152,12 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
                     self.device,
                 )),
                 Examples::Nli(ex) => Tensors::Nli(nli_batch::<B>(ex, self.index, self.device)),
+                Examples::Context(ex) => {
+                    Tensors::Context(context_batch::<B>(ex, self.index, self.device))
+                }
+                Examples::Labelled(ex) => {
+                    Tensors::Labelled(labelled_batch::<B>(ex, self.index, self.device))
+                }
             };
             self.tensors = Some(t);
         }
@@ -168,6 +182,56 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         }
     }
 
+    /// The classes of a batch of labelled sentences `[batch]`.
+    pub fn labels(&mut self) -> Result<burn::tensor::Tensor<B, 1, burn::tensor::Int>, TrainError> {
+        let err = self.wrong_kind("labelled sentences");
+        match self.tensors()? {
+            Tensors::Labelled(b) => Ok(b.labels.clone()),
+            Tensors::Nli(b) => Ok(b.labels.clone()),
+            _ => Err(err),
+        }
+    }
+
+    /// The encodings of each example's hard negatives `[batch, k, d]` (targets of other
+    /// examples, through the second side's encoder), when the task has them; `k` is the
+    /// fewest any example of the batch has.
+    pub fn hard_negatives(&mut self) -> Result<Option<burn::tensor::Tensor<B, 3>>, TrainError> {
+        let Some(negatives) = self.task.data.as_ref().and_then(|d| d.negatives.as_ref()) else {
+            return Ok(None);
+        };
+        let ex = match self.examples()? {
+            Examples::Pairs(ex) => ex,
+            _ => return Err(self.wrong_kind("translation pairs")),
+        };
+        let k = self
+            .index
+            .iter()
+            .map(|&i| negatives[i as usize].len())
+            .min()
+            .unwrap_or(0);
+        if k == 0 {
+            return Ok(None);
+        }
+        let rows: Vec<Vec<u32>> = self
+            .index
+            .iter()
+            .flat_map(|&i| negatives[i as usize][..k].iter())
+            .map(|&j| crate::batch::encoder_row(&ex[j as usize].tgt))
+            .collect();
+        let input = crate::batch::pad::<B>(&rows, self.device);
+        self.tokens += input.tokens;
+        let i = self.task.encoders[1];
+        let frozen = self
+            .frozen
+            .iter()
+            .any(|g| matches!(g, Group::Encoder(j) if *j == i));
+        let encoder = &self.model.encoders[i];
+        let noise = if frozen { None } else { Some(&mut *self.noise) };
+        let e = encoder.forward(&input, noise).sentence;
+        let [_, d] = e.dims();
+        Ok(Some(e.reshape([self.index.len(), k, d])))
+    }
+
     /// The encodings of one side of the batch, computed on first use.
     pub fn encode(&mut self, side: Side) -> Result<Encoded<B>, TrainError> {
         let k = side as usize;
@@ -179,9 +243,22 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             (Tensors::Pairs(b), Side::Second) => b.tgt.clone(),
             (Tensors::Nli(b), Side::First) => b.premise.clone(),
             (Tensors::Nli(b), Side::Second) => b.hypothesis.clone(),
+            (Tensors::Context(b), Side::First) => b.sentence.clone(),
+            (Tensors::Context(b), Side::Second) => b.previous.clone(),
+            (Tensors::Context(b), Side::Third) => b.next.clone(),
+            (Tensors::Labelled(b), Side::First) => b.sentence.clone(),
+            _ => {
+                return Err(TrainError::recipe(
+                    format!("tasks.{}", self.task.name),
+                    format!("a loss reads side {side:?} of examples that do not have it"),
+                    "report this as a bug in the objective's definition",
+                ))
+            }
         };
         self.tokens += input.tokens;
-        let i = self.task.encoders[k];
+        // The first side goes through the task's own encoder, the others through the one
+        // it reads.
+        let i = self.task.encoders[k.min(1)];
         let encoder = &self.model.encoders[i];
         // A frozen encoder encodes as at inference (no dropout): it is a fixed target.
         let frozen = self

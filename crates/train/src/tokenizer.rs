@@ -57,22 +57,8 @@ pub fn tokenizer_for(
         };
         let mut sentences: Vec<&str> = Vec::new();
         for n in train_on {
-            match loaded.get(n) {
-                Some(Loaded::Parallel(c)) => {
-                    for (_, _, pairs) in c {
-                        for p in pairs {
-                            sentences.push(&p.source);
-                            sentences.push(&p.target);
-                        }
-                    }
-                }
-                Some(Loaded::Nli(v)) => {
-                    for p in v {
-                        sentences.push(&p.premise);
-                        sentences.push(&p.hypothesis);
-                    }
-                }
-                None => {}
+            if let Some(l) = loaded.get(n) {
+                sentences.extend(l.sentences());
             }
         }
         let t = TextTokenizer::train(&spec, &languages, sentences.into_iter())?;

@@ -103,7 +103,7 @@ fn a_test_objective_is_an_accepted_name_with_checked_parameters() {
     let text: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
     assert!(
         text.iter()
-            .any(|t| t.contains("`mirror`") && t.contains("`ranking_softmax`")),
+            .any(|t| t.contains("`mirror`") && t.contains("`seq2seq_ce`")),
         "{text:?}"
     );
     // Its own checks, at the file's line of the parameter.

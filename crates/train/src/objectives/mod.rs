@@ -17,6 +17,7 @@
 pub mod check;
 
 use crate::data::Directions;
+pub use crate::hard_negatives::HardNegatives;
 use crate::step::Step;
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
@@ -126,6 +127,12 @@ pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
     fn inner_loop(&self) -> Option<InnerLoop> {
         None
     }
+
+    /// The hard negatives it reads, mined before training (`hard_negatives.rs`); its loss
+    /// gets them from [`Step::hard_negatives`].
+    fn hard_negatives(&self) -> Option<HardNegatives> {
+        None
+    }
 }
 
 /// An objective the trainer can train: its loss on one batch.
@@ -155,6 +162,8 @@ pub trait Prepared: Send + Sync {
     fn pair_options(&self) -> PairOptions;
     /// See [`Objective::inner_loop`].
     fn inner_loop(&self) -> Option<InnerLoop>;
+    /// See [`Objective::hard_negatives`].
+    fn hard_negatives(&self) -> Option<HardNegatives>;
 }
 
 impl<T: Objective> Prepared for T {
@@ -166,6 +175,9 @@ impl<T: Objective> Prepared for T {
     }
     fn inner_loop(&self) -> Option<InnerLoop> {
         Objective::inner_loop(self)
+    }
+    fn hard_negatives(&self) -> Option<HardNegatives> {
+        Objective::hard_negatives(self)
     }
 }
 

@@ -12,7 +12,7 @@
 //! positive (the same sentence twice in a batch) is masked out, not counted as a negative;
 //! rows marked not `valid` (e.g. a sentence paired with itself) only serve as candidates.
 
-use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::objectives::{CheckContext, ExampleKind, HardNegatives, Loss, Objective};
 use crate::step::{Side, Step};
 use crate::TrainError;
 use burn::tensor::activation::log_softmax;
@@ -38,6 +38,26 @@ pub struct RankingSoftmax {
     /// pass), weighted by this task's `weight`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joint_with: Option<String>,
+    /// Hard negatives per example, mined before training and ranked beside the in-batch
+    /// candidates (0: in-batch negatives only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hard_negatives: u32,
+    /// The encoder that mines them (`--encoder` syntax): `hashed-ngrams`, a pretrained
+    /// model, or an earlier run directory (multilingual USE's two steps).
+    #[serde(default = "hashed", skip_serializing_if = "is_hashed")]
+    pub mine_with: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn hashed() -> String {
+    "hashed-ngrams".into()
+}
+
+fn is_hashed(s: &str) -> bool {
+    s == "hashed-ngrams"
 }
 
 fn twenty() -> f64 {
@@ -57,11 +77,24 @@ impl Objective for RankingSoftmax {
         cx.non_negative(&mut out, "margin", self.margin);
         cx.positive(&mut out, "scale", self.scale);
         cx.joint_with(&mut out, self.joint_with.as_deref());
+        if self.hard_negatives > 0 && self.joint_with.is_some() {
+            out.push((
+                crate::objectives::check::param("hard_negatives"),
+                "a joint task reads its partner's batches, which carry no hard negatives".into(),
+            ));
+        }
         out
     }
 
     fn joint_with(&self) -> Option<&str> {
         self.joint_with.as_deref()
+    }
+
+    fn hard_negatives(&self) -> Option<HardNegatives> {
+        (self.hard_negatives > 0).then(|| HardNegatives {
+            k: self.hard_negatives as usize,
+            encoder: self.mine_with.clone(),
+        })
     }
 }
 
@@ -73,12 +106,13 @@ impl Loss for RankingSoftmax {
         let masks = RankingMasks::from_ids(&src, &tgt);
         let u = step.encode(Side::First)?.sentence;
         let v = step.encode(Side::Second)?.sentence;
+        let extra = step.hard_negatives()?;
         let p = Ranking {
             scale: self.scale,
             margin: self.margin,
             bidirectional: self.bidirectional,
         };
-        Ok(ranking_softmax(u, v, None, p, &masks))
+        Ok(ranking_softmax(u, v, extra, p, &masks))
     }
 }
 
@@ -315,5 +349,147 @@ mod tests {
                 ranking_softmax(x, v.clone(), None, p(5.0, 0.2, bidirectional), &masks)
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod mining_tests {
+    use crate::corpora::Loaded;
+    use crate::data::Examples;
+    use crate::hard_negatives::mine;
+    use crate::plan::Plan;
+    use crate::TrainError;
+    use harness_core::settings::Settings;
+    use harness_embed::Encoder;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use crate::plan::compile_plan;
+    use crate::tokenizer::tokenizer_for;
+    use burn::backend::{Autodiff, NdArray};
+    use harness_data::records::Bitext;
+    use harness_embed::hashed::{HashedNgrams, HashedParams};
+
+    const ANIMALS: [(&str, &str); 6] = [
+        ("katze", "cat"),
+        ("hund", "dog"),
+        ("maus", "mouse"),
+        ("pferd", "horse"),
+        ("vogel", "bird"),
+        ("fisch", "fish"),
+    ];
+
+    fn corpora() -> BTreeMap<String, Loaded> {
+        let pairs: Vec<Bitext> = (0..24)
+            .map(|i| {
+                let (d, e) = ANIMALS[i % 6];
+                Bitext {
+                    source: format!("ich sehe {} {d}", i / 6),
+                    target: format!("i see {} {e}", i / 6),
+                }
+            })
+            .collect();
+        let mut m = BTreeMap::new();
+        m.insert(
+            "pairs".to_string(),
+            Loaded::Parallel(vec![("deu".into(), "eng".into(), pairs)]),
+        );
+        m
+    }
+
+    fn plan(k: u32, dir: &Path) -> Plan {
+        let r: harness_recipe::Recipe = serde_yaml::from_str(&format!(
+            "name: hn
+seed: 3
+data:
+  tokenizer: {{kind: bpe, vocab: 320}}
+  corpora: {{pairs: {{dataset: parallel-pairs, pairs: [deu-eng]}}}}
+model:
+  encoder: {{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}}
+tasks:
+  - {{name: rank, objective: ranking_softmax, corpus: pairs, params: {{hard_negatives: {k}}}}}
+optimizer: {{kind: adam, lr: 0.01}}
+train: {{steps: 1, batch_size: 6, max_len: 12}}
+"
+        ))
+        .unwrap();
+        let tok = tokenizer_for(&r, &corpora(), &dir.join("tokenizer.json")).unwrap();
+        compile_plan(&r, &tok, &corpora()).unwrap()
+    }
+
+    fn hashed(_: &str) -> Result<Box<dyn Encoder>, TrainError> {
+        Ok(Box::new(HashedNgrams::new(HashedParams::default())))
+    }
+
+    fn first_loss(dir: &Path) -> f64 {
+        let text = std::fs::read_to_string(dir.join("train/metrics.jsonl")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        v["loss"].as_f64().unwrap()
+    }
+
+    /// The issue's mining test (here, beside the loss that reads the negatives): deterministic, cached under its key (a changed `k` mines
+    /// again), never the example's own target; the mined negatives join the ranking's
+    /// candidates (the first step's loss grows with them, same weights and batch).
+    #[test]
+    fn mining_is_deterministic_cached_and_feeds_the_ranking() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            cache_dir: dir.path().join("cache"),
+            ..Settings::default()
+        };
+        let mut p = plan(2, dir.path());
+        let first = mine(&mut p, &corpora(), dir.path(), &settings, &hashed).unwrap();
+        assert!(!first[0].from_cache);
+        let negatives = p.tasks[0].data.as_ref().unwrap().negatives.clone().unwrap();
+        let Examples::Pairs(ex) = &p.tasks[0].data.as_ref().unwrap().examples else {
+            panic!()
+        };
+        for (i, row) in negatives.iter().enumerate() {
+            assert_eq!(row.len(), 2);
+            assert!(
+                row.iter().all(|&j| ex[j as usize].tgt != ex[i].tgt),
+                "{i}: {row:?}"
+            );
+        }
+        // Again, from another directory: the same negatives; in the same one: the cache.
+        let other = tempfile::tempdir().unwrap();
+        let mut q = plan(2, dir.path());
+        mine(&mut q, &corpora(), other.path(), &settings, &hashed).unwrap();
+        assert_eq!(
+            q.tasks[0].data.as_ref().unwrap().negatives.as_ref(),
+            Some(&negatives)
+        );
+        let mut r = plan(2, dir.path());
+        let again = mine(&mut r, &corpora(), dir.path(), &settings, &hashed).unwrap();
+        assert!(again[0].from_cache);
+        assert_eq!(
+            r.tasks[0].data.as_ref().unwrap().negatives.as_ref(),
+            Some(&negatives)
+        );
+        let mut three = plan(3, dir.path());
+        let redo = mine(&mut three, &corpora(), dir.path(), &settings, &hashed).unwrap();
+        assert!(!redo[0].from_cache);
+
+        // One step with and without them, from the same initial weights and batch.
+        type B = Autodiff<NdArray<f32>>;
+        let opts = |d: &Path| crate::trainer::Options::<B> {
+            objectives: crate::objectives::registry(),
+            run_dir: d.to_path_buf(),
+            stop_after: None,
+            progress: false,
+            keep: 1,
+            evaluate: None,
+        };
+        let with = tempfile::tempdir().unwrap();
+        crate::trainer::train::<B>(&p, &Default::default(), opts(with.path())).unwrap();
+        let mut without = p.clone();
+        without.tasks[0].data.as_mut().unwrap().negatives = None;
+        let plain = tempfile::tempdir().unwrap();
+        crate::trainer::train::<B>(&without, &Default::default(), opts(plain.path())).unwrap();
+        assert!(
+            first_loss(with.path()) > first_loss(plain.path()),
+            "{} vs {}",
+            first_loss(with.path()),
+            first_loss(plain.path())
+        );
     }
 }

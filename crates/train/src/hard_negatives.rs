@@ -1,0 +1,216 @@
+//! Hard negatives, mined once before training (multilingual USE §3.2, after Guo et al.
+//! 2018 §4.2: "hard negatives … the k most similar targets under a translation-ranking
+//! model trained without them"). For every example of a task whose objective asks for `k`
+//! of them, the `k` targets of the task's corpus nearest to its source under the mining
+//! encoder (`--encoder` syntax: `hashed-ngrams`, a pretrained model, or an earlier run
+//! directory — the two-step recipe), excluding its own target text. They are fed to the
+//! objective's loss as extra candidates ([`crate::step::Step::hard_negatives`]).
+//!
+//! Deterministic (exact kNN, ties by index) and cached in the run directory:
+//! `hard-negatives/<task>.json` holds the key it was mined under (the miner's fingerprint,
+//! `k`, and the sha256 of every source and target text) and is reused only under that key.
+
+use crate::corpora::Loaded;
+use crate::data::Examples;
+use crate::plan::Plan;
+use crate::TrainError;
+use harness_bench::knn::{top_k, KnnOptions, Metric};
+use harness_core::settings::Settings;
+use harness_embed::cache::CachedEncoder;
+use harness_embed::Encoder;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Opens a mining encoder by its `--encoder` spec.
+pub type OpenMiner<'a> = dyn Fn(&str) -> Result<Box<dyn Encoder>, TrainError> + 'a;
+
+/// What an objective asks of the miner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HardNegatives {
+    /// Negatives per example.
+    pub k: usize,
+    /// The mining encoder, in `--encoder` syntax.
+    pub encoder: String,
+}
+
+/// The cache file's content.
+#[derive(Debug, Serialize, Deserialize)]
+struct Cached {
+    key: String,
+    k: usize,
+    miner: String,
+    negatives: Vec<Vec<u32>>,
+}
+
+/// What mining did for one task (for the run's notes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mined {
+    pub task: String,
+    pub examples: usize,
+    pub k: usize,
+    /// Read from the run directory's cache instead of mined.
+    pub from_cache: bool,
+}
+
+fn io(path: &Path, e: std::io::Error) -> TrainError {
+    TrainError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// Mines (or reads back) the hard negatives of every task of `plan` whose objective asks for
+/// them, into its `TaskData::negatives`. `open` opens the mining encoder by spec.
+pub fn mine(
+    plan: &mut Plan,
+    loaded: &BTreeMap<String, Loaded>,
+    run_dir: &Path,
+    settings: &Settings,
+    open: &OpenMiner<'_>,
+) -> Result<Vec<Mined>, TrainError> {
+    let mut out = Vec::new();
+    let corpora: BTreeMap<String, String> = plan
+        .recipe
+        .tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.corpus.clone()))
+        .collect();
+    for task in &mut plan.tasks {
+        let Some(spec) = task.hard_negatives.clone() else {
+            continue;
+        };
+        let Some(data) = task.data.as_mut() else {
+            continue;
+        };
+        let Examples::Pairs(examples) = &data.examples else {
+            return Err(TrainError::recipe(
+                format!("tasks.{}", task.name),
+                "hard negatives are mined for pair examples only",
+                "drop `hard_negatives` from this task",
+            ));
+        };
+        let corpus = corpora.get(&task.name).and_then(|c| loaded.get(c));
+        let texts: Vec<(&str, &str)> = match corpus {
+            Some(Loaded::Parallel(parts)) => parts
+                .iter()
+                .flat_map(|(_, _, p)| p.iter().map(|b| (b.source.as_str(), b.target.as_str())))
+                .collect(),
+            Some(Loaded::Conversation(p)) => p
+                .iter()
+                .map(|b| (b.source.as_str(), b.target.as_str()))
+                .collect(),
+            _ => return Err(TrainError::recipe(
+                format!("tasks.{}.corpus", task.name),
+                "hard negatives need the task's corpus texts (a parallel or conversation corpus)",
+                "drop `hard_negatives` from this task",
+            )),
+        };
+        // Each example's (source, target) text, in example order.
+        let pairs: Vec<(&str, &str)> = examples
+            .iter()
+            .map(|e| {
+                let (s, t) = texts[e.origin as usize];
+                if e.forward {
+                    (s, t)
+                } else {
+                    (t, s)
+                }
+            })
+            .collect();
+        let encoder = open(&spec.encoder)?;
+        let miner = encoder.fingerprint();
+        let mut h = Sha256::new();
+        h.update(miner.as_bytes());
+        h.update((spec.k as u64).to_le_bytes());
+        for (s, t) in &pairs {
+            h.update(s.as_bytes());
+            h.update([0]);
+            h.update(t.as_bytes());
+            h.update([1]);
+        }
+        let key = hex::encode(h.finalize());
+        let path = run_dir
+            .join("hard-negatives")
+            .join(format!("{}.json", task.name));
+        let cached = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Cached>(&b).ok())
+            .filter(|c| c.key == key && c.negatives.len() == pairs.len());
+        let (negatives, from_cache) = match cached {
+            Some(c) => (c.negatives, true),
+            None => {
+                let cache = CachedEncoder::new(encoder, &settings.cache_dir);
+                let negatives = nearest_targets(&cache, &pairs, spec.k, &task.name)?;
+                let file = Cached {
+                    key,
+                    k: spec.k,
+                    miner,
+                    negatives,
+                };
+                let json = serde_json::to_vec(&file).map_err(|e| TrainError::Checkpoint {
+                    path: path.clone(),
+                    detail: e.to_string(),
+                })?;
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+                }
+                harness_core::fsutil::write_atomic(&path, &json).map_err(|e| io(&path, e))?;
+                (file.negatives, false)
+            }
+        };
+        out.push(Mined {
+            task: task.name.clone(),
+            examples: pairs.len(),
+            k: spec.k,
+            from_cache,
+        });
+        data.negatives = Some(negatives);
+    }
+    Ok(out)
+}
+
+/// For each example, the examples holding its `k` nearest distinct target texts (cosine of
+/// the mining encoder's vectors of its source and of every target), its own target text
+/// excluded.
+fn nearest_targets(
+    encoder: &dyn Encoder,
+    pairs: &[(&str, &str)],
+    k: usize,
+    task: &str,
+) -> Result<Vec<Vec<u32>>, TrainError> {
+    let err = |detail: String| {
+        TrainError::recipe(
+            format!("tasks.{task}"),
+            format!("mining hard negatives: {detail}"),
+            "check the mining encoder (`params.mine_with`)",
+        )
+    };
+    // Distinct target texts, each standing for its first example.
+    let mut first: HashMap<&str, u32> = HashMap::new();
+    let mut targets: Vec<&str> = Vec::new();
+    for (i, (_, t)) in pairs.iter().enumerate() {
+        first.entry(t).or_insert_with(|| {
+            targets.push(t);
+            i as u32
+        });
+    }
+    let sources: Vec<&str> = pairs.iter().map(|(s, _)| *s).collect();
+    let s = encoder.encode(&sources).map_err(|e| err(e.to_string()))?;
+    let t = encoder.encode(&targets).map_err(|e| err(e.to_string()))?;
+    let near = top_k(&s, &t, k + 1, Metric::Cosine, &KnnOptions::default())
+        .map_err(|e| err(e.to_string()))?;
+    Ok(near
+        .iter()
+        .zip(pairs)
+        .map(|(row, (_, own))| {
+            row.iter()
+                .map(|n| targets[n.index])
+                .filter(|t| t != own)
+                .take(k)
+                .map(|t| first[t])
+                .collect()
+        })
+        .collect())
+}

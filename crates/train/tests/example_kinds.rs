@@ -1,0 +1,178 @@
+//! The example kinds beyond translation pairs and NLI triples, from the real datasets in
+//! `../shared/datasets`: conversation turns (`conversation-pairs`), running text
+//! (`monolingual-sentences`, previous / sentence / next) and labelled sentences (`xsid`
+//! intents) load through their loaders, become examples, and train through objectives
+//! that read them (defined here, as a test crate would).
+
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+use harness_core::settings::Settings;
+use harness_recipe::Recipe;
+use harness_train::corpora::{load_corpora, Loaded};
+use harness_train::objectives::l2_similarity::l2_similarity;
+use harness_train::objectives::nli_classification::classification_ce;
+use harness_train::objectives::{self, ExampleKind, Loss, Objective, ObjectiveDef};
+use harness_train::plan::compile_plan_with;
+use harness_train::step::{Side, Step};
+use harness_train::tokenizer::tokenizer_for;
+use harness_train::trainer::{train, Options};
+use harness_train::TrainError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Pulls each message towards its response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Respond {}
+
+impl Objective for Respond {
+    const NAME: &'static str = "respond";
+    const EXAMPLES: ExampleKind = ExampleKind::Conversation;
+}
+
+impl Loss for Respond {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let u = step.encode(Side::First)?.sentence;
+        let v = step.encode(Side::Second)?.sentence;
+        Ok(l2_similarity(u, v, 1.0))
+    }
+}
+
+/// Pulls a sentence towards its previous and next sentences.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Neighbours {}
+
+impl Objective for Neighbours {
+    const NAME: &'static str = "neighbours";
+    const EXAMPLES: ExampleKind = ExampleKind::RunningText;
+}
+
+impl Loss for Neighbours {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let s = step.encode(Side::First)?.sentence;
+        let p = step.encode(Side::Second)?.sentence;
+        let n = step.encode(Side::Third)?.sentence;
+        Ok((s.clone() - p).powi_scalar(2).mean() + (s - n).powi_scalar(2).mean())
+    }
+}
+
+/// Classifies labelled sentences through head `cls`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Classify {}
+
+impl Objective for Classify {
+    const NAME: &'static str = "classify";
+    const EXAMPLES: ExampleKind = ExampleKind::Labelled;
+}
+
+impl Loss for Classify {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let head = step.head("cls")?;
+        let u = step.encode(Side::First)?.sentence;
+        let labels = step.labels()?;
+        Ok(classification_ce(head.forward(u, None, None), labels))
+    }
+}
+
+const DEFS: [ObjectiveDef; 3] = [
+    ObjectiveDef::trainable::<Respond>(),
+    ObjectiveDef::trainable::<Neighbours>(),
+    ObjectiveDef::trainable::<Classify>(),
+];
+
+fn settings(home: &std::path::Path) -> Settings {
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
+    Settings {
+        data_dir: home.join("datasets"),
+        mirrors: vec![shared.display().to_string()],
+        ..Settings::default()
+    }
+}
+
+fn recipe(classes: usize, conversation_objective: &str) -> Recipe {
+    serde_yaml::from_str(&format!(
+        "name: kinds
+seed: 2
+data:
+  tokenizer: {{kind: bpe, vocab: 400}}
+  corpora:
+    conv: {{dataset: conversation-pairs, splits: [valid_freq], max_examples: 200}}
+    text: {{dataset: monolingual-sentences, languages: [en], max_examples: 300}}
+    intents: {{dataset: xsid, languages: [en], splits: [train], max_examples: 300}}
+model:
+  encoder: {{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}}
+  heads:
+    cls: {{kind: mlp, hidden: [8], classes: {classes}, features: single}}
+tasks:
+  - {{name: respond, objective: {conversation_objective}, corpus: conv}}
+  - {{name: neighbours, objective: neighbours, corpus: text}}
+  - {{name: classify, objective: classify, corpus: intents}}
+optimizer: {{kind: adam, lr: 0.01}}
+train: {{steps: 9, batch_size: 8, max_len: 24}}
+"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn conversation_running_text_and_labelled_sentences_train() {
+    type B = Autodiff<NdArray<f32>>;
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let (loaded, counts) = load_corpora(&recipe(1, "respond"), &settings).unwrap();
+    let used = |c: &str| counts.iter().find(|x| x.corpus == c).unwrap().used;
+    assert_eq!(
+        (used("conv"), used("text"), used("intents")),
+        (200, 300, 300)
+    );
+    let Some(Loaded::Labelled { classes, items }) = loaded.get("intents") else {
+        panic!("intents are not labelled sentences");
+    };
+    assert!(classes.len() > 1 && items.iter().all(|(_, c)| (*c as usize) < classes.len()));
+    let Some(Loaded::Text(docs)) = loaded.get("text") else {
+        panic!("running text expected");
+    };
+    assert_eq!(docs.iter().map(Vec::len).sum::<usize>(), 300);
+
+    let r = recipe(classes.len(), "respond");
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer_for(&r, &loaded, &dir.path().join("tokenizer.json")).unwrap();
+    let mut defs = objectives::ALL.to_vec();
+    defs.extend(DEFS.iter());
+    let plan = compile_plan_with(&r, &tok, &loaded, &defs).unwrap();
+    // 300 sentences of one document give 298 (previous, sentence, next) examples.
+    let n = |t: usize| plan.tasks[t].data.as_ref().unwrap().examples.len();
+    assert_eq!(n(1), 298);
+    assert!(n(0) > 150 && n(2) > 250, "{} {}", n(0), n(2));
+    let opts = Options::<B> {
+        objectives: objectives::registry()
+            .with::<Respond>()
+            .with::<Neighbours>()
+            .with::<Classify>(),
+        run_dir: dir.path().to_path_buf(),
+        stop_after: None,
+        progress: false,
+        keep: 1,
+        evaluate: None,
+    };
+    train::<B>(&plan, &Default::default(), opts).unwrap();
+    let lines = std::fs::read_to_string(dir.path().join("train/metrics.jsonl")).unwrap();
+    let tasks: std::collections::BTreeSet<String> = lines
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert!(v["loss"].as_f64().unwrap().is_finite());
+            v["task"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(tasks.len(), 3, "{tasks:?}");
+
+    // An objective that reads translation pairs, on a conversation corpus: refused, naming
+    // both kinds.
+    let wrong = recipe(classes.len(), "l2_similarity");
+    let e = compile_plan_with(&wrong, &tok, &loaded, &defs).unwrap_err();
+    assert!(
+        e.to_string().contains("translation pairs") && e.to_string().contains("conversation"),
+        "{e}"
+    );
+}
