@@ -119,8 +119,11 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let run = scratch.path().join("prepared");
     std::fs::create_dir_all(&run).expect("a scratch run directory");
-    std::fs::write(run.join("recipe.resolved.yaml"), resolved.to_yaml())
-        .expect("writing the resolved recipe");
+    std::fs::write(
+        run.join("recipe.resolved.yaml"),
+        resolved.to_yaml().expect("a resolved recipe serializes"),
+    )
+    .expect("writing the resolved recipe");
     let (plan, tokenizer, _) = prepare(&resolved, settings, &run).expect("corpora and tokenizer");
     let threads = rayon::current_num_threads();
     println!(

@@ -91,7 +91,7 @@ fn a_valid_recipe_loads_with_defaults_filled() {
     assert_eq!(r.profiles, ["big"]);
     assert!(r.recipe.profiles.is_empty());
     assert_eq!(r.fingerprint.short().len(), 16);
-    let yaml = r.to_yaml();
+    let yaml = r.to_yaml().unwrap();
     assert!(
         yaml.contains("eps: 1.0e-8") || yaml.contains("eps: 1e-8"),
         "{yaml}"
@@ -646,7 +646,7 @@ fn resolved_yaml_loads_back_to_the_same_fingerprint() {
                 sets: vec![],
             };
             let r = recipe::load_with(&path, &opts, &known).unwrap();
-            let again = write(tmp.path(), "resolved.yaml", &r.to_yaml());
+            let again = write(tmp.path(), "resolved.yaml", &r.to_yaml().unwrap());
             let r2 = recipe::load_with(&again, &LoadOptions::default(), &known)
                 .unwrap_or_else(|e| panic!("{} {profile:?}: {e}", path.display()));
             assert_eq!(

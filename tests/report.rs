@@ -190,7 +190,11 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
         .path()
         .join(format!("runs/muse-xling-{}", &resolved.fingerprint.0[..8]));
     copy(&by_fp);
-    std::fs::write(by_fp.join("recipe.resolved.yaml"), resolved.to_yaml()).unwrap();
+    std::fs::write(
+        by_fp.join("recipe.resolved.yaml"),
+        resolved.to_yaml().unwrap(),
+    )
+    .unwrap();
 
     let out = tmp.path().join("out");
     let args: Vec<PathBuf> = vec![

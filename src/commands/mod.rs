@@ -82,6 +82,6 @@ pub fn open_run_dir(
         env.backend = device.backend().into();
         env.device = device.name();
     }
-    dir.record(&resolved.to_yaml(), &env)?;
+    dir.record(&resolved.to_yaml()?, &env)?;
     Ok(dir)
 }

@@ -45,7 +45,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                         .as_deref()
                         .map_or(String::new(), |p| format!(", profile {p}"));
                     stdout.push_str(&format!("# {}{profile}\n", path.display()));
-                    stdout.push_str(&r.to_yaml());
+                    stdout.push_str(&r.to_yaml()?);
                     stdout.push_str(&format!("fingerprint: {}\n", r.fingerprint.short()));
                 } else {
                     stdout.push_str(&format!(

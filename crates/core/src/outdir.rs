@@ -176,7 +176,10 @@ impl OutDir {
 
     fn save_manifest(&self) -> Result<(), OutDirError> {
         let path = self.dir.join(MANIFEST);
-        let text = serde_json::to_string_pretty(&self.manifest).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&self.manifest).map_err(|e| OutDirError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
         crate::fsutil::write_atomic(&path, text.as_bytes())
             .map_err(|e| OutDirError::Io { path, source: e })
     }

@@ -42,7 +42,7 @@ macro_rules! bail {
 }
 
 /// `env.json`: where and with what a run happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RunEnv {
     /// harness version (Cargo.toml).
     pub harness_version: String,
@@ -71,6 +71,22 @@ pub struct RunEnv {
 }
 
 impl RunEnv {
+    /// The `env.json` of run directory `dir`, typed; `Ok(None)` when there is none.
+    pub fn read(dir: &Path) -> Result<Option<RunEnv>, RunDirError> {
+        let p = dir.join("env.json");
+        let text = match std::fs::read_to_string(&p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&p, e)),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            RunDirError::Refused(format!(
+                "{}: not an env.json harness wrote ({e}). Fix: move the file away; `harness run` writes it again",
+                p.display()
+            ))
+        })
+    }
+
     /// The environment of a run starting now on the CPU (training sets `backend` and
     /// `device`): recipe name, fingerprint, profile, `--set` overrides and the digest of the
     /// datasets lock come from the layers above.
@@ -221,9 +237,10 @@ impl RunDir {
     pub fn record(&self, resolved_yaml: &str, env: &RunEnv) -> Result<(), RunDirError> {
         let p = self.path.join("recipe.resolved.yaml");
         write_atomic(&p, resolved_yaml.as_bytes()).map_err(|e| io(&p, e))?;
-        let mut text = serde_json::to_string_pretty(env).unwrap_or_default();
-        text.push('\n');
         let p = self.path.join("env.json");
+        let mut text =
+            serde_json::to_string_pretty(env).map_err(|e| io(&p, std::io::Error::other(e)))?;
+        text.push('\n');
         write_atomic(&p, text.as_bytes()).map_err(|e| io(&p, e))
     }
 }

@@ -58,13 +58,16 @@ impl<B: Backend> TrainedEncoder<B> {
         }
     }
 
-    fn encode_batch(&self, rows: &[Vec<u32>]) -> Vec<f32> {
+    fn encode_batch(&self, rows: &[Vec<u32>]) -> Result<Vec<f32>, EncodeError> {
         let padded = crate::input::pad::<B>(rows, &self.device);
         let out = self.encoder.forward(&padded, None).sentence;
         out.into_data()
             .convert::<f32>()
             .to_vec::<f32>()
-            .unwrap_or_default()
+            .map_err(|e| EncodeError::Encoder {
+                name: self.name.clone(),
+                detail: format!("reading the encodings back: {e:?}"),
+            })
     }
 }
 
@@ -108,7 +111,7 @@ where
         let chunks: Vec<Vec<f32>> = sorted
             .par_chunks(BATCH)
             .map(|c| self.encode_batch(c))
-            .collect();
+            .collect::<Result<_, _>>()?;
         let flat: Vec<f32> = chunks.into_iter().flatten().collect();
         if flat.len() != sentences.len() * self.dim {
             return Err(err(format!(
@@ -267,11 +270,13 @@ pub fn weights_digest<B: Backend, M: Module<B>>(module: &M) -> String {
             for d in tensor.dims() {
                 self.0.update((d as u64).to_le_bytes());
             }
+            // Converted to f32 just before: reading it back as f32 cannot fail, and an empty
+            // fallback would hash every model alike.
             let values = tensor
                 .into_data()
                 .convert::<f32>()
                 .to_vec::<f32>()
-                .unwrap_or_default();
+                .expect("tensor data converted to f32");
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
             self.0.update(&bytes);
         }

@@ -77,7 +77,7 @@ pub struct ObjectiveCheck {
     /// Type errors, at key paths under `params`.
     pub errors: Vec<DeError>,
     /// Other problems (ranges, references to heads and tasks), at key paths under the task.
-    pub problems: Vec<(Path, String)>,
+    pub problems: Vec<Finding>,
 }
 
 /// Replaces every task's `params` by its objective's typed parameters (defaults spelt out),
@@ -270,6 +270,54 @@ fn with(base: &Path, more: &[Seg]) -> Path {
     p
 }
 
+/// A problem at a key path, with a suggestion (a did-you-mean) when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub path: Path,
+    pub message: String,
+    pub suggestion: Option<String>,
+}
+
+impl Finding {
+    /// A problem without a suggestion.
+    pub fn new(path: Path, message: impl Into<String>) -> Self {
+        Finding {
+            path,
+            message: message.into(),
+            suggestion: None,
+        }
+    }
+}
+
+/// The problem of a reference `name` to a `what` (corpus, head, task…) that is not among
+/// `known`: what is defined, and the nearest name; `None` when `name` is known. `hint` says
+/// where such things are defined (` under `model.heads``).
+pub fn reference(
+    path: Path,
+    what: &str,
+    name: &str,
+    known: &[String],
+    hint: &str,
+) -> Option<Finding> {
+    if known.iter().any(|k| k == name) {
+        return None;
+    }
+    let cands: Vec<&str> = known.iter().map(String::as_str).collect();
+    let suggestion = suggest(name, &cands);
+    let defined = if cands.is_empty() {
+        format!(" (none are defined{hint})")
+    } else if cands.len() <= 12 || suggestion.is_none() {
+        format!(" (defined: {})", list(&cands))
+    } else {
+        String::new()
+    };
+    Some(Finding {
+        path,
+        message: format!("`{name}` is not a {what}{defined}"),
+        suggestion,
+    })
+}
+
 /// The encoders tasks may name: `encoder` and the keys of `model.encoders`.
 pub fn encoder_names(recipe: &Recipe) -> Vec<String> {
     let mut names = vec!["encoder".to_string()];
@@ -324,21 +372,8 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
     let corpora = defined(&["data", "corpora"]);
     let refer =
         |out: &mut Findings, path: Path, what: &str, name: &str, known: &[String], hint: &str| {
-            if !known.iter().any(|k| k == name) {
-                let cands: Vec<&str> = known.iter().map(String::as_str).collect();
-                let suggestion = suggest(name, &cands);
-                let defined = if cands.is_empty() {
-                    format!(" (none are defined{hint})")
-                } else if cands.len() <= 12 || suggestion.is_none() {
-                    format!(" (defined: {})", list(&cands))
-                } else {
-                    String::new()
-                };
-                out.add_suggest(
-                    path,
-                    format!("`{name}` is not a {what}{defined}"),
-                    suggestion,
-                );
+            if let Some(f) = reference(path, what, name, known, hint) {
+                out.add_suggest(f.path, f.message, f.suggestion);
             }
         };
     let mut bench_names: Vec<String> = known.benchmarks.clone();
@@ -556,8 +591,8 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                     for e in checked.errors {
                         structural(e.under(&with(&at, &[k("params")])), out);
                     }
-                    for (path, message) in checked.problems {
-                        out.add(with(&at, &path), message);
+                    for f in checked.problems {
+                        out.add_suggest(with(&at, &f.path), f.message, f.suggestion);
                     }
                 }
             }

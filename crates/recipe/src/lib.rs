@@ -51,8 +51,13 @@ pub struct Resolved {
 
 impl Resolved {
     /// The resolved recipe as YAML (defaults filled, profiles applied and left out).
-    pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(&self.recipe).unwrap_or_default()
+    pub fn to_yaml(&self) -> Result<String, RecipeError> {
+        serde_yaml::to_string(&self.recipe).map_err(|e| {
+            RecipeError::Setup(format!(
+                "{}: the resolved recipe does not serialize to YAML ({e})",
+                self.path.display()
+            ))
+        })
     }
 }
 

@@ -719,13 +719,14 @@ pub fn value_text(v: &Value) -> String {
                 Ok(Value::String(back)) if &back == s && !s.contains(['\n', ',', '[', '{']) => {
                     s.clone()
                 }
-                _ => serde_json::to_string(s).unwrap_or_default(),
+                // A JSON string literal: quoted and escaped (it cannot fail on a string).
+                _ => serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}")),
             }
         }
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        other => serde_json::to_string(other).unwrap_or_default(),
+        other => serde_json::to_string(other).unwrap_or_else(|_| format!("{other:?}")),
     }
 }
 

@@ -131,12 +131,7 @@ fn write_corpora(
 /// another's settings, and overwriting them would lose a run.
 pub fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Result<()> {
     let env_path = run_dir.join("env.json");
-    let Ok(text) = std::fs::read_to_string(&env_path) else {
-        return Ok(());
-    };
-    let previous = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v["recipe_fingerprint"].as_str().map(str::to_string));
+    let previous = harness_core::rundir::RunEnv::read(run_dir)?.map(|e| e.recipe_fingerprint);
     let has_checkpoints = std::fs::read_dir(run_dir.join("checkpoints"))
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);

@@ -7,7 +7,7 @@ use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use harness_data::records::Bitext;
-use harness_recipe::de::Path as KeyPath;
+use harness_recipe::check::Finding;
 use harness_recipe::{validate, LoadOptions};
 use harness_train::corpora::Loaded;
 use harness_train::objectives::{
@@ -37,11 +37,14 @@ impl Objective for Mirror {
     const NAME: &'static str = "mirror";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
 
-    fn check(&self, _cx: &CheckContext<'_>) -> Vec<(KeyPath, String)> {
+    fn check(&self, _cx: &CheckContext<'_>) -> Vec<Finding> {
         if self.scale > 0.0 {
             Vec::new()
         } else {
-            vec![(param("scale"), format!("must be > 0, found {}", self.scale))]
+            vec![Finding::new(
+                param("scale"),
+                format!("must be > 0, found {}", self.scale),
+            )]
         }
     }
 }

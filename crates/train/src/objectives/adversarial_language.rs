@@ -2,7 +2,7 @@
 //! §2.3, Algorithm 1). Declared: training it comes with the Emu issue (inner critic loop).
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Adversarial language training against a discriminator head (Emu §2.3, Algorithm 1).
@@ -32,18 +32,17 @@ impl Objective for AdversarialLanguage {
     const NAME: &'static str = "adversarial_language";
     const EXAMPLES: ExampleKind = ExampleKind::Labelled;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.head(&mut out, Self::NAME, &self.head, &["discriminator"]);
         cx.non_negative(&mut out, "lambda", self.lambda);
         if !(self.lr > 0.0 && self.lr.is_finite()) {
-            out.push((
-                crate::objectives::check::param("lr"),
+            out.push(Finding::new(crate::objectives::check::param("lr"),
                 format!("learning rate must be > 0, found {}", self.lr),
             ));
         }
         if self.critic_steps == 0 {
-            out.push((crate::objectives::check::param("critic_steps"), "must be ≥ 1, found 0".into()));
+            out.push(Finding::new(crate::objectives::check::param("critic_steps"), "must be ≥ 1, found 0"));
         }
         out
     }

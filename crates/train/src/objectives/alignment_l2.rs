@@ -3,7 +3,7 @@
 //! encoders).
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Align a target-language encoder to a frozen English one on parallel data (XNLI §4.3).
@@ -44,11 +44,11 @@ impl Objective for AlignmentL2 {
     const NAME: &'static str = "alignment_l2";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "lambda", self.lambda);
         if self.pivot.is_empty() {
-            out.push((crate::objectives::check::param("pivot"), "must name a language".into()));
+            out.push(Finding::new(crate::objectives::check::param("pivot"), "must name a language"));
         }
         out
     }

@@ -2,7 +2,7 @@
 //! with the Emu issue.
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Center loss, added with weight `lambda` (Emu eq. 2).
@@ -24,7 +24,7 @@ impl Objective for CenterLoss {
     const NAME: &'static str = "center_loss";
     const EXAMPLES: ExampleKind = ExampleKind::Labelled;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.head(&mut out, Self::NAME, &self.head, &["centers"]);
         cx.non_negative(&mut out, "lambda", self.lambda);

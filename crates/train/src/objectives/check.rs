@@ -1,7 +1,7 @@
 //! What an objective's [`super::Objective::check`] reads of the recipe, and the checks
 //! objectives share: ranges, and references to heads and tasks with a did-you-mean.
 
-use harness_core::suggest::did_you_mean;
+use harness_recipe::check::{reference, Finding};
 use harness_recipe::de::{Path, Seg};
 use harness_recipe::Recipe;
 
@@ -28,62 +28,52 @@ impl CheckContext<'_> {
     }
 
     /// `key` must be ≥ 0 (and finite).
-    pub fn non_negative(&self, out: &mut Vec<(Path, String)>, key: &str, v: f64) {
+    pub fn non_negative(&self, out: &mut Vec<Finding>, key: &str, v: f64) {
         if !(v >= 0.0 && v.is_finite()) {
-            out.push((param(key), format!("must be ≥ 0, found {v}")));
+            out.push(Finding::new(param(key), format!("must be ≥ 0, found {v}")));
         }
     }
 
     /// `key` must be > 0 (and finite).
-    pub fn positive(&self, out: &mut Vec<(Path, String)>, key: &str, v: f64) {
+    pub fn positive(&self, out: &mut Vec<Finding>, key: &str, v: f64) {
         if !(v > 0.0 && v.is_finite()) {
-            out.push((param(key), format!("must be > 0, found {v}")));
+            out.push(Finding::new(param(key), format!("must be > 0, found {v}")));
         }
     }
 
     /// `params.head` must name a head of `model.heads` of one of `kinds`.
-    pub fn head(&self, out: &mut Vec<(Path, String)>, objective: &str, head: &str, kinds: &[&str]) {
+    pub fn head(&self, out: &mut Vec<Finding>, objective: &str, head: &str, kinds: &[&str]) {
         let Some(model) = &self.recipe.model else {
             return;
         };
-        match model.heads.get(head) {
-            None => {
-                let names: Vec<&str> = model.heads.keys().map(String::as_str).collect();
-                let defined = if names.is_empty() {
-                    " (none are defined under `model.heads`)".to_string()
-                } else {
-                    did_you_mean(head, &names)
-                };
-                out.push((param("head"), format!("unknown head `{head}`{defined}")));
-            }
-            Some(h) if !kinds.contains(&h.kind()) => {
-                let kinds: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
-                out.push((
-                    param("head"),
-                    format!(
-                        "objective `{objective}` needs a head of kind {}, but `{head}` is `{}`",
-                        kinds.join(", "),
-                        h.kind()
-                    ),
-                ));
-            }
-            Some(_) => {}
+        let names: Vec<String> = model.heads.keys().cloned().collect();
+        if let Some(f) = reference(param("head"), "head", head, &names, " under `model.heads`") {
+            out.push(f);
+            return;
+        }
+        if let Some(h) = model.heads.get(head).filter(|h| !kinds.contains(&h.kind())) {
+            let kinds: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
+            out.push(Finding::new(
+                param("head"),
+                format!(
+                    "objective `{objective}` needs a head of kind {}, but `{head}` is `{}`",
+                    kinds.join(", "),
+                    h.kind()
+                ),
+            ));
         }
     }
 
     /// `params.joint_with` must name another task of the recipe.
-    pub fn joint_with(&self, out: &mut Vec<(Path, String)>, partner: Option<&str>) {
+    pub fn joint_with(&self, out: &mut Vec<Finding>, partner: Option<&str>) {
         let Some(partner) = partner else { return };
-        let names: Vec<&str> = self.recipe.tasks.iter().map(|t| t.name.as_str()).collect();
-        if !names.contains(&partner) {
-            out.push((
-                param("joint_with"),
-                format!("unknown task `{partner}`{}", did_you_mean(partner, &names)),
-            ));
+        let names: Vec<String> = self.recipe.tasks.iter().map(|t| t.name.clone()).collect();
+        if let Some(f) = reference(param("joint_with"), "task", partner, &names, "") {
+            out.push(f);
         } else if partner == self.task_name() {
-            out.push((
+            out.push(Finding::new(
                 param("joint_with"),
-                "a task cannot be joint with itself".into(),
+                "a task cannot be joint with itself",
             ));
         }
     }

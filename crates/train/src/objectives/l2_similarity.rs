@@ -7,7 +7,7 @@ use crate::step::{Side, Step};
 use crate::TrainError;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Squared L2 distance between the encodings of aligned sentences, times `alpha`
@@ -30,7 +30,7 @@ impl Objective for L2Similarity {
     const NAME: &'static str = "l2_similarity";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "alpha", self.alpha);
         cx.joint_with(&mut out, self.joint_with.as_deref());

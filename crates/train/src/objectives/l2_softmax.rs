@@ -2,7 +2,7 @@
 //! §2.1). Declared: training it comes with the Emu issue.
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// A loss computed by one head (L2-constrained softmax).
@@ -16,7 +16,7 @@ impl Objective for L2Softmax {
     const NAME: &'static str = "l2_softmax";
     const EXAMPLES: ExampleKind = ExampleKind::Labelled;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.head(&mut out, Self::NAME, &self.head, &["l2_softmax"]);
         out

@@ -22,8 +22,8 @@ use crate::step::Step;
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
-use harness_recipe::check::{ObjectiveCheck, ObjectiveSchema};
-use harness_recipe::de::{self, Path};
+use harness_recipe::check::{Finding, ObjectiveCheck, ObjectiveSchema};
+use harness_recipe::de;
 use harness_recipe::Recipe;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -107,7 +107,7 @@ pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// Problems beyond the types (ranges, references to heads or tasks), at key paths under
     /// the task (`params.head`, `objective`).
-    fn check(&self, _cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, _cx: &CheckContext<'_>) -> Vec<Finding> {
         Vec::new()
     }
 

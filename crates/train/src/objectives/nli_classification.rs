@@ -8,7 +8,7 @@ use crate::TrainError;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// 3-way NLI classification through a pair-feature head.
@@ -23,7 +23,7 @@ impl Objective for NliClassification {
     const NAME: &'static str = "nli_classification";
     const EXAMPLES: ExampleKind = ExampleKind::Nli;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.head(&mut out, Self::NAME, &self.head, &["mlp"]);
         out

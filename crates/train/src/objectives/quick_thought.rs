@@ -3,7 +3,7 @@
 //! (running-text examples).
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Predict the previous and next sentence (modified Quick-Thought; multilingual USE §3).
@@ -25,13 +25,13 @@ impl Objective for QuickThought {
     const NAME: &'static str = "quick_thought";
     const EXAMPLES: ExampleKind = ExampleKind::RunningText;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         if let Some(h) = &self.head {
             cx.head(&mut out, Self::NAME, h, &["mlp"]);
         }
         if self.context == 0 {
-            out.push((crate::objectives::check::param("context"), "must be ≥ 1, found 0".into()));
+            out.push(Finding::new(crate::objectives::check::param("context"), "must be ≥ 1, found 0"));
         }
         out
     }

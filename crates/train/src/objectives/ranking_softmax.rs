@@ -18,7 +18,7 @@ use crate::TrainError;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Tensor, TensorData};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// The recipe's parameters of an in-batch ranking task.
@@ -72,15 +72,14 @@ impl Objective for RankingSoftmax {
     const NAME: &'static str = "ranking_softmax";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "margin", self.margin);
         cx.positive(&mut out, "scale", self.scale);
         cx.joint_with(&mut out, self.joint_with.as_deref());
         if self.hard_negatives > 0 && self.joint_with.is_some() {
-            out.push((
-                crate::objectives::check::param("hard_negatives"),
-                "a joint task reads its partner's batches, which carry no hard negatives".into(),
+            out.push(Finding::new(crate::objectives::check::param("hard_negatives"),
+                "a joint task reads its partner's batches, which carry no hard negatives",
             ));
         }
         out

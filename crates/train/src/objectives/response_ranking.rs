@@ -2,7 +2,7 @@
 //! training it comes with the multilingual USE issue (conversation examples).
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// Conversational response ranking (multilingual USE §3).
@@ -18,7 +18,7 @@ impl Objective for ResponseRanking {
     const NAME: &'static str = "response_ranking";
     const EXAMPLES: ExampleKind = ExampleKind::Conversation;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         if let Some(h) = &self.head {
             cx.head(&mut out, Self::NAME, h, &["mlp"]);

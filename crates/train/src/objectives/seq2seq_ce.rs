@@ -13,7 +13,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
 use harness_model::decoder::LstmDecoder;
 use harness_model::output_ce::{fused_output_ce, OutputCe};
-use harness_recipe::de::{Path, Seg};
+use harness_recipe::check::Finding;
+use harness_recipe::de::Seg;
 use serde::{Deserialize, Serialize};
 
 /// Translation cross-entropy through the decoder (LASER; seq2seq).
@@ -44,31 +45,26 @@ impl Objective for Seq2seqCe {
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
     const USES_DECODER: bool = true;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         if cx.recipe.model.as_ref().is_some_and(|m| m.decoder.is_none()) {
-            out.push((
-                vec![Seg::Key("objective".into())],
-                "`seq2seq_ce` needs `model.decoder`".into(),
+            out.push(Finding::new(vec![Seg::Key("objective".into())],
+                "`seq2seq_ce` needs `model.decoder`",
             ));
         }
         if !(0.0..1.0).contains(&self.label_smoothing) {
-            out.push((
-                param("label_smoothing"),
+            out.push(Finding::new(param("label_smoothing"),
                 format!("must be in [0, 1), found {}", self.label_smoothing),
             ));
         }
         if !(0.0..=1.0).contains(&self.autoencode) {
-            out.push((
-                param("autoencode"),
+            out.push(Finding::new(param("autoencode"),
                 format!("must be in [0, 1], found {}", self.autoencode),
             ));
         }
         if self.autoencode > 0.0 && self.both_directions {
-            out.push((
-                param("autoencode"),
-                "`autoencode` applies to one-direction training: drop it or `both_directions`"
-                    .into(),
+            out.push(Finding::new(param("autoencode"),
+                "`autoencode` applies to one-direction training: drop it or `both_directions`",
             ));
         }
         out

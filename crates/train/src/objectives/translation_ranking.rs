@@ -3,7 +3,7 @@
 //! parameters; training it comes with the multilingual USE issue (hard negatives).
 
 use crate::objectives::{CheckContext, ExampleKind, Objective};
-use harness_recipe::de::Path;
+use harness_recipe::check::Finding;
 use serde::{Deserialize, Serialize};
 
 /// In-batch softmax ranking of translations (Guo et al. 2018; multilingual USE §3).
@@ -25,7 +25,7 @@ impl Objective for TranslationRanking {
     const NAME: &'static str = "translation_ranking";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
 
-    fn check(&self, cx: &CheckContext<'_>) -> Vec<(Path, String)> {
+    fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "margin", self.margin);
         out
