@@ -52,6 +52,28 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
         }
     }
     if let Some(m) = &recipe.model {
+        let encoders = std::iter::once((vec![key("model"), key("encoder")], &m.encoder)).chain(
+            m.encoders
+                .iter()
+                .map(|(n, e)| (vec![key("model"), key("encoders"), key(n)], e)),
+        );
+        for (at, e) in encoders {
+            if let harness_recipe::schema::Encoder::Cbow(c) = e {
+                if !c.frozen.is_empty() {
+                    let mut p = at.clone();
+                    p.push(key("frozen"));
+                    out.push((
+                        p,
+                        format!("{not_here} per-language frozen embeddings yet (X-CBOW keeps English fixed; it comes with the XNLI alignment issue): freeze `<encoder>.embeddings` in a stage instead"),
+                    ));
+                }
+                if !harness_model::encoder::cbow::accepts(c.pool) {
+                    let mut p = at;
+                    p.push(key("pool"));
+                    out.push((p, "a `cbow` encoder pools with `mean` or `max`".into()));
+                }
+            }
+        }
         let kind = m.encoder.kind();
         if !ENCODERS.contains(&kind) {
             out.push((
