@@ -3,6 +3,7 @@
 //! the target distribution puts `1 − ε` on the gold token and `ε` spread uniformly over the
 //! vocabulary). LASER §3 and seq2seq+similarity §2.1 train their decoders with it.
 
+use crate::batch::DecoderSide;
 use crate::data::Directions;
 use crate::objectives::check::param;
 use crate::objectives::{CheckContext, ExampleKind, Loss, Objective, PairOptions};
@@ -85,6 +86,34 @@ impl Objective for Seq2seqCe {
     }
 }
 
+impl Seq2seqCe {
+    /// Teacher-forced cross-entropy of decoding `side` from the sentence vectors `from`;
+    /// counts the decoder's input tokens.
+    fn decode<B: AutodiffBackend>(
+        &self,
+        decoder: &LstmDecoder<B>,
+        from: Tensor<B, 2>,
+        side: &DecoderSide<B>,
+        step: &mut Step<'_, B>,
+    ) -> Tensor<B, 1> {
+        let states = decoder.states(
+            from,
+            side.language.clone(),
+            side.input.ids.clone(),
+            side.input.mask.clone(),
+            Some(step.noise()),
+        );
+        step.add_tokens(side.input.tokens);
+        decoder_ce(
+            decoder,
+            states,
+            side.output.clone(),
+            side.input.mask.clone(),
+            self.label_smoothing,
+        )
+    }
+}
+
 impl Loss for Seq2seqCe {
     /// The source decoded into the target (and, with `both_directions`, the target into
     /// the source), teacher-forced.
@@ -92,39 +121,10 @@ impl Loss for Seq2seqCe {
         let decoder = step.decoder()?;
         let source = step.encode(Side::First)?;
         let b = step.pair_batch()?.clone();
-        let states = decoder.states(
-            source.sentence,
-            b.to_tgt.language,
-            b.to_tgt.input.ids,
-            b.to_tgt.input.mask.clone(),
-            Some(step.noise()),
-        );
-        let mut loss = decoder_ce(
-            decoder,
-            states,
-            b.to_tgt.output,
-            b.to_tgt.input.mask,
-            self.label_smoothing,
-        );
-        step.add_tokens(b.to_tgt.input.tokens);
+        let mut loss = self.decode(decoder, source.sentence, &b.to_tgt, step);
         if self.both_directions {
             let target = step.encode(Side::Second)?;
-            let states = decoder.states(
-                target.sentence,
-                b.to_src.language,
-                b.to_src.input.ids,
-                b.to_src.input.mask.clone(),
-                Some(step.noise()),
-            );
-            loss = loss
-                + decoder_ce(
-                    decoder,
-                    states,
-                    b.to_src.output,
-                    b.to_src.input.mask,
-                    self.label_smoothing,
-                );
-            step.add_tokens(b.to_src.input.tokens);
+            loss = loss + self.decode(decoder, target.sentence, &b.to_src, step);
         }
         Ok(loss)
     }
