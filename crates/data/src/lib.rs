@@ -14,5 +14,6 @@ pub mod records;
 pub mod store;
 pub mod text;
 pub mod tokenize;
+pub mod words;
 
 pub use error::DataError;

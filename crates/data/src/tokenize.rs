@@ -14,18 +14,32 @@
 //! or Arabic. `sentencepiece` is a unigram model over Metaspace pieces. Training is
 //! deterministic: the same sentences in the same order give the same file, byte for byte
 //! (tested), so the tokenizer's digest can be part of an encoder's fingerprint.
+//!
+//! `words` is multilingual USE's input (Chidambaram et al. 2019, §2.1 and §4): treebank-style
+//! words ([`crate::words::tokens`]), the `vocab` most frequent ones of the training corpora
+//! kept (ties broken by the word, so training is deterministic), every other word hashed into
+//! one of `oov_buckets` ids after the vocabulary (or `<unk>` without buckets), and, with
+//! `char_ngrams`, each word's character n-grams ([`crate::words::char_ngrams`]) hashed with
+//! FNV-1a into `hash_buckets` ids: [`TextTokenizer::tokens`] gives them beside the word ids
+//! ([`Tokens`]). Its settings are kept in `tokenizer.json` as one added token,
+//! `<words:oov=…;ngrams=…;buckets=…>`, so the file alone says how to tokenize.
 
+use crate::words;
 use crate::DataError;
 use harness_recipe::schema::{Tokenizer as TokenizerSpec, TokenizerKind};
 use std::collections::HashSet;
 use std::path::Path;
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
 use tokenizers::models::unigram::{Unigram, UnigramTrainerBuilder};
+use tokenizers::models::wordlevel::{WordLevel, WordLevelTrainerBuilder};
 use tokenizers::models::{ModelWrapper, TrainerWrapper};
 use tokenizers::normalizers::{Lowercase, NormalizerWrapper, Sequence as NormSequence, NFKC};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
-use tokenizers::{AddedToken, DecoderWrapper, PreTokenizerWrapper, Tokenizer};
+use tokenizers::{
+    AddedToken, DecoderWrapper, NormalizedString, Normalizer, PreTokenizerWrapper, Tokenizer,
+    Trainer,
+};
 
 /// Padding token (id 0): batches are right-padded with it and masks ignore it.
 pub const PAD: &str = "<pad>";
@@ -41,12 +55,139 @@ pub fn lang_token(lang: &str) -> String {
     format!("<lang:{lang}>")
 }
 
-/// A trained subword tokenizer with harness's fixed special tokens and language tokens.
+/// A sentence as an encoder reads it: token ids and, from a tokenizer with character
+/// n-grams, the n-gram ids of each token. Dereferences to the ids.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tokens {
+    /// Token ids.
+    pub ids: Vec<u32>,
+    /// The character n-gram ids of each token (`None` from a tokenizer without n-grams).
+    pub ngrams: Option<Ngrams>,
+}
+
+/// The character n-gram ids of a sentence's tokens, concatenated: token `i` has
+/// `ids[ends[i-1]..ends[i]]` (`ends[-1]` = 0).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ngrams {
+    pub ids: Vec<u32>,
+    pub ends: Vec<u32>,
+}
+
+impl Tokens {
+    /// Ids without n-grams.
+    pub fn from_ids(ids: Vec<u32>) -> Self {
+        Tokens { ids, ngrams: None }
+    }
+
+    /// The n-gram ids of token `i` (empty without n-grams).
+    pub fn ngrams_of(&self, i: usize) -> &[u32] {
+        match &self.ngrams {
+            Some(g) => {
+                let start = if i == 0 { 0 } else { g.ends[i - 1] as usize };
+                &g.ids[start..g.ends[i] as usize]
+            }
+            None => &[],
+        }
+    }
+
+    /// These tokens followed by `</s>` (which has no n-grams): what every encoder reads.
+    pub fn with_eos(&self) -> Tokens {
+        let mut ids = Vec::with_capacity(self.ids.len() + 1);
+        ids.extend_from_slice(&self.ids);
+        ids.push(ids::EOS);
+        let ngrams = self.ngrams.as_ref().map(|g| {
+            let mut ends = g.ends.clone();
+            ends.push(g.ids.len() as u32);
+            Ngrams {
+                ids: g.ids.clone(),
+                ends,
+            }
+        });
+        Tokens { ids, ngrams }
+    }
+
+    /// Keeps the first `n` tokens.
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.ids.len() {
+            return;
+        }
+        self.ids.truncate(n);
+        if let Some(g) = &mut self.ngrams {
+            g.ends.truncate(n);
+            g.ids.truncate(g.ends.last().map_or(0, |&e| e as usize));
+        }
+    }
+}
+
+impl std::ops::Deref for Tokens {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.ids
+    }
+}
+
+/// How a `words` tokenizer maps words beyond its vocabulary and which n-grams it adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordsSpec {
+    /// Hash buckets for out-of-vocabulary words (0: they are `<unk>`).
+    pub oov_buckets: u32,
+    /// Character n-gram sizes (empty: no n-grams).
+    pub char_ngrams: Vec<u32>,
+    /// Hash buckets of the n-grams.
+    pub hash_buckets: u32,
+}
+
+impl WordsSpec {
+    const PREFIX: &'static str = "<words:";
+
+    /// The added token that records these settings in `tokenizer.json`.
+    fn token(&self) -> String {
+        let sizes: Vec<String> = self.char_ngrams.iter().map(u32::to_string).collect();
+        format!(
+            "{}oov={};ngrams={};buckets={}>",
+            Self::PREFIX,
+            self.oov_buckets,
+            sizes.join(","),
+            self.hash_buckets
+        )
+    }
+
+    /// Reads [`Self::token`] back.
+    fn parse(token: &str) -> Option<Self> {
+        let body = token.strip_prefix(Self::PREFIX)?.strip_suffix('>')?;
+        let mut spec = WordsSpec {
+            oov_buckets: 0,
+            char_ngrams: Vec::new(),
+            hash_buckets: 0,
+        };
+        for part in body.split(';') {
+            let (k, v) = part.split_once('=')?;
+            match k {
+                "oov" => spec.oov_buckets = v.parse().ok()?,
+                "buckets" => spec.hash_buckets = v.parse().ok()?,
+                "ngrams" if v.is_empty() => {}
+                "ngrams" => {
+                    spec.char_ngrams = v
+                        .split(',')
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()
+                        .ok()?
+                }
+                _ => return None,
+            }
+        }
+        Some(spec)
+    }
+}
+
+/// A trained tokenizer with harness's fixed special tokens and language tokens.
 #[derive(Clone)]
 pub struct TextTokenizer {
     inner: Tokenizer,
     /// Training languages, sorted; `<lang:…>` tokens exist for exactly these.
     languages: Vec<String>,
+    /// `Some` for a `words` tokenizer.
+    words: Option<WordsSpec>,
     json: String,
 }
 
@@ -100,6 +241,9 @@ impl TextTokenizer {
             detail: "`vocab` is missing".into(),
             fix: "set `data.tokenizer.vocab`, e.g. 8000".into(),
         })? as usize;
+        if spec.kind == TokenizerKind::Words {
+            return Self::train_words(spec, languages, specials, vocab, sentences);
+        }
         if vocab <= specials.len() + 256 {
             return Err(TokenizeError::Spec {
                 detail: format!(
@@ -110,11 +254,7 @@ impl TextTokenizer {
                     .into(),
             });
         }
-        let mut normalizers: Vec<NormalizerWrapper> = vec![NFKC.into()];
-        if spec.lowercase {
-            normalizers.push(Lowercase.into());
-        }
-        let normalizer: NormalizerWrapper = NormSequence::new(normalizers).into();
+        let normalizer = normalizer(spec.lowercase);
         let lib = |e: tokenizers::Error| TokenizeError::Library(e.to_string());
 
         let (model, mut trainer, pre, decoder): (
@@ -159,7 +299,7 @@ impl TextTokenizer {
             other => {
                 return Err(TokenizeError::Spec {
                     detail: format!("kind `{other:?}` is not a learned subword vocabulary"),
-                    fix: "use `kind: bpe` or `kind: sentencepiece` for recipes that train an encoder from scratch".into(),
+                    fix: "use `kind: bpe`, `kind: sentencepiece` or `kind: words` for recipes that train an encoder from scratch".into(),
                 })
             }
         };
@@ -172,13 +312,79 @@ impl TextTokenizer {
         Self::from_tokenizer(tok, languages)
     }
 
+    /// The `words` kind (module doc): the `vocab` most frequent words of `sentences`.
+    fn train_words<'a, I>(
+        spec: &TokenizerSpec,
+        languages: Vec<String>,
+        mut specials: Vec<AddedToken>,
+        vocab: usize,
+        sentences: I,
+    ) -> Result<Self, TokenizeError>
+    where
+        I: Iterator<Item = &'a str> + Send,
+    {
+        let hash_buckets = match (spec.char_ngrams.is_empty(), spec.hash_buckets) {
+            (true, _) => 0,
+            (false, Some(b)) => b,
+            (false, None) => {
+                return Err(TokenizeError::Spec {
+                    detail: "`char_ngrams` without `hash_buckets`".into(),
+                    fix: "set `data.tokenizer.hash_buckets` (multilingual USE: 200000)".into(),
+                })
+            }
+        };
+        let settings = WordsSpec {
+            oov_buckets: spec.oov_buckets.unwrap_or(0),
+            char_ngrams: spec.char_ngrams.clone(),
+            hash_buckets,
+        };
+        specials.push(AddedToken::from(settings.token(), true));
+        let normalizer = normalizer(spec.lowercase);
+        let lib = |e: tokenizers::Error| TokenizeError::Library(e.to_string());
+        let mut trainer = WordLevelTrainerBuilder::default()
+            .vocab_size(specials.len() + vocab)
+            .show_progress(false)
+            .special_tokens(specials.clone())
+            .build()
+            .map_err(|e| TokenizeError::Library(e.to_string()))?;
+        trainer
+            .feed(sentences, |s| {
+                let n = normalized(&normalizer, s)?;
+                Ok(words::tokens(&n).map(String::from).collect())
+            })
+            .map_err(lib)?;
+        let mut model = WordLevel::builder()
+            .unk_token(UNK.to_string())
+            .build()
+            .map_err(lib)?;
+        trainer.train(&mut model).map_err(lib)?;
+        let mut tok = Tokenizer::new(ModelWrapper::from(model));
+        tok.with_normalizer(Some(normalizer));
+        tok.add_special_tokens(&specials);
+        Self::from_tokenizer(tok, languages)
+    }
+
     fn from_tokenizer(inner: Tokenizer, languages: Vec<String>) -> Result<Self, TokenizeError> {
         let json = inner
             .to_string(false)
             .map_err(|e| TokenizeError::Library(e.to_string()))?;
+        let words = inner
+            .get_added_tokens_decoder()
+            .values()
+            .find(|t| t.content.starts_with(WordsSpec::PREFIX))
+            .map(|t| {
+                WordsSpec::parse(&t.content).ok_or_else(|| {
+                    TokenizeError::Library(format!(
+                        "unreadable word-tokenizer settings `{}`; this file was not written by harness",
+                        t.content
+                    ))
+                })
+            })
+            .transpose()?;
         let t = TextTokenizer {
             inner,
             languages,
+            words,
             json,
         };
         // The fixed layout is what models rely on: check it rather than assume it.
@@ -238,9 +444,18 @@ impl TextTokenizer {
         harness_core::fsutil::sha256_hex(self.json.as_bytes())
     }
 
-    /// Vocabulary size including special and language tokens.
+    /// Vocabulary size including special and language tokens (and a `words` tokenizer's
+    /// out-of-vocabulary buckets).
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        self.inner.get_vocab_size(true) + self.words.as_ref().map_or(0, |w| w.oov_buckets as usize)
+    }
+
+    /// Number of character n-gram ids [`Self::tokens`] can give, when it gives any.
+    pub fn char_ngram_buckets(&self) -> Option<usize> {
+        self.words
+            .as_ref()
+            .filter(|w| !w.char_ngrams.is_empty())
+            .map(|w| w.hash_buckets as usize)
     }
 
     /// Training languages (sorted); index `i` is language ID `i` of the decoders.
@@ -258,8 +473,11 @@ impl TextTokenizer {
         self.inner.token_to_id(&lang_token(lang))
     }
 
-    /// Subword ids of one sentence (no special tokens), clipped to `max_len`.
+    /// Token ids of one sentence (no special tokens), clipped to `max_len`.
     pub fn encode(&self, sentence: &str, max_len: usize) -> Result<Vec<u32>, TokenizeError> {
+        if let Some(spec) = &self.words {
+            return Ok(self.words(spec, sentence, max_len, false)?.ids);
+        }
         let enc = self
             .inner
             .encode_fast(sentence, false)
@@ -269,12 +487,79 @@ impl TextTokenizer {
         Ok(ids)
     }
 
+    /// One sentence as the encoder reads it: [`Self::encode`]'s ids and, from a tokenizer
+    /// with character n-grams, each token's n-gram ids.
+    pub fn tokens(&self, sentence: &str, max_len: usize) -> Result<Tokens, TokenizeError> {
+        match &self.words {
+            Some(spec) => self.words(spec, sentence, max_len, true),
+            None => Ok(Tokens::from_ids(self.encode(sentence, max_len)?)),
+        }
+    }
+
+    /// A `words` tokenizer's tokens (module doc), n-grams included when `ngrams` and the
+    /// tokenizer has them.
+    fn words(
+        &self,
+        spec: &WordsSpec,
+        sentence: &str,
+        max_len: usize,
+        ngrams: bool,
+    ) -> Result<Tokens, TokenizeError> {
+        let text = self
+            .inner
+            .get_normalizer()
+            .map(|n| normalized(n, sentence))
+            .transpose()
+            .map_err(|e| TokenizeError::Library(e.to_string()))?;
+        let text = text.as_deref().unwrap_or(sentence);
+        let base = self.inner.get_vocab_size(true) as u64;
+        let sizes: Vec<usize> = spec.char_ngrams.iter().map(|&n| n as usize).collect();
+        let mut out = Tokens {
+            ids: Vec::new(),
+            ngrams: (ngrams && !sizes.is_empty()).then(Ngrams::default),
+        };
+        for word in words::tokens(text).take(max_len) {
+            let id = match self.inner.token_to_id(word) {
+                Some(id) => id,
+                None if spec.oov_buckets > 0 => {
+                    (base + words::fnv1a64(word.as_bytes()) % spec.oov_buckets as u64) as u32
+                }
+                None => ids::UNK,
+            };
+            out.ids.push(id);
+            if let Some(g) = &mut out.ngrams {
+                let buckets = spec.hash_buckets as u64;
+                words::char_ngrams(word, &sizes, |gram| {
+                    g.ids.push((words::fnv1a64(gram) % buckets) as u32)
+                });
+                g.ends.push(g.ids.len() as u32);
+            }
+        }
+        Ok(out)
+    }
+
     /// Ids back to text (special tokens skipped).
     pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizeError> {
         self.inner
             .decode(ids, true)
             .map_err(|e| TokenizeError::Library(e.to_string()))
     }
+}
+
+/// NFKC, then lowercasing where the recipe asks for it.
+fn normalizer(lowercase: bool) -> NormalizerWrapper {
+    let mut normalizers: Vec<NormalizerWrapper> = vec![NFKC.into()];
+    if lowercase {
+        normalizers.push(Lowercase.into());
+    }
+    NormSequence::new(normalizers).into()
+}
+
+/// `s` through `normalizer`.
+fn normalized(normalizer: &impl Normalizer, s: &str) -> tokenizers::Result<String> {
+    let mut n = NormalizedString::from(s);
+    normalizer.normalize(&mut n)?;
+    Ok(n.get().to_string())
 }
 
 /// Special token ids, fixed by the layout above.
@@ -389,11 +674,71 @@ mod tests {
             "{err}"
         );
         let err = TextTokenizer::train(
-            &spec(TokenizerKind::Words, 1000),
+            &spec(TokenizerKind::Pretrained, 1000),
             &[],
             text.iter().map(String::as_str),
         )
         .unwrap_err();
         assert!(err.to_string().contains("kind: bpe"), "{err}");
+    }
+
+    /// By hand (FNV-1a values computed independently): kept words are the two most frequent,
+    /// ties broken by the word (`.` and `cat`; `the` ties with them and sorts after), after
+    /// the four specials, `<lang:eng>` and the settings token (ids 0-5); `the` and `sat` fall
+    /// into OOV buckets 8 + fnv("the") % 3 = 8 and 8 + fnv("sat") % 3 = 9; each word's
+    /// 3-grams of `<word>` are fnv % 1000.
+    #[test]
+    fn words_with_oov_buckets_and_char_ngrams_by_hand() {
+        let mut sp = spec(TokenizerKind::Words, 2);
+        sp.oov_buckets = Some(3);
+        sp.char_ngrams = vec![3];
+        sp.hash_buckets = Some(1000);
+        let text: Vec<&str> = ["the cat sat .", "the cat ."].repeat(5);
+        let t = TextTokenizer::train(&sp, &["eng".to_string()], text.into_iter()).unwrap();
+        assert_eq!(t.vocab_size(), 11);
+        assert_eq!(t.char_ngram_buckets(), Some(1000));
+        let want = Tokens {
+            ids: vec![8, 7, 9, 6],
+            ngrams: Some(Ngrams {
+                ids: vec![975, 924, 576, 483, 631, 50, 971, 223, 50, 739],
+                ends: vec![3, 6, 9, 10],
+            }),
+        };
+        let got = t.tokens("the cat sat.", 64).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(t.encode("the cat sat.", 64).unwrap(), want.ids);
+        assert_eq!(got.ngrams_of(2), &[971, 223, 50]);
+        // Clipping keeps whole tokens; `</s>` comes with no n-grams.
+        let mut two = got.clone();
+        two.truncate(2);
+        assert_eq!(two.ids, vec![8, 7]);
+        assert_eq!(two.ngrams.as_ref().unwrap().ends, vec![3, 6]);
+        let eos = two.with_eos();
+        assert_eq!(eos.ids, vec![8, 7, ids::EOS]);
+        assert_eq!(eos.ngrams_of(2), &[] as &[u32]);
+        assert_eq!(eos.ngrams_of(1), &[483, 631, 50]);
+        // The settings travel in the file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        t.save(&path).unwrap();
+        let back = TextTokenizer::load(&path).unwrap();
+        assert_eq!(back.tokens("the cat sat.", 64).unwrap(), want);
+        assert_eq!(back.digest(), t.digest());
+        assert_eq!(back.languages(), ["eng"]);
+        // Without buckets an unknown word is `<unk>`; without n-grams there are none.
+        let mut plain = spec(TokenizerKind::Words, 2);
+        plain.lowercase = true;
+        let p = TextTokenizer::train(&plain, &[], ["The cat .", "the CAT ."].into_iter()).unwrap();
+        let got = p.tokens("THE dog", 64).unwrap();
+        assert_eq!(got.ngrams, None);
+        assert_eq!(got.ids[1], ids::UNK);
+        let cat = p.encode("CAT", 64).unwrap();
+        assert_eq!(cat, p.encode("cat", 64).unwrap());
+        assert_ne!(cat, vec![ids::UNK]);
+        // n-grams need buckets.
+        let mut bad = spec(TokenizerKind::Words, 2);
+        bad.char_ngrams = vec![3, 4];
+        let err = TextTokenizer::train(&bad, &[], ["a b"].into_iter()).unwrap_err();
+        assert!(err.to_string().contains("hash_buckets"), "{err}");
     }
 }

@@ -42,6 +42,8 @@
 use super::encoder::Encoder;
 use super::error::EncodeError;
 use super::matrix::Matrix;
+// Steps 2-3 (tokens, n-grams) are shared with the `words` tokenizer.
+use harness_data::words::{char_ngrams, tokens, FNV_OFFSET, FNV_PRIME};
 use rayon::prelude::*;
 
 /// Version of the rule above; bump it whenever the output of any sentence changes.
@@ -159,24 +161,9 @@ impl HashedNgrams {
         };
         let mut words = Vec::new();
         let mut chars = Vec::new();
-        let mut padded = String::new();
-        let mut bounds: Vec<usize> = Vec::new();
         for token in tokens(text) {
             words.push(bucket(b'w', token.as_bytes()));
-            padded.clear();
-            padded.push('<');
-            padded.push_str(token);
-            padded.push('>');
-            bounds.clear();
-            bounds.extend(padded.char_indices().map(|(i, _)| i));
-            bounds.push(padded.len());
-            let n_chars = bounds.len() - 1;
-            for n in NGRAMS {
-                for start in 0..(n_chars + 1).saturating_sub(n) {
-                    let gram = &padded.as_bytes()[bounds[start]..bounds[start + n]];
-                    chars.push(bucket(b'c', gram));
-                }
-            }
+            char_ngrams(token, &NGRAMS, |gram| chars.push(bucket(b'c', gram)));
         }
         words.sort_unstable();
         chars.sort_unstable();
@@ -240,44 +227,6 @@ impl Encoder for HashedNgrams {
     }
 }
 
-/// The tokens of `text` (step 2 of the module doc).
-pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c.is_control());
-        let first = rest.chars().next()?;
-        let len = if is_punct(first) {
-            first.len_utf8()
-        } else {
-            rest.find(|c: char| c.is_whitespace() || c.is_control() || is_punct(c))
-                .unwrap_or(rest.len())
-        };
-        let (tok, tail) = rest.split_at(len);
-        rest = tail;
-        Some(tok)
-    })
-}
-
-/// Punctuation characters that form tokens of their own.
-fn is_punct(c: char) -> bool {
-    if c.is_ascii() {
-        return c.is_ascii_punctuation();
-    }
-    matches!(c as u32,
-        0x00A1 | 0x00A7 | 0x00AB | 0x00B6 | 0x00B7 | 0x00BB | 0x00BF // ¡ § « ¶ · » ¿
-        | 0x037E | 0x0387 // Greek question mark, ano teleia
-        | 0x055A..=0x055F | 0x0589 // Armenian
-        | 0x05BE | 0x05C0 | 0x05C3 | 0x05F3 | 0x05F4 // Hebrew
-        | 0x060C | 0x061B | 0x061F | 0x066A..=0x066D | 0x06D4 // Arabic
-        | 0x0964 | 0x0965 | 0x0970 // Devanagari danda, double danda, abbreviation
-        | 0x0E4F | 0x0E5A | 0x0E5B // Thai
-        | 0x1361..=0x1368 // Ethiopic
-        | 0x2010..=0x2027 | 0x2030..=0x205E // General Punctuation
-        | 0x3001..=0x3003 | 0x3008..=0x3011 | 0x3014..=0x301F | 0x30FB // CJK
-        | 0xFF01..=0xFF0F | 0xFF1A..=0xFF20 | 0xFF3B..=0xFF40 | 0xFF5B..=0xFF65 // full-width
-    )
-}
-
 /// `SIGNS[b][t]` is +1 when bit `t` of `b` is set, else −1.
 static SIGNS: [[f32; 8]; 256] = {
     let mut table = [[0.0f32; 8]; 256];
@@ -292,9 +241,6 @@ static SIGNS: [[f32; 8]; 256] = {
     }
     table
 };
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix.
 pub fn splitmix64(x: u64) -> u64 {
@@ -332,17 +278,6 @@ mod tests {
 
     fn cos(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
-    }
-
-    #[test]
-    fn tokens_split_punctuation_and_keep_unspaced_scripts_whole() {
-        let t: Vec<_> = tokens("hello, world!  it's").collect();
-        assert_eq!(t, vec!["hello", ",", "world", "!", "it", "'", "s"]);
-        let t: Vec<_> = tokens("我爱北京。ภาษาไทย").collect();
-        assert_eq!(t, vec!["我爱北京", "。", "ภาษาไทย"]);
-        let t: Vec<_> = tokens("नमस्ते दुनिया।").collect();
-        assert_eq!(t, vec!["नमस्ते", "दुनिया", "।"]);
-        assert_eq!(tokens(" \t\n").count(), 0);
     }
 
     #[test]

@@ -44,9 +44,13 @@ pub struct System<B: Backend> {
 impl SystemConfig {
     /// Compiles `recipe.model` for a vocabulary of `n_vocab` tokens and `n_languages`
     /// language IDs. Dropout: a component's own `dropout` if set, else the optimizer's.
+    ///
+    /// `ngram_buckets`: the tokenizer's character n-gram ids, when it gives them
+    /// (`TextTokenizer::char_ngram_buckets`).
     pub fn from_recipe(
         recipe: &Recipe,
         n_vocab: usize,
+        ngram_buckets: Option<usize>,
         n_languages: usize,
     ) -> Result<Self, ModelError> {
         let model = recipe
@@ -58,20 +62,23 @@ impl SystemConfig {
                 fix: "add a `model:` block with an encoder".into(),
             })?;
         let global_dropout = recipe.optimizer.as_ref().map_or(0.0, |o| o.dropout);
-        let encoder = SentenceEncoderConfig::from_recipe(&model.encoder, n_vocab, global_dropout)?;
+        let encoder = SentenceEncoderConfig::from_recipe(
+            &model.encoder,
+            n_vocab,
+            ngram_buckets,
+            global_dropout,
+        )?;
         let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder.clone())];
         for (name, e) in &model.encoders {
-            let c =
-                SentenceEncoderConfig::from_recipe(e, n_vocab, global_dropout).map_err(|err| {
-                    match err {
-                        ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
-                            key: format!("model.encoders.{name}.kind"),
-                            detail,
-                            fix,
-                        },
-                        other => other,
-                    }
-                })?;
+            let c = SentenceEncoderConfig::from_recipe(e, n_vocab, ngram_buckets, global_dropout)
+                .map_err(|err| match err {
+                ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
+                    key: format!("model.encoders.{name}.kind"),
+                    detail,
+                    fix,
+                },
+                other => other,
+            })?;
             encoders.push((name.clone(), c));
         }
         let d_sentence = encoder.d_sentence();
@@ -180,14 +187,32 @@ pub enum Group {
 
 /// Sets whether every parameter of `module` takes part in the backward pass.
 pub fn set_trainable<B: Backend, M: Module<B>>(module: M, on: bool) -> M {
-    struct Trainable(bool);
-    impl<B: Backend> ModuleMapper<B> for Trainable {
-        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-            let (id, tensor, mapper) = param.consume();
-            Param::from_mapped_value(id, tensor.set_require_grad(self.0), mapper)
-        }
-    }
     module.map(&mut Trainable(on))
+}
+
+/// Maps every parameter in (`true`) or out of the backward pass.
+struct Trainable(bool);
+
+impl<B: Backend> ModuleMapper<B> for Trainable {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor.set_require_grad(self.0), mapper)
+    }
+}
+
+/// Clips every weight to `[−c, c]`, keeping whether it takes gradients.
+struct Clamp(f64);
+
+impl<B: Backend> ModuleMapper<B> for Clamp {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        let grad = tensor.is_require_grad();
+        let clipped = tensor
+            .clamp(-self.0, self.0)
+            .detach()
+            .set_require_grad(grad);
+        Param::from_mapped_value(id, clipped, mapper)
+    }
 }
 
 impl<B: Backend> System<B> {
@@ -203,7 +228,8 @@ impl<B: Backend> System<B> {
                 }
                 Group::Embeddings(i) => {
                     let e = m.encoders.remove(i);
-                    m.encoders.insert(i, e.with_embeddings_trainable(false));
+                    m.encoders
+                        .insert(i, e.map_embeddings(&mut Trainable(false)));
                 }
                 Group::Decoder => m.decoder = m.decoder.map(|d| set_trainable(d, false)),
                 Group::Head(i) => {
@@ -217,39 +243,22 @@ impl<B: Backend> System<B> {
 
     /// The model with the weights of `groups` clipped to `[−c, c]`.
     pub fn clamp_groups(mut self, groups: &[Group], c: f64) -> Self {
-        fn clamp<B: Backend, M: Module<B>>(m: M, c: f64) -> M {
-            struct Clamp(f64);
-            impl<B: Backend> ModuleMapper<B> for Clamp {
-                fn map_float<const D: usize>(
-                    &mut self,
-                    param: Param<Tensor<B, D>>,
-                ) -> Param<Tensor<B, D>> {
-                    let (id, tensor, mapper) = param.consume();
-                    let grad = tensor.is_require_grad();
-                    let clipped = tensor
-                        .clamp(-self.0, self.0)
-                        .detach()
-                        .set_require_grad(grad);
-                    Param::from_mapped_value(id, clipped, mapper)
-                }
-            }
-            m.map(&mut Clamp(c))
-        }
         for g in groups {
             match *g {
                 Group::Encoder(i) => {
                     let e = self.encoders.remove(i);
-                    self.encoders.insert(i, clamp(e, c));
+                    self.encoders.insert(i, Module::map(e, &mut Clamp(c)));
                 }
                 Group::Embeddings(i) => {
-                    let mut e = self.encoders.remove(i);
-                    e = e.map_embeddings(|m| clamp(m, c));
-                    self.encoders.insert(i, e);
+                    let e = self.encoders.remove(i);
+                    self.encoders.insert(i, e.map_embeddings(&mut Clamp(c)));
                 }
-                Group::Decoder => self.decoder = self.decoder.map(|d| clamp(d, c)),
+                Group::Decoder => {
+                    self.decoder = self.decoder.map(|d| Module::map(d, &mut Clamp(c)))
+                }
                 Group::Head(i) => {
                     let h = self.heads.remove(i);
-                    self.heads.insert(i, clamp(h, c));
+                    self.heads.insert(i, Module::map(h, &mut Clamp(c)));
                 }
             }
         }

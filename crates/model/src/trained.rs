@@ -13,7 +13,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use harness_data::tokenize::{ids, TextTokenizer};
+use harness_data::tokenize::{TextTokenizer, Tokens};
 use harness_embed::matrix::Matrix;
 use harness_embed::EncodeError;
 use harness_embed::Encoder;
@@ -58,8 +58,8 @@ impl<B: Backend> TrainedEncoder<B> {
         }
     }
 
-    fn encode_batch(&self, rows: &[Vec<u32>]) -> Result<Vec<f32>, EncodeError> {
-        let padded = crate::input::pad::<B>(rows, &self.device);
+    fn encode_batch(&self, rows: &[Tokens]) -> Result<Vec<f32>, EncodeError> {
+        let padded = crate::input::pad_tokens::<B>(rows, &self.device);
         let out = self.encoder.forward(&padded, None).sentence;
         out.into_data()
             .convert::<f32>()
@@ -93,18 +93,14 @@ where
             name: self.name.clone(),
             detail,
         };
-        let mut rows: Vec<Vec<u32>> = sentences
+        let mut rows: Vec<Tokens> = sentences
             .par_iter()
-            .map(|s| {
-                let mut r = self.tokenizer.encode(s, EVAL_MAX_LEN)?;
-                r.push(ids::EOS);
-                Ok(r)
-            })
+            .map(|s| Ok(self.tokenizer.tokens(s, EVAL_MAX_LEN)?.with_eos()))
             .collect::<Result<_, harness_data::tokenize::TokenizeError>>()
             .map_err(|e| err(e.to_string()))?;
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_by_key(|&i| rows[i].len());
-        let sorted: Vec<Vec<u32>> = order
+        let sorted: Vec<Tokens> = order
             .iter()
             .map(|&i| std::mem::take(&mut rows[i]))
             .collect();
@@ -215,6 +211,7 @@ pub fn load_system<B: Backend>(
     let config = SystemConfig::from_recipe(
         &files.recipe,
         tokenizer.vocab_size(),
+        tokenizer.char_ngram_buckets(),
         tokenizer.languages().len(),
     )
     .map_err(|e| {

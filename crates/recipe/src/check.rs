@@ -442,6 +442,27 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                 out.add(with(&base, &[k(key)]), "must be ≥ 1, found 0");
             }
         }
+        if tok.kind != TokenizerKind::Words {
+            for (key, set) in [
+                ("char_ngrams", !tok.char_ngrams.is_empty()),
+                ("hash_buckets", tok.hash_buckets.is_some()),
+                ("oov_buckets", tok.oov_buckets.is_some()),
+            ] {
+                if set {
+                    out.add(
+                        with(&base, &[k(key)]),
+                        format!(
+                            "only a `words` tokenizer has `{key}`; remove it or use `kind: words`"
+                        ),
+                    );
+                }
+            }
+        } else if !tok.char_ngrams.is_empty() && tok.hash_buckets.is_none() {
+            out.add(
+                with(&base, &[k("hash_buckets")]),
+                "missing: `char_ngrams` are hashed into `hash_buckets` ids; set it (multilingual USE: 200000)",
+            );
+        }
     }
     for (name, c) in &recipe.data.corpora {
         let base = p(&["data", "corpora", name]);

@@ -1,23 +1,24 @@
 //! Example indices → padded tensors on the training device.
 //!
-//! Encoder inputs are the subword ids followed by `</s>` (LASER appends it; it also means
-//! no input is empty). Decoder inputs are a first token — `<s>`, or the target language's
+//! Encoder inputs are the tokens followed by `</s>` (LASER appends it; it also means no
+//! input is empty), with their character n-grams when the tokenizer gives them. Decoder inputs are a first token — `<s>`, or the target language's
 //! `<lang:xxx>` token when the decoder has no language embedding (seq2seq §2) — followed by
 //! the target ids; decoder outputs are the target ids followed by `</s>`.
 
 use crate::data::{ContextExample, LabelledExample, NliExample, PairExample};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use harness_data::tokenize::ids;
+use harness_data::tokenize::{ids, Tokens};
 
-pub use harness_model::input::{pad, Padded};
+pub use harness_model::input::{pad, pad_tokens, Padded};
 
-/// An encoder input row: ids then `</s>`.
-pub fn encoder_row(ids_: &[u32]) -> Vec<u32> {
-    let mut r = Vec::with_capacity(ids_.len() + 1);
-    r.extend_from_slice(ids_);
-    r.push(ids::EOS);
-    r
+/// The encoder input of examples' token rows: each followed by `</s>`, padded.
+pub fn encoder_input<'a, B: Backend>(
+    rows: impl IntoIterator<Item = &'a Tokens>,
+    device: &B::Device,
+) -> Padded<B> {
+    let rows: Vec<Tokens> = rows.into_iter().map(Tokens::with_eos).collect();
+    pad_tokens(&rows, device)
 }
 
 /// Teacher-forcing rows of one target: (input, output).
@@ -105,15 +106,13 @@ pub fn pair_batch<B: Backend>(
     device: &B::Device,
 ) -> PairBatch<B> {
     let ex: Vec<&PairExample> = index.iter().map(|&i| &examples[i as usize]).collect();
-    let src_rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.src)).collect();
-    let tgt_rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.tgt)).collect();
-    let tgts: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
-    let srcs: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
+    let tgts: Vec<&[u32]> = ex.iter().map(|e| &e.tgt.ids[..]).collect();
+    let srcs: Vec<&[u32]> = ex.iter().map(|e| &e.src.ids[..]).collect();
     let tl: Vec<u32> = ex.iter().map(|e| e.tgt_lang).collect();
     let sl: Vec<u32> = ex.iter().map(|e| e.src_lang).collect();
     PairBatch {
-        src: pad(&src_rows, device),
-        tgt: pad(&tgt_rows, device),
+        src: encoder_input(ex.iter().map(|e| &e.src), device),
+        tgt: encoder_input(ex.iter().map(|e| &e.tgt), device),
         to_tgt: decoder_side(&tgts, &tl, first, device),
         to_src: decoder_side(&srcs, &sl, first, device),
     }
@@ -134,11 +133,9 @@ pub fn nli_batch<B: Backend>(
     device: &B::Device,
 ) -> NliBatch<B> {
     let ex: Vec<&NliExample> = index.iter().map(|&i| &examples[i as usize]).collect();
-    let p: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.premise)).collect();
-    let h: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.hypothesis)).collect();
     NliBatch {
-        premise: pad(&p, device),
-        hypothesis: pad(&h, device),
+        premise: encoder_input(ex.iter().map(|e| &e.premise), device),
+        hypothesis: encoder_input(ex.iter().map(|e| &e.hypothesis), device),
         labels: Tensor::from_data(
             TensorData::new(
                 ex.iter().map(|e| e.label as i64).collect::<Vec<_>>(),
@@ -164,13 +161,11 @@ pub fn context_batch<B: Backend>(
     device: &B::Device,
 ) -> ContextBatch<B> {
     let ex: Vec<&ContextExample> = index.iter().map(|&i| &examples[i as usize]).collect();
-    let rows = |f: fn(&ContextExample) -> &Vec<u32>| -> Vec<Vec<u32>> {
-        ex.iter().map(|e| encoder_row(f(e))).collect()
-    };
+    let side = |f: fn(&ContextExample) -> &Tokens| encoder_input(ex.iter().map(|e| f(e)), device);
     ContextBatch {
-        sentence: pad(&rows(|e| &e.sentence), device),
-        previous: pad(&rows(|e| &e.previous), device),
-        next: pad(&rows(|e| &e.next), device),
+        sentence: side(|e| &e.sentence),
+        previous: side(|e| &e.previous),
+        next: side(|e| &e.next),
     }
 }
 
@@ -188,10 +183,9 @@ pub fn labelled_batch<B: Backend>(
     device: &B::Device,
 ) -> LabelledBatch<B> {
     let ex: Vec<&LabelledExample> = index.iter().map(|&i| &examples[i as usize]).collect();
-    let rows: Vec<Vec<u32>> = ex.iter().map(|e| encoder_row(&e.ids)).collect();
     let labels: Vec<i64> = ex.iter().map(|e| e.label as i64).collect();
     LabelledBatch {
-        sentence: pad(&rows, device),
+        sentence: encoder_input(ex.iter().map(|e| &e.ids), device),
         labels: Tensor::from_data(TensorData::new(labels, [ex.len()]), device),
     }
 }
@@ -205,7 +199,6 @@ mod tests {
 
     #[test]
     fn rows_and_padding() {
-        assert_eq!(encoder_row(&[9, 8]), vec![9, 8, ids::EOS]);
         assert_eq!(
             decoder_rows(&[9, 8], 5),
             (vec![5, 9, 8], vec![9, 8, ids::EOS])
@@ -221,8 +214,8 @@ mod tests {
         );
         assert_eq!(p.tokens, 4);
         let ex = vec![PairExample {
-            src: vec![10, 11],
-            tgt: vec![12],
+            src: Tokens::from_ids(vec![10, 11]),
+            tgt: Tokens::from_ids(vec![12]),
             src_lang: 0,
             tgt_lang: 1,
             origin: 0,
@@ -246,5 +239,10 @@ mod tests {
             b.to_tgt.output.into_data().to_vec::<i64>().unwrap(),
             vec![12, 3]
         );
+        assert_eq!(
+            b.src.ids.into_data().to_vec::<i64>().unwrap(),
+            vec![10, 11, ids::EOS as i64]
+        );
+        assert!(b.src.ngrams.is_none());
     }
 }

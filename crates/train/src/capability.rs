@@ -12,6 +12,12 @@ use harness_recipe::Recipe;
 
 /// Encoder kinds `harness_model::system` builds for training.
 pub use harness_model::encoder::sentence::TRAINABLE as ENCODERS;
+/// Tokenizer kinds it learns on the corpora (`tokenizer.rs`).
+pub const TOKENIZERS: &[TokenizerKind] = &[
+    TokenizerKind::Bpe,
+    TokenizerKind::Sentencepiece,
+    TokenizerKind::Words,
+];
 /// Head kinds it builds.
 pub const HEADS: &[&str] = &["mlp"];
 /// Datasets `corpora` loads as training corpora.
@@ -44,10 +50,10 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
     }
     let not_here = "this build cannot train";
     if let Some(t) = &recipe.data.tokenizer {
-        if !matches!(t.kind, TokenizerKind::Bpe | TokenizerKind::Sentencepiece) {
+        if !TOKENIZERS.contains(&t.kind) {
             out.push((
                 vec![key("data"), key("tokenizer"), key("kind")],
-                format!("{not_here} a `{:?}` tokenizer: only learned subword vocabularies (`bpe`, `sentencepiece`)", t.kind).to_lowercase(),
+                format!("{not_here} a `{:?}` tokenizer: only vocabularies learned on the corpora (`bpe`, `sentencepiece`, `words`)", t.kind).to_lowercase(),
             ));
         }
     }

@@ -5,7 +5,6 @@
 
 use crate::data::cap_pairs;
 use crate::TrainError;
-use anyhow::Context;
 use harness_bench::registry::Registry;
 use harness_core::settings::Settings;
 use harness_data::corpus::{build_parallel, dataset_sentences, BuiltParallel, EvalSentences};
@@ -17,7 +16,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The evaluation datasets behind a corpus's `exclude:` list (benchmark names or groups).
-pub fn excluded_datasets(corpus: &Corpus, registry: &Registry) -> anyhow::Result<BTreeSet<String>> {
+pub fn excluded_datasets(
+    corpus: &Corpus,
+    registry: &Registry,
+) -> Result<BTreeSet<String>, TrainError> {
     let names = registry.expand(&corpus.exclude)?;
     Ok(names
         .iter()
@@ -31,7 +33,7 @@ pub fn excluded_datasets(corpus: &Corpus, registry: &Registry) -> anyhow::Result
 pub fn corpus_datasets<'a>(
     corpora: impl IntoIterator<Item = &'a Corpus>,
     registry: &Registry,
-) -> anyhow::Result<BTreeSet<String>> {
+) -> Result<BTreeSet<String>, TrainError> {
     let mut all = BTreeSet::new();
     for c in corpora {
         all.insert(c.dataset.clone());
@@ -41,7 +43,7 @@ pub fn corpus_datasets<'a>(
 }
 
 /// Installs and verifies every dataset in `names` (fetched on first use) before any is read.
-pub fn ensure_all(settings: &Settings, names: &BTreeSet<String>) -> anyhow::Result<()> {
+pub fn ensure_all(settings: &Settings, names: &BTreeSet<String>) -> Result<(), TrainError> {
     for n in names {
         ensure_dataset(settings, n)?;
     }
@@ -54,7 +56,7 @@ pub fn excluded_sentences(
     corpus: &Corpus,
     registry: &Registry,
     settings: &Settings,
-) -> anyhow::Result<EvalSentences> {
+) -> Result<EvalSentences, TrainError> {
     let mut eval = EvalSentences::new();
     for dataset in excluded_datasets(corpus, registry)? {
         let dir = ensure_dataset(settings, &dataset)?;
@@ -69,7 +71,7 @@ pub fn build_recipe_parallel(
     corpus: &Corpus,
     registry: &Registry,
     settings: &Settings,
-) -> anyhow::Result<BuiltParallel> {
+) -> Result<BuiltParallel, TrainError> {
     let eval = excluded_sentences(corpus, registry, settings)?;
     let dir = ensure_dataset(settings, &corpus.dataset)?;
     Ok(build_parallel(&corpus.dataset, &dir, &corpus.pairs, &eval)?)
@@ -145,7 +147,7 @@ fn load_conversation(
     corpus: &Corpus,
     eval: &EvalSentences,
     counts: &mut CorpusCounts,
-) -> anyhow::Result<Loaded> {
+) -> Result<Loaded, TrainError> {
     let splits: Vec<&str> = if corpus.splits.is_empty() {
         harness_data::loaders::conversation::SPLITS.to_vec()
     } else {
@@ -179,7 +181,7 @@ fn load_text(
     corpus: &Corpus,
     eval: &EvalSentences,
     counts: &mut CorpusCounts,
-) -> anyhow::Result<Loaded> {
+) -> Result<Loaded, TrainError> {
     use harness_data::loaders::monolingual;
     let mut docs = Vec::new();
     let mut left = corpus.max_examples.map_or(usize::MAX, |m| m as usize);
@@ -221,7 +223,7 @@ fn load_labelled(
     corpus: &Corpus,
     eval: &EvalSentences,
     counts: &mut CorpusCounts,
-) -> anyhow::Result<Loaded> {
+) -> Result<Loaded, TrainError> {
     use harness_data::loaders::xsid;
     let languages: Vec<String> = if corpus.languages.is_empty() {
         vec!["en".into()]
@@ -246,8 +248,7 @@ fn load_labelled(
                         format!("data.corpora.{name}.splits"),
                         format!("xSID has training data in English only, not `{lang}`"),
                         "read `valid` or `test` for the other languages",
-                    )
-                    .into())
+                    ))
                 }
                 (other, _) => {
                     let split = match other {
@@ -258,8 +259,7 @@ fn load_labelled(
                                 format!("data.corpora.{name}.splits"),
                                 format!("unknown split `{other}`"),
                                 "use `train`, `valid` or `test`",
-                            )
-                            .into())
+                            ))
                         }
                     };
                     xsid::load(dir, lang, split)?
@@ -319,7 +319,7 @@ pub fn load_corpus(
     recipe: &Recipe,
     registry: &Registry,
     settings: &Settings,
-) -> anyhow::Result<(Loaded, CorpusCounts)> {
+) -> Result<(Loaded, CorpusCounts), TrainError> {
     let mut counts = CorpusCounts {
         corpus: name.to_string(),
         dataset: corpus.dataset.clone(),
@@ -389,8 +389,7 @@ pub fn load_corpus(
                         "use one of {}",
                         crate::capability::CORPUS_DATASETS.join(", ")
                     ),
-                )
-                .into())
+                ))
             }
         };
         let before = pairs.len();
@@ -415,7 +414,7 @@ pub fn load_corpus(
 pub fn load_corpora(
     recipe: &Recipe,
     settings: &Settings,
-) -> anyhow::Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>)> {
+) -> Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>), TrainError> {
     let registry = Registry::load()?;
     let needed: std::collections::BTreeSet<&String> = recipe
         .tasks
@@ -438,8 +437,12 @@ pub fn load_corpora(
                 "declare it under `data.corpora`",
             )
         })?;
-        let (l, c) = load_corpus(name, corpus, recipe, &registry, settings)
-            .with_context(|| format!("building corpus `{name}`"))?;
+        let (l, c) = load_corpus(name, corpus, recipe, &registry, settings).map_err(|e| {
+            TrainError::Corpus {
+                name: name.clone(),
+                source: Box::new(e),
+            }
+        })?;
         loaded.insert(name.clone(), l);
         counts.push(c);
     }

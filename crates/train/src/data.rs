@@ -9,7 +9,7 @@
 //! nothing else, and a resumed run sees exactly the batches an uninterrupted one would.
 
 use harness_data::records::{Bitext, NliPair};
-use harness_data::tokenize::{TextTokenizer, TokenizeError};
+use harness_data::tokenize::{TextTokenizer, TokenizeError, Tokens};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -17,14 +17,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// A source/target pair as token ids, or why it could not be tokenised.
-type EncodedPair = Result<(Vec<u32>, Vec<u32>), TokenizeError>;
+type EncodedPair = Result<(Tokens, Tokens), TokenizeError>;
 
-/// One translation example: token ids of both sides (without special tokens) and the
+/// One translation example: the tokens of both sides (without special tokens) and the
 /// language-ID indices of both sides (positions in the tokenizer's language list).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairExample {
-    pub src: Vec<u32>,
-    pub tgt: Vec<u32>,
+    pub src: Tokens,
+    pub tgt: Tokens,
     pub src_lang: u32,
     pub tgt_lang: u32,
     /// The pair it comes from: its index over the corpus's language pairs in order.
@@ -36,23 +36,23 @@ pub struct PairExample {
 /// One NLI example.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NliExample {
-    pub premise: Vec<u32>,
-    pub hypothesis: Vec<u32>,
+    pub premise: Tokens,
+    pub hypothesis: Tokens,
     pub label: u32,
 }
 
 /// A sentence with its neighbours in running text (quick-thought).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextExample {
-    pub sentence: Vec<u32>,
-    pub previous: Vec<u32>,
-    pub next: Vec<u32>,
+    pub sentence: Tokens,
+    pub previous: Tokens,
+    pub next: Tokens,
 }
 
 /// A sentence and its class.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelledExample {
-    pub ids: Vec<u32>,
+    pub ids: Tokens,
     pub label: u32,
 }
 
@@ -259,8 +259,8 @@ pub fn pair_examples(
             .par_iter()
             .map(|p| {
                 Ok((
-                    tokenizer.encode(&p.source, max_len)?,
-                    tokenizer.encode(&p.target, max_len)?,
+                    tokenizer.tokens(&p.source, max_len)?,
+                    tokenizer.tokens(&p.target, max_len)?,
                 ))
             })
             .collect();
@@ -324,8 +324,8 @@ pub fn nli_examples(
         .par_iter()
         .map(|p| {
             Ok(NliExample {
-                premise: tokenizer.encode(&p.premise, max_len)?,
-                hypothesis: tokenizer.encode(&p.hypothesis, max_len)?,
+                premise: tokenizer.tokens(&p.premise, max_len)?,
+                hypothesis: tokenizer.tokens(&p.hypothesis, max_len)?,
                 label: p.label.index() as u32,
             })
         })
@@ -348,8 +348,8 @@ pub fn conversation_examples(
         .enumerate()
         .map(|(i, p)| {
             Ok(PairExample {
-                src: tokenizer.encode(&p.source, max_len)?,
-                tgt: tokenizer.encode(&p.target, max_len)?,
+                src: tokenizer.tokens(&p.source, max_len)?,
+                tgt: tokenizer.tokens(&p.target, max_len)?,
                 src_lang: 0,
                 tgt_lang: 0,
                 origin: i as u32,
@@ -372,9 +372,9 @@ pub fn context_examples(
 ) -> Result<Vec<ContextExample>, TokenizeError> {
     let mut out = Vec::new();
     for doc in documents {
-        let ids: Vec<Vec<u32>> = doc
+        let ids: Vec<Tokens> = doc
             .par_iter()
-            .map(|s| tokenizer.encode(s, max_len))
+            .map(|s| tokenizer.tokens(s, max_len))
             .collect::<Result<_, _>>()?;
         for w in ids.windows(3) {
             if w.iter().all(|x| !x.is_empty()) {
@@ -399,7 +399,7 @@ pub fn labelled_examples(
         .par_iter()
         .map(|(s, c)| {
             Ok(LabelledExample {
-                ids: tokenizer.encode(s, max_len)?,
+                ids: tokenizer.tokens(s, max_len)?,
                 label: *c,
             })
         })
@@ -503,8 +503,8 @@ mod tests {
         Examples::Pairs(
             lens.iter()
                 .map(|&(a, b)| PairExample {
-                    src: vec![7; a],
-                    tgt: vec![8; b],
+                    src: Tokens::from_ids(vec![7; a]),
+                    tgt: Tokens::from_ids(vec![8; b]),
                     src_lang: 0,
                     tgt_lang: 1,
                     origin: 0,

@@ -31,12 +31,40 @@ pub enum TrainError {
     /// A dataset could not be installed or read.
     #[error(transparent)]
     Data(#[from] harness_data::DataError),
+    /// The benchmark declarations (the contamination filter's `exclude:` lists) could not
+    /// be read.
+    #[error(transparent)]
+    Registry(#[from] harness_bench::registry::RegistryError),
+    /// A trained run could not be opened.
+    #[error(transparent)]
+    Encode(#[from] harness_embed::EncodeError),
+    /// An output directory is not harness's to write, or a write into it failed.
+    #[error(transparent)]
+    OutDir(#[from] harness_core::outdir::OutDirError),
+    /// One of the recipe's corpora could not be built.
+    #[error("building corpus `{name}`: {source}")]
+    Corpus {
+        name: String,
+        #[source]
+        source: Box<TrainError>,
+    },
+    /// An exported file could not be written.
+    #[error("{path}: {detail}")]
+    Export { path: PathBuf, detail: String },
     /// The loss became NaN or infinite.
     #[error("step {step}: the loss is {value} (task `{task}`). Fix: lower `optimizer.lr`, set `optimizer.grad_clip`, or resume from an earlier checkpoint")]
     Diverged { step: u64, task: String, value: f64 },
 }
 
 impl TrainError {
+    /// An I/O failure on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        TrainError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
     /// A recipe problem at `key`.
     pub fn recipe(
         key: impl Into<String>,

@@ -4,7 +4,7 @@
 //! its `.harness-files.json`); with `--force` a directory holding other files is written
 //! into too, replacing only the three files export writes. Nothing else is ever touched.
 
-use anyhow::Context;
+use crate::TrainError;
 use burn::backend::NdArray;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
@@ -16,7 +16,7 @@ use std::path::Path;
 pub const FILES: [&str; 3] = ["encoder.safetensors", "config.json", "tokenizer.json"];
 
 /// Exports the encoder of `run_dir` into `out`.
-pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
+pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError> {
     let files = run_files(run_dir)?;
     let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
     // Refuse before any work if `out` is not ours to write.
@@ -25,7 +25,7 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
     let (system, config, _tokenizer) = load_system::<NdArray<f32>>(&files, &device)?;
     // The tensors go through a scratch file in the system's temporary folder (burn's store
     // writes a path), then into `out` atomically.
-    let scratch = tempfile::tempdir().context("creating a temporary folder")?;
+    let scratch = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
     let tensors = scratch.path().join("encoder.safetensors");
     let mut store = SafetensorsStore::from_file(&tensors)
         .metadata("harness_recipe", files.recipe.name.clone())
@@ -36,7 +36,10 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
         SentenceEncoder::Bilstm(e) => e.save_into(&mut store),
         SentenceEncoder::Cbow(e) => e.save_into(&mut store),
     };
-    saved.map_err(|e| anyhow::anyhow!("{}: writing safetensors: {e:?}", out.display()))?;
+    saved.map_err(|e| TrainError::Export {
+        path: tensors.clone(),
+        detail: format!("writing safetensors: {e:?}"),
+    })?;
     let mut cfg = config.encoder().describe();
     if let Some(m) = cfg.as_object_mut() {
         m.insert(
@@ -50,11 +53,11 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> anyhow::Result<()> {
         m.insert("recipe".into(), files.recipe.name.clone().into());
     }
     dir.copy("encoder.safetensors", &tensors)?;
-    dir.write(
-        "config.json",
-        serde_json::to_string_pretty(&cfg)?.as_bytes(),
-    )?;
-    dir.copy("tokenizer.json", &files.tokenizer)
-        .with_context(|| format!("copying {}", files.tokenizer.display()))?;
+    let text = serde_json::to_string_pretty(&cfg).map_err(|e| TrainError::Export {
+        path: out.join("config.json"),
+        detail: e.to_string(),
+    })?;
+    dir.write("config.json", text.as_bytes())?;
+    dir.copy("tokenizer.json", &files.tokenizer)?;
     Ok(())
 }

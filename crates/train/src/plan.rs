@@ -221,8 +221,12 @@ pub fn compile_plan_with(
     loaded: &BTreeMap<String, Loaded>,
     defs: &[&'static ObjectiveDef],
 ) -> Result<Plan, TrainError> {
-    let system =
-        SystemConfig::from_recipe(recipe, tokenizer.vocab_size(), tokenizer.languages().len())?;
+    let system = SystemConfig::from_recipe(
+        recipe,
+        tokenizer.vocab_size(),
+        tokenizer.char_ngram_buckets(),
+        tokenizer.languages().len(),
+    )?;
     let train_spec = recipe
         .train
         .clone()

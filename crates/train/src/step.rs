@@ -212,13 +212,12 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         if k == 0 {
             return Ok(None);
         }
-        let rows: Vec<Vec<u32>> = self
+        let rows = self
             .index
             .iter()
             .flat_map(|&i| negatives[i as usize][..k].iter())
-            .map(|&j| crate::batch::encoder_row(&ex[j as usize].tgt))
-            .collect();
-        let input = crate::batch::pad::<B>(&rows, self.device);
+            .map(|&j| &ex[j as usize].tgt);
+        let input = crate::batch::encoder_input::<B>(rows, self.device);
         self.tokens += input.tokens;
         let i = self.task.encoders[1];
         let frozen = self

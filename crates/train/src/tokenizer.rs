@@ -1,11 +1,12 @@
-//! The run's vocabulary: learned on the recipe's `train_on` corpora (joint BPE or a
-//! sentencepiece model, a language token for every language), or reloaded from the run
+//! The run's vocabulary: learned on the recipe's `train_on` corpora (joint BPE, a
+//! sentencepiece model, or words with hashed character n-grams; a language token for every
+//! language), or reloaded from the run
 //! directory's `tokenizer.json` when it exists.
 
 use crate::corpora::Loaded;
 use crate::TrainError;
 use harness_data::tokenize::TextTokenizer;
-use harness_recipe::schema::{Decoder, Recipe, TokenizerKind};
+use harness_recipe::schema::{Decoder, Recipe};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -43,11 +44,11 @@ pub fn tokenizer_for(
                 "add `data.tokenizer: {kind: bpe, vocab: 8000}`",
             )
         })?;
-        if !matches!(spec.kind, TokenizerKind::Bpe | TokenizerKind::Sentencepiece) {
+        if !crate::capability::TOKENIZERS.contains(&spec.kind) {
             return Err(TrainError::recipe(
                 "data.tokenizer.kind",
-                "only learned subword vocabularies can be trained here",
-                "use `bpe` or `sentencepiece`",
+                "only vocabularies learned on the corpora can be trained here",
+                "use `bpe`, `sentencepiece` or `words`",
             ));
         }
         let train_on: Vec<&String> = if spec.train_on.is_empty() {

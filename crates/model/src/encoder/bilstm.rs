@@ -12,15 +12,17 @@
 //! states), so a sentence's vector does not depend on what it is batched with (tested).
 //! Callers append `</s>` to every input, as LASER does, so no sentence is empty.
 
+use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
 use crate::encoder::pool::pool;
 use crate::encoder::sentence::Encoded;
+use crate::input::Padded;
 use crate::lstm::{MaskedLstm, MaskedLstmConfig};
 use crate::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor};
+use burn::tensor::Tensor;
 use harness_recipe::schema::{self, Pool};
 
 /// One layer of the stack.
@@ -46,6 +48,9 @@ pub struct BilstmEncoderConfig {
     /// Dropout on the embeddings and between layers (training only).
     #[config(default = 0.0)]
     pub dropout: f64,
+    /// Hash buckets of the tokenizer's character n-grams, when it gives them.
+    #[config(default = "None")]
+    pub ngram_buckets: Option<usize>,
 }
 
 /// The encoder: embeddings, the layer stack, pooling.
@@ -53,6 +58,9 @@ pub struct BilstmEncoderConfig {
 pub struct BilstmEncoder<B: Backend> {
     /// Token embeddings.
     pub embedding: Embedding<B>,
+    /// Character n-gram embeddings, with a tokenizer that gives n-grams (`None` in
+    /// checkpoints written before input kinds existed, which load unchanged).
+    pub ngrams: Option<CharNgrams<B>>,
     /// Forward direction of each layer.
     pub forward: Vec<MaskedLstm<B>>,
     /// Reverse direction of each bidirectional layer (`None` for unidirectional ones).
@@ -114,6 +122,13 @@ impl BilstmEncoderConfig {
         }
         BilstmEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
+            ngrams: self.ngram_buckets.map(|buckets| {
+                CharNgramsConfig {
+                    buckets,
+                    d_embed: self.d_embed,
+                }
+                .init(device)
+            }),
             forward,
             reverse,
             pool: self.pool.clone(),
@@ -134,15 +149,12 @@ pub fn pool_name(p: Pool) -> String {
 }
 
 impl<B: Backend> BilstmEncoder<B> {
-    /// Encodes right-padded token ids `[batch, time]` with `mask` (1 real, 0 padding).
-    pub fn forward(
-        &self,
-        tokens: Tensor<B, 2, Int>,
-        mask: Tensor<B, 2>,
-        mut noise: Option<&mut Noise>,
-    ) -> Encoded<B> {
-        let [_, time] = tokens.dims();
-        let embedded = dropout(&mut noise, self.embedding.forward(tokens), self.dropout);
+    /// Encodes a padded batch.
+    pub fn forward(&self, input: &Padded<B>, mut noise: Option<&mut Noise>) -> Encoded<B> {
+        let [_, time] = input.ids.dims();
+        let mask = input.mask.clone();
+        let tokens = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
+        let embedded = dropout(&mut noise, tokens, self.dropout);
         // Time-major through the layers: each layer is one fused operation over the sequence.
         let mask_tm = mask.clone().swap_dims(0, 1);
         let mut x = embedded.swap_dims(0, 1);
@@ -198,26 +210,49 @@ impl<B: Backend> BilstmEncoder<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::pad_tokens;
     use crate::random::init_uniform;
     use burn::backend::NdArray;
-    use burn::tensor::TensorData;
+    use harness_data::tokenize::{Ngrams, Tokens};
 
     type B = NdArray<f32>;
 
-    fn batch(rows: &[Vec<i64>], pad_to: usize) -> (Tensor<B, 2, Int>, Tensor<B, 2>) {
-        let dev = Default::default();
-        let mut ids = Vec::new();
-        let mut mask = Vec::new();
-        for r in rows {
-            for t in 0..pad_to {
-                ids.push(*r.get(t).unwrap_or(&0));
-                mask.push(if t < r.len() { 1f32 } else { 0.0 });
-            }
+    /// `rows` batched with one more sentence of `pad_to` tokens, so that they are padded to
+    /// `pad_to` positions (its encoding is dropped by the callers).
+    fn batch(rows: &[Tokens], pad_to: usize) -> Padded<B> {
+        let mut all = rows.to_vec();
+        let mut wide = Tokens::from_ids(vec![2; pad_to]);
+        if rows.iter().any(|r| r.ngrams.is_some()) {
+            wide.ngrams = Some(Ngrams {
+                ids: (0..pad_to as u32).map(|j| j % 5).collect(),
+                ends: (1..=pad_to as u32).collect(),
+            });
         }
-        (
-            Tensor::from_data(TensorData::new(ids, [rows.len(), pad_to]), &dev),
-            Tensor::from_data(TensorData::new(mask, [rows.len(), pad_to]), &dev),
-        )
+        all.push(wide);
+        pad_tokens::<B>(&all, &Default::default())
+    }
+
+    fn sentences(ngrams: bool) -> Vec<Tokens> {
+        let ids: Vec<Vec<u32>> = vec![vec![5, 9, 3], vec![7, 3], vec![4, 8, 6, 11, 3], vec![3]];
+        ids.into_iter()
+            .enumerate()
+            .map(|(i, ids)| {
+                let mut t = Tokens::from_ids(ids);
+                if ngrams {
+                    // Token j of sentence i: n-grams {(i + j) % 5, (3 i + j) % 5}; `</s>` none.
+                    let mut g = Ngrams::default();
+                    for j in 0..t.ids.len() {
+                        if t.ids[j] != 3 {
+                            g.ids.push(((i + j) % 5) as u32);
+                            g.ids.push(((3 * i + j) % 5) as u32);
+                        }
+                        g.ends.push(g.ids.len() as u32);
+                    }
+                    t.ngrams = Some(g);
+                }
+                t
+            })
+            .collect()
     }
 
     fn rows(t: Tensor<B, 2>) -> Vec<Vec<f32>> {
@@ -227,30 +262,35 @@ mod tests {
     }
 
     /// The masking test: padding a batch does not change any encoding, for every
-    /// pooling, with 2 stacked bidirectional layers and with the seq2seq layout.
+    /// pooling, with 2 stacked bidirectional layers and with the seq2seq layout, on subword
+    /// ids and on words with character n-grams.
     #[test]
     fn padding_does_not_change_any_encoding() {
         let dev = Default::default();
-        let sentences = vec![vec![5, 9, 3], vec![7, 3], vec![4, 8, 6, 11, 3], vec![3]];
-        for pool in ["max", "mean", "last", "cls"] {
+        for (pool, ngrams) in ["max", "mean", "last", "cls"]
+            .into_iter()
+            .flat_map(|p| [(p, false), (p, true)])
+        {
+            let sentences = sentences(ngrams);
             for layers in [
                 vec![LayerSpec::new(6, true), LayerSpec::new(5, true)],
                 vec![LayerSpec::new(6, true), LayerSpec::new(7, false)],
             ] {
-                let cfg = BilstmEncoderConfig::new(12, 4, layers, pool.into());
+                let cfg = BilstmEncoderConfig::new(12, 4, layers, pool.into())
+                    .with_ngram_buckets(ngrams.then_some(5));
                 let enc = init_uniform(cfg.init::<B>(&dev), 11, 0.3);
                 // Each sentence alone, unpadded.
                 let alone: Vec<Vec<f32>> = sentences
                     .iter()
                     .map(|s| {
-                        let (ids, m) = batch(std::slice::from_ref(s), s.len());
-                        rows(enc.forward(ids, m, None).sentence).remove(0)
+                        let input = batch(std::slice::from_ref(s), s.len());
+                        rows(enc.forward(&input, None).sentence).remove(0)
                     })
                     .collect();
                 // All together, padded to 5 and to 9.
                 for pad_to in [5, 9] {
-                    let (ids, m) = batch(&sentences, pad_to);
-                    let together = rows(enc.forward(ids, m, None).sentence);
+                    let input = batch(&sentences, pad_to);
+                    let together = rows(enc.forward(&input, None).sentence);
                     for (i, (a, b)) in alone.iter().zip(&together).enumerate() {
                         assert_eq!(a.len(), cfg.d_sentence());
                         for (x, y) in a.iter().zip(b) {

@@ -2,6 +2,7 @@
 //! of the word embeddings"), recipe kind `cbow`. Token embeddings, padding zeroed, pooled
 //! over the real positions (`mean` by default; `max` also allowed).
 
+use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
 use crate::encoder::pool::pool;
 use crate::encoder::sentence::Encoded;
 use crate::input::Padded;
@@ -20,6 +21,8 @@ pub struct CbowEncoderConfig {
     pub d_embed: usize,
     /// Pooling, as its recipe name.
     pub pool: String,
+    /// Hash buckets of the tokenizer's character n-grams, when it gives them.
+    pub ngram_buckets: Option<usize>,
 }
 
 impl CbowEncoderConfig {
@@ -29,6 +32,7 @@ impl CbowEncoderConfig {
             n_vocab,
             d_embed: e.embed as usize,
             pool: crate::encoder::bilstm::pool_name(e.pool),
+            ngram_buckets: None,
         }
     }
 
@@ -36,6 +40,13 @@ impl CbowEncoderConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> CbowEncoder<B> {
         CbowEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
+            ngrams: self.ngram_buckets.map(|buckets| {
+                CharNgramsConfig {
+                    buckets,
+                    d_embed: self.d_embed,
+                }
+                .init(device)
+            }),
             pool: self.pool.clone(),
             dropout: 0.0,
         }
@@ -47,6 +58,8 @@ impl CbowEncoderConfig {
 pub struct CbowEncoder<B: Backend> {
     /// Token embeddings.
     pub embedding: Embedding<B>,
+    /// Character n-gram embeddings, with a tokenizer that gives n-grams.
+    pub ngrams: Option<CharNgrams<B>>,
     /// Pooling, as its recipe name.
     pub pool: String,
     /// Dropout on the embeddings (training only).
@@ -56,7 +69,7 @@ pub struct CbowEncoder<B: Backend> {
 impl<B: Backend> CbowEncoder<B> {
     /// Encodes a padded batch.
     pub fn forward(&self, input: &Padded<B>, mut noise: Option<&mut Noise>) -> Encoded<B> {
-        let embedded = self.embedding.forward(input.ids.clone());
+        let embedded = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
         let embedded = dropout(&mut noise, embedded, self.dropout);
         let states = embedded * input.mask.clone().unsqueeze_dim::<3>(2);
         let sentence = pool(&self.pool, states.clone(), input.mask.clone(), Vec::new());
@@ -91,6 +104,7 @@ mod tests {
             n_vocab: 3,
             d_embed: 2,
             pool: "mean".into(),
+            ngram_buckets: None,
         }
         .init::<B>(&dev);
         enc.embedding.weight = burn::module::Param::from_tensor(Tensor::from_data(

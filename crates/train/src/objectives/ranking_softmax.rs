@@ -100,8 +100,8 @@ impl Objective for RankingSoftmax {
 impl Loss for RankingSoftmax {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
         let ex = step.pairs()?;
-        let src: Vec<&[u32]> = ex.iter().map(|e| e.src.as_slice()).collect();
-        let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.as_slice()).collect();
+        let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
+        let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
         let masks = RankingMasks::from_ids(&src, &tgt);
         let u = step.encode(Side::First)?.sentence;
         let v = step.encode(Side::Second)?.sentence;
