@@ -58,7 +58,7 @@ struct OnDevice {
 
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 impl OnDevice {
-    fn new(inner: Box<dyn Encoder>, device: Device) -> Box<dyn Encoder> {
+    fn boxed(inner: Box<dyn Encoder>, device: Device) -> Box<dyn Encoder> {
         let fingerprint = format!("{}@{}", inner.fingerprint(), device.backend());
         Box::new(OnDevice {
             inner,
@@ -120,7 +120,7 @@ pub fn open_encoder_on(
             open_with::<burn::backend::NdArray<f32>>(spec, settings, &Default::default())
         }
         #[cfg(feature = "cuda")]
-        Device::Cuda(index) => Ok(OnDevice::new(
+        Device::Cuda(index) => Ok(OnDevice::boxed(
             open_with::<burn::backend::Cuda>(
                 spec,
                 settings,
@@ -129,7 +129,7 @@ pub fn open_encoder_on(
             device,
         )),
         #[cfg(feature = "wgpu")]
-        Device::Wgpu => Ok(OnDevice::new(
+        Device::Wgpu => Ok(OnDevice::boxed(
             open_with::<burn::backend::Wgpu>(
                 spec,
                 settings,
