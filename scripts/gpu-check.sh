@@ -30,9 +30,10 @@ else
 fi
 
 if [[ $cpu_only == 1 ]]; then
-  # The test build's binary (the dev profile is optimised): no extra release build in CI.
-  cargo build --locked --quiet
-  harness=(cargo run --locked --quiet --)
+  # The test build's binary (`cargo test --features wgpu`; the dev profile is optimised): no
+  # extra build in CI.
+  cargo build --locked --quiet --features wgpu
+  harness=(cargo run --locked --quiet --features wgpu --)
   devices=(cpu)
 else
   cargo build --locked --release --features cuda

@@ -4,6 +4,9 @@
 #   bash scripts/install-test-deps.sh shellcheck   shellcheck (lints the emitted Slurm scripts)
 #   bash scripts/install-test-deps.sh slurm        slurm-wlm and munge (the local Slurm cluster
 #                                                  of crates/sweep/tests/slurm_local.rs)
+#   bash scripts/install-test-deps.sh vulkan       libvulkan1 (the Vulkan loader) and, when no
+#                                                  Vulkan driver is installed, mesa-vulkan-drivers
+#                                                  (lavapipe, a software Vulkan device: tests/wgpu.rs)
 #
 # Several names may be given. A tool already on PATH is left alone. Installing needs root and
 # apt-get; without them the script says what to install by hand and exits 1 (the tests then fail
@@ -11,7 +14,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 shellcheck|slurm..." >&2
+    echo "usage: $0 shellcheck|slurm|vulkan..." >&2
     exit 2
 }
 
@@ -31,8 +34,19 @@ for what in "$@"; do
             fi
             command -v munged >/dev/null 2>&1 || packages+=(munge)
             ;;
+        vulkan)
+            # The loader wgpu opens at run time, and a driver (an ICD manifest) it can find.
+            if ! { ldconfig -p 2>/dev/null || true; } | grep -q 'libvulkan\.so\.1 '; then
+                packages+=(libvulkan1)
+            fi
+            driver=0
+            for icd in /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json; do
+                [ -f "$icd" ] && driver=1
+            done
+            [ "$driver" -eq 1 ] || packages+=(mesa-vulkan-drivers)
+            ;;
         *)
-            echo "$0: unknown tool '$what' (known: shellcheck, slurm)" >&2
+            echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan)" >&2
             usage
             ;;
     esac

@@ -29,27 +29,30 @@ pub struct EmbedArgs {
     /// someone else's file, so it never replaces one unasked)
     #[arg(long)]
     pub force: bool,
-    /// Where model-based encoders compute: `cpu`, or `cuda:N` (a build made with
-    /// `--features cuda`)
+    /// Where model-based encoders compute: `cpu`, `cuda:N` (a build made with
+    /// `--features cuda`) or `wgpu` (with `--features wgpu`)
     #[arg(long, default_value = "cpu")]
     pub device: String,
 }
 
 /// `harness embed`: runs [`embed`] and prints one summary line.
 pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process::ExitCode> {
-    let device = harness_encoders::EncoderDevice::parse(&args.device)?;
-    let s = embed(
-        &args.encoder,
-        &args.input,
-        &args.out,
-        settings,
-        EmbedOptions {
-            use_cache: !args.no_cache,
-            batch_size: args.batch_size,
-            force: args.force,
-            device,
-        },
-    )?;
+    let device =
+        harness_core::device::Device::parse_for_encoding(&args.device, &super::compiled())?;
+    let s = super::on_device(device, || {
+        Ok(embed(
+            &args.encoder,
+            &args.input,
+            &args.out,
+            settings,
+            EmbedOptions {
+                use_cache: !args.no_cache,
+                batch_size: args.batch_size,
+                force: args.force,
+                device,
+            },
+        )?)
+    })?;
     let cache = match s.cache {
         Some(c) => format!(
             "{} cache hits, {} misses ({} distinct sentences encoded)",

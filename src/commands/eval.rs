@@ -5,9 +5,10 @@
 use clap::Args;
 use harness_bench::registry::{Overrides, Registry};
 use harness_bench::runner::{default_out_dir, evaluate, plan, summary_table};
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_embed::CachedEncoder;
-use harness_encoders::{open_encoder_on, EncoderDevice};
+use harness_encoders::open_encoder_on;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,15 +32,15 @@ pub struct EvalArgs {
     /// (repeatable; value parsed as YAML; recorded in the result file)
     #[arg(long = "set", value_name = "BENCH.KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Where model-based encoders compute: `cpu`, or `cuda:N` (a build made with
-    /// `--features cuda`); the classifiers stay on the CPU
+    /// Where model-based encoders compute: `cpu`, `cuda:N` (a build made with
+    /// `--features cuda`) or `wgpu` (with `--features wgpu`); the classifiers stay on the CPU
     #[arg(long, default_value = "cpu")]
     pub device: String,
 }
 
 /// `harness eval`.
 pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let device = EncoderDevice::parse(&args.device)?;
+    let device = Device::parse_for_encoding(&args.device, &super::compiled())?;
     let registry = Registry::load()?;
     let mut entries: Vec<(String, Overrides)> = args
         .bench
@@ -66,14 +67,25 @@ pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         entries.push((bench, o));
     }
     let plan = plan(&registry, &entries)?;
-    let inner = open_encoder_on(&args.encoder, settings, device)?;
-    let encoder = CachedEncoder::new(inner, &settings.cache_dir);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out_dir(settings, &encoder));
-    let results = evaluate(&plan, &registry, &encoder, settings, args.seed, &out, false)?;
-    print!("{}", summary_table(&results));
+    super::on_device(device, || {
+        let inner = open_encoder_on(&args.encoder, settings, device)?;
+        let encoder = CachedEncoder::new(inner, &settings.cache_dir);
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| default_out_dir(settings, &encoder));
+        let results = evaluate(&plan, &registry, &encoder, settings, args.seed, &out, false)?;
+        Ok((results, out))
+    })
+    .and_then(|(results, out)| report(&results, &out))
+}
+
+/// Prints the summary of an evaluation; exit code 1 when a benchmark failed.
+fn report(
+    results: &[harness_bench::runner::BenchResult],
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    print!("{}", summary_table(results));
     println!("results in {}", out.display());
     let failed = results.iter().any(|r| r.error.is_some());
     Ok(if failed {

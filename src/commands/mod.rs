@@ -16,11 +16,38 @@ pub mod train;
 pub mod validate;
 
 use anyhow::Context;
+use harness_core::device::{Compiled, Device};
 use harness_core::rundir::{default_dir, RunDir, RunEnv};
 use harness_core::settings::Settings;
 use harness_recipe::{LoadOptions, Resolved};
-use harness_train::session::Device;
 use std::path::Path;
+
+/// The burn backends this binary was built with, for [`Device::parse`].
+pub fn compiled() -> Compiled {
+    Compiled {
+        flex: cfg!(feature = "flex"),
+        cuda: cfg!(feature = "cuda"),
+        wgpu: cfg!(feature = "wgpu"),
+    }
+}
+
+/// Runs `work` (training or encoding on `device`) so that a failed GPU becomes an error
+/// naming `--device`: a panic on burn's device thread (recorded while `work` runs) or one
+/// that reaches this thread. On the CPU backends `work` simply runs.
+pub fn on_device<T>(device: Device, work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    if !device.is_gpu() {
+        return work();
+    }
+    harness_core::device::watch_device_threads();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    match (result, harness_core::device::device_failure()) {
+        (Ok(done), None) => done,
+        (Ok(_), Some(detail)) => Err(device.failed(detail).into()),
+        (Err(payload), thread) => Err(device
+            .failed(thread.unwrap_or_else(|| harness_core::device::panic_message(&*payload)))
+            .into()),
+    }
+}
 
 /// Loads and checks a recipe (base ⊕ profile ⊕ `--set`) against this build's names, once.
 /// The names and capabilities of this build that a recipe is checked against: the benchmark
@@ -84,4 +111,36 @@ pub fn open_run_dir(
     }
     dir.record(&resolved.to_yaml()?, &env)?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_device_is_an_error_naming_it() {
+        // The CPU backends run the work as it is.
+        assert_eq!(on_device(Device::Cpu, || Ok(7)).unwrap(), 7);
+        // A panic that reaches this thread.
+        let e = on_device(Device::Wgpu, || -> anyhow::Result<()> {
+            panic!("lost the device")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--device wgpu: the device failed") && e.contains("lost the device"),
+            "{e}"
+        );
+        // A panic on another thread (burn's device thread), the work itself returning Ok.
+        let e = on_device(Device::Wgpu, || {
+            let _ = std::thread::spawn(|| panic!("validation error")).join();
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--device wgpu: the device failed") && e.contains("validation error"),
+            "{e}"
+        );
+    }
 }

@@ -8,9 +8,10 @@ use anyhow::{bail, Context};
 use clap::Args;
 use harness_bench::registry::Registry;
 use harness_bench::runner::summary_table;
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_embed::CachedEncoder;
-use harness_encoders::{open_encoder_on, EncoderDevice};
+use harness_encoders::open_encoder_on;
 use harness_recipe::schema::Encoder as EncoderSpec;
 use harness_recipe::Resolved;
 use std::path::Path;
@@ -29,27 +30,26 @@ pub struct RunCliArgs {
 pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let train = &args.train;
     // Every device problem is refused before any work; the recipe is loaded and checked once.
-    let device = harness_train::session::Device::parse(&train.device)?;
     // The evaluation encodes where training ran (burn-flex trains only: its encoder is read
     // back on ndarray, the same CPU).
-    let on = match device {
-        harness_train::session::Device::Cuda(i) => EncoderDevice::Cuda(i),
-        _ => EncoderDevice::Cpu,
-    };
+    let device = Device::parse(&train.device, &super::compiled())?;
     let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
-    if !resolved.recipe.tasks.is_empty() {
-        // A training recipe: train (or resume) into its run directory, then evaluate its
-        // best checkpoint. The run directory stays locked until the report is written.
-        let (dir, trained) = super::train::train(&resolved, device, train, settings)?;
-        if trained.outcome.interrupted {
-            return Ok(super::train::exit_code(&trained));
+    super::on_device(device, || {
+        if !resolved.recipe.tasks.is_empty() {
+            // A training recipe: train (or resume) into its run directory, then evaluate its
+            // best checkpoint. The run directory stays locked until the report is written.
+            let (dir, trained) = super::train::train(&resolved, device, train, settings)?;
+            if trained.outcome.interrupted {
+                return Ok(super::train::exit_code(&trained));
+            }
+            let spec = dir.path().display().to_string();
+            return evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, device);
         }
-        let spec = dir.path().display().to_string();
-        return evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, on);
-    }
-    let spec = encoder_spec(&resolved)?;
-    let dir = super::open_run_dir(train.out.as_deref(), settings, &resolved, &train.sets, None)?;
-    evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, on)
+        let spec = encoder_spec(&resolved)?;
+        let dir =
+            super::open_run_dir(train.out.as_deref(), settings, &resolved, &train.sets, None)?;
+        evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, device)
+    })
 }
 
 /// The encoder spec (`--encoder` syntax) an evaluation recipe's `model.encoder` stands for.
@@ -104,7 +104,7 @@ fn evaluate_and_report(
     dir: &Path,
     settings: &Settings,
     force: bool,
-    device: EncoderDevice,
+    device: Device,
 ) -> anyhow::Result<ExitCode> {
     let registry = Registry::load()?;
     let plan =

@@ -2,9 +2,10 @@
 //! checkpoints, `train/metrics.jsonl`), resuming from the newest checkpoint.
 
 use clap::Args;
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_recipe::Resolved;
-use harness_train::session::{Device, Trained};
+use harness_train::session::Trained;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,8 +22,9 @@ pub struct TrainArgs {
     /// Run directory (default: `<runs_dir>/<recipe>-<fingerprint8>`)
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// `cpu` (burn-ndarray), `flex` (burn-flex, a build made with `--features flex`), or
-    /// `cuda:N` (a build made with `--features cuda`)
+    /// `cpu` (burn-ndarray), `flex` (burn-flex, a build made with `--features flex`),
+    /// `cuda:N` (a build made with `--features cuda`) or `wgpu` (Vulkan, Metal, DirectX 12:
+    /// a build made with `--features wgpu`)
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Stop after this many steps in all, as if killed (only the checkpoints already due
@@ -34,10 +36,12 @@ pub struct TrainArgs {
 /// `harness train`.
 pub fn run(args: &TrainArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     // Every device problem is refused before any work.
-    let device = Device::parse(&args.device)?;
+    let device = Device::parse(&args.device, &super::compiled())?;
     let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
-    let (_dir, trained) = train(&resolved, device, args, settings)?;
-    Ok(exit_code(&trained))
+    super::on_device(device, || {
+        let (_dir, trained) = train(&resolved, device, args, settings)?;
+        Ok(exit_code(&trained))
+    })
 }
 
 /// Opens the run directory of a resolved recipe and trains it there; the directory stays

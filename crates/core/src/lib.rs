@@ -2,10 +2,11 @@
 //! them. It owns what every layer needs and no layer should write twice: atomic writes and
 //! hashing ([`fsutil`]), tool settings ([`settings`]), the clock ([`clock`]), verification
 //! stamps of installed files ([`stamp`]), user-named output directories ([`outdir`]),
-//! did-you-mean ([`suggest`]), the run directory ([`rundir`]) and progress reporting
-//! ([`progress`]).
+//! did-you-mean ([`suggest`]), the run directory ([`rundir`]), progress reporting
+//! ([`progress`]) and the `--device` value ([`device`]).
 
 pub mod clock;
+pub mod device;
 pub mod fsutil;
 pub mod outdir;
 pub mod progress;

@@ -41,6 +41,10 @@ pub enum EncodeError {
     #[error(transparent)]
     Data(#[from] harness_data::DataError),
 
+    /// The `--device` of a model-based encoder is not in this build, or it failed.
+    #[error(transparent)]
+    Device(#[from] harness_core::device::DeviceError),
+
     /// A model could not be opened or run (the model layer's error, which names its file).
     #[error(transparent)]
     Model(Box<dyn std::error::Error + Send + Sync>),

@@ -1,7 +1,8 @@
 //! Encoding a sentence file (`harness embed`): encode a sentence file with any encoder into an `.npy` matrix, through
 //! the embedding cache.
 
-use crate::{open_encoder_on, EncoderDevice};
+use crate::open_encoder_on;
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_embed::cache::{CacheStats, CachedEncoder};
 use harness_embed::npy::write_npy;
@@ -33,7 +34,7 @@ pub struct EmbedOptions {
     /// Replace an existing output file.
     pub force: bool,
     /// Where model-based encoders compute.
-    pub device: EncoderDevice,
+    pub device: Device,
 }
 
 impl Default for EmbedOptions {
@@ -42,7 +43,7 @@ impl Default for EmbedOptions {
             use_cache: true,
             batch_size: 1024,
             force: false,
-            device: EncoderDevice::Cpu,
+            device: Device::Cpu,
         }
     }
 }

@@ -7,9 +7,10 @@
 pub mod embed_file;
 
 use burn::tensor::backend::Backend;
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_embed::hashed::HashedNgrams;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 use harness_embed::matrix::Matrix;
 use harness_embed::npy::NpyEncoder;
 pub use harness_embed::{EncodeError, Encoder};
@@ -44,51 +45,30 @@ pub const ENCODER_KINDS: [(&str, &str); 6] = [
 
 pub use harness_model::encoder::sentence_transformers::MINILM;
 
-/// Where the model-based encoders (BERT models, trained runs) compute; `hashed-ngrams` and
-/// `npy:` are plain CPU code everywhere.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EncoderDevice {
-    /// burn-ndarray on the CPU (the default).
-    #[default]
-    Cpu,
-    /// burn-cuda on GPU N (a build made with `--features cuda`).
-    Cuda(usize),
-}
-
-impl EncoderDevice {
-    /// Parses `--device`: `cpu`, `cuda` or `cuda:N` (the latter two only in a CUDA build).
-    pub fn parse(device: &str) -> Result<Self, EncodeError> {
-        let bad = |detail: String| EncodeError::bad_spec(&format!("--device {device}"), detail);
-        match device {
-            "cpu" => Ok(EncoderDevice::Cpu),
-            d if d == "cuda" || d.starts_with("cuda:") => {
-                if !cfg!(feature = "cuda") {
-                    return Err(bad(
-                        "this binary was built without CUDA; build with `cargo build --release --features cuda`".into(),
-                    ));
-                }
-                let index = d.strip_prefix("cuda:").unwrap_or("0");
-                index.parse().map(EncoderDevice::Cuda).map_err(|_| {
-                    bad(format!("`{index}` is not a device number; use `cuda:0`, `cuda:1`, …"))
-                })
-            }
-            other => Err(bad(format!(
-                "unknown device `{other}`; use `cpu` or `cuda:N` (a build made with `--features cuda`)"
-            ))),
-        }
-    }
-}
-
-/// A model-based encoder on another device than the CPU: its vectors differ from the CPU's
-/// in the last bits, so its fingerprint (the embedding cache's key) names the device and the
-/// cache never mixes the two.
-#[cfg(feature = "cuda")]
+/// A model-based encoder on a GPU: its vectors differ from the CPU's in the last bits, so
+/// its fingerprint (the embedding cache's key) names the backend and the cache never mixes
+/// the two. Each batch is checked against a panic on burn's device thread, so that what a
+/// failed device left in its buffers is never returned (nor cached).
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 struct OnDevice {
     inner: Box<dyn Encoder>,
     fingerprint: String,
+    device: Device,
 }
 
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+impl OnDevice {
+    fn boxed(inner: Box<dyn Encoder>, device: Device) -> Box<dyn Encoder> {
+        let fingerprint = format!("{}@{}", inner.fingerprint(), device.backend());
+        Box::new(OnDevice {
+            inner,
+            fingerprint,
+            device,
+        })
+    }
+}
+
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 impl Encoder for OnDevice {
     fn name(&self) -> &str {
         self.inner.name()
@@ -100,7 +80,11 @@ impl Encoder for OnDevice {
         self.inner.dim()
     }
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
-        self.inner.encode(sentences)
+        let matrix = self.inner.encode(sentences);
+        match harness_core::device::device_failure() {
+            Some(detail) => Err(self.device.failed(detail).into()),
+            None => matrix,
+        }
     }
 }
 
@@ -120,32 +104,41 @@ impl Encoder for OnDevice {
 ///
 /// Unknown names get a did-you-mean error.
 pub fn open_encoder(spec: &str, settings: &Settings) -> Result<Box<dyn Encoder>, EncodeError> {
-    open_encoder_on(spec, settings, EncoderDevice::Cpu)
+    open_encoder_on(spec, settings, Device::Cpu)
 }
 
-/// [`open_encoder`] with the model-based encoders on `device`.
+/// [`open_encoder`] with the model-based encoders on `device` (`flex` trains only: its runs
+/// are read back on burn-ndarray, the same CPU). A device this build lacks is refused with
+/// the error of [`Device::parse`].
 pub fn open_encoder_on(
     spec: &str,
     settings: &Settings,
-    device: EncoderDevice,
+    device: Device,
 ) -> Result<Box<dyn Encoder>, EncodeError> {
     match device {
-        EncoderDevice::Cpu => open_with::<burn::backend::NdArray<f32>>(spec, settings, &Default::default()),
+        Device::Cpu | Device::Flex => {
+            open_with::<burn::backend::NdArray<f32>>(spec, settings, &Default::default())
+        }
         #[cfg(feature = "cuda")]
-        EncoderDevice::Cuda(index) => {
-            let inner = open_with::<burn::backend::Cuda>(
+        Device::Cuda(index) => Ok(OnDevice::boxed(
+            open_with::<burn::backend::Cuda>(
                 spec,
                 settings,
                 &burn::backend::cuda::CudaDevice::new(index),
-            )?;
-            let fingerprint = format!("{}@cuda", inner.fingerprint());
-            Ok(Box::new(OnDevice { inner, fingerprint }))
-        }
-        #[cfg(not(feature = "cuda"))]
-        EncoderDevice::Cuda(_) => Err(EncodeError::bad_spec(
-            "--device cuda",
-            "this binary was built without CUDA; build with `cargo build --release --features cuda`",
+            )?,
+            device,
         )),
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => Ok(OnDevice::boxed(
+            open_with::<burn::backend::Wgpu>(
+                spec,
+                settings,
+                &burn::backend::wgpu::WgpuDevice::DefaultDevice,
+            )?,
+            device,
+        )),
+        #[allow(unreachable_patterns)]
+        other => Err(other.not_compiled().into()),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod encoder;
 pub mod error;
 pub mod heads;
 pub mod input;
+pub mod limits;
 pub mod lstm;
 pub mod lstm_fused;
 pub mod output_ce;

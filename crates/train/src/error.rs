@@ -51,6 +51,13 @@ pub enum TrainError {
     /// An exported file could not be written.
     #[error("{path}: {detail}")]
     Export { path: PathBuf, detail: String },
+    /// The `--device` value cannot be used, or the device failed.
+    #[error(transparent)]
+    Device(#[from] harness_core::device::DeviceError),
+    /// A GPU backend's device thread panicked during a step (the session names the
+    /// device: [`DeviceError::Failed`](harness_core::device::DeviceError::Failed)).
+    #[error("step {step}: burn's device thread failed: {detail}")]
+    DeviceFailed { step: u64, detail: String },
     /// The loss became NaN or infinite.
     #[error("step {step}: the loss is {value} (task `{task}`). Fix: lower `optimizer.lr`, set `optimizer.grad_clip`, or resume from an earlier checkpoint")]
     Diverged { step: u64, task: String, value: f64 },

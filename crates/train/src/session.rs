@@ -12,6 +12,7 @@ use anyhow::Context;
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::registry::Registry;
 use harness_bench::runner::{run_benchmark, BenchResult};
+use harness_core::device::Device;
 use harness_core::settings::Settings;
 use harness_data::tokenize::TextTokenizer;
 use harness_embed::cache::CachedEncoder;
@@ -144,59 +145,6 @@ pub fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Resul
             run_dir.display()
         ),
         _ => Ok(()),
-    }
-}
-
-/// Where a recipe trains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Device {
-    /// burn-ndarray on the CPU (the default).
-    Cpu,
-    /// burn-flex on the CPU (a build made with `--features flex`).
-    Flex,
-    /// burn-cuda on GPU N (a build made with `--features cuda`).
-    Cuda(usize),
-}
-
-impl Device {
-    /// Parses `--device` against this build: `cpu`, `flex` or `cuda:N` / `cuda`. Every
-    /// device problem is refused here, before any corpus or tokenizer work.
-    pub fn parse(device: &str) -> anyhow::Result<Device> {
-        match device {
-            "cpu" => Ok(Device::Cpu),
-            "flex" if cfg!(feature = "flex") => Ok(Device::Flex),
-            "flex" => anyhow::bail!("--device flex: this binary was built without burn-flex. Fix: build with `cargo build --release --features flex`"),
-            d if d == "cuda" || d.starts_with("cuda:") => {
-                if !cfg!(feature = "cuda") {
-                    anyhow::bail!("--device {d}: this binary was built without CUDA. Fix: build with `cargo build --release --features cuda`");
-                }
-                let index = d.strip_prefix("cuda:").unwrap_or("0");
-                let index = index
-                    .parse()
-                    .with_context(|| format!("--device {d}: `{index}` is not a device number. Fix: use `cuda:0`, `cuda:1`, …"))?;
-                Ok(Device::Cuda(index))
-            }
-            other => anyhow::bail!(
-                "--device {other}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`) or `cuda:N` (with `--features cuda`)"
-            ),
-        }
-    }
-
-    /// The backend's name, as `env.json` records it.
-    pub fn backend(self) -> &'static str {
-        match self {
-            Device::Cpu => "ndarray",
-            Device::Flex => "flex",
-            Device::Cuda(_) => "cuda",
-        }
-    }
-
-    /// The device's name, as `env.json` records it.
-    pub fn name(self) -> String {
-        match self {
-            Device::Cpu | Device::Flex => "cpu".into(),
-            Device::Cuda(i) => format!("cuda:{i}"),
-        }
     }
 }
 
@@ -342,6 +290,7 @@ pub fn train(
         };
     }
     let outcome = match device {
+        Device::Cpu => train_with!(burn::backend::NdArray<f32>, &Default::default()),
         #[cfg(feature = "cuda")]
         Device::Cuda(index) => train_with!(
             burn::backend::Cuda<f32, i32>,
@@ -350,8 +299,16 @@ pub fn train(
         // burn-flex, burn's newer CPU backend.
         #[cfg(feature = "flex")]
         Device::Flex => train_with!(burn::backend::Flex, &Default::default()),
-        // `Device::parse` let only `cpu` through to here in a build without the others.
-        _ => train_with!(burn::backend::NdArray<f32>, &Default::default()),
+        // burn-wgpu on the default adapter (Vulkan, Metal, DirectX 12; lavapipe in the tests).
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => train_with!(
+            burn::backend::Wgpu<f32, i32>,
+            &burn::backend::wgpu::WgpuDevice::DefaultDevice
+        ),
+        // `Device::parse` refuses a backend this build lacks; a caller that skipped it
+        // gets the same error here.
+        #[allow(unreachable_patterns)]
+        other => return Err(TrainError::Device(other.not_compiled()).into()),
     };
     Ok(Trained {
         plan_steps: plan.total_steps,

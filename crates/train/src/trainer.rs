@@ -558,6 +558,14 @@ pub fn train<B: AutodiffBackend>(
             break;
         }
         let stepped = l.step(device)?;
+        // A panic on a GPU backend's device thread leaves this thread with whatever the
+        // buffers held: stop before it reaches metrics.jsonl or a checkpoint.
+        if let Some(detail) = harness_core::device::device_failure() {
+            return Err(TrainError::DeviceFailed {
+                step: l.state.step,
+                detail,
+            });
+        }
         let eval = l.evaluate(&mut opts, eval_every, &bar)?;
         l.record(&stepped, eval.as_ref())?;
         let step = l.state.step;

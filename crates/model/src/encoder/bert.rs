@@ -163,12 +163,33 @@ impl BertConfig {
         Ok(())
     }
 
+    /// The rows per block of the word table on a device whose largest buffer holds
+    /// `max_buffer_bytes` (see [`crate::limits::max_buffer_bytes`]): `None` where the whole
+    /// table fits in one (every CPU and CUDA device, which have no such limit), else the
+    /// most rows one buffer holds (multilingual-e5-small's 250,002 × 384 f32 table is
+    /// 384 MB; lavapipe's buffers hold 128 MiB).
+    pub fn word_block_rows(&self, max_buffer_bytes: Option<u64>) -> Option<usize> {
+        let row_bytes = (self.hidden_size * std::mem::size_of::<f32>()) as u64;
+        let limit = max_buffer_bytes?;
+        (self.vocab_size as u64 * row_bytes > limit).then(|| (limit / row_bytes).max(1) as usize)
+    }
+
     /// A model with freshly initialised (random) weights; [`load_bert`] fills them from a
     /// checkpoint. burn initialises parameters lazily, so loading never pays for the random
     /// draws of the large embedding tables.
     pub fn init<B: Backend>(&self, device: &B::Device) -> Bert<B> {
+        self.init_with_word_blocks(device, None)
+    }
+
+    /// [`BertConfig::init`] with the word table in blocks of at most `block_rows` rows
+    /// (`None`: one table; see [`BertConfig::word_block_rows`]).
+    pub fn init_with_word_blocks<B: Backend>(
+        &self,
+        device: &B::Device,
+        block_rows: Option<usize>,
+    ) -> Bert<B> {
         Bert {
-            embeddings: BertEmbeddings::new(self, device),
+            embeddings: BertEmbeddings::new(self, device, block_rows),
             encoder: BertEncoder::new(self, device),
             hidden_size: self.hidden_size,
             max_position_embeddings: self.max_position_embeddings,
@@ -199,20 +220,30 @@ fn linear_tokens<B: Backend>(layer: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3>
 // ---------------------------------------------------------------------------------------
 
 /// Word + position + token-type embeddings, then LayerNorm.
+///
+/// The word table is one `[vocab, hidden]` tensor, except on a device whose buffers are
+/// smaller than it ([`BertConfig::word_block_rows`]): there `word_embeddings` holds its
+/// first rows and `word_blocks` the following ones, in order, each within the limit.
 // https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/models/bert/modeling_bert.py#L180
 #[derive(Module, Debug)]
 pub struct BertEmbeddings<B: Backend> {
     pub word_embeddings: Embedding<B>,
+    /// The word table's rows after those of `word_embeddings`, block by block; empty where
+    /// the table is one tensor.
+    pub word_blocks: Vec<Embedding<B>>,
     pub position_embeddings: Embedding<B>,
     pub token_type_embeddings: Embedding<B>,
     pub layer_norm: LayerNorm<B>,
 }
 
 impl<B: Backend> BertEmbeddings<B> {
-    fn new(config: &BertConfig, device: &B::Device) -> Self {
+    fn new(config: &BertConfig, device: &B::Device, block_rows: Option<usize>) -> Self {
+        let mut words = word_block_sizes(config.vocab_size, block_rows)
+            .into_iter()
+            .map(|rows| EmbeddingConfig::new(rows, config.hidden_size).init(device));
         BertEmbeddings {
-            word_embeddings: EmbeddingConfig::new(config.vocab_size, config.hidden_size)
-                .init(device),
+            word_embeddings: words.next().expect("a vocabulary has at least one row"),
+            word_blocks: words.collect(),
             position_embeddings: EmbeddingConfig::new(
                 config.max_position_embeddings,
                 config.hidden_size,
@@ -229,7 +260,11 @@ impl<B: Backend> BertEmbeddings<B> {
     /// order (words + types, then + positions).
     pub fn forward(&self, input_ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         let [_, seq] = input_ids.dims();
-        let words = self.word_embeddings.forward(input_ids);
+        let words = if self.word_blocks.is_empty() {
+            self.word_embeddings.forward(input_ids)
+        } else {
+            self.words_in_blocks(input_ids)
+        };
         let types = self
             .token_type_embeddings
             .weight
@@ -244,6 +279,50 @@ impl<B: Backend> BertEmbeddings<B> {
             .unsqueeze_dim::<3>(0);
         self.layer_norm.forward(words + types + positions)
     }
+}
+
+impl<B: Backend> BertEmbeddings<B> {
+    /// The word vectors of `[batch, seq]` ids from a table in blocks: each block looks up
+    /// every id (clamped into its rows), and the rows of the ids at or past a block's start
+    /// are taken from it. A selection, no arithmetic on the vectors: the same bits as one
+    /// table's lookup.
+    fn words_in_blocks(&self, input_ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
+        let [batch, seq] = input_ids.dims();
+        let mut words: Option<Tensor<B, 3>> = None;
+        let mut start = 0usize;
+        for block in std::iter::once(&self.word_embeddings).chain(&self.word_blocks) {
+            let rows = block.weight.val().dims()[0];
+            let local = input_ids
+                .clone()
+                .sub_scalar(start as i64)
+                .clamp(0, rows as i64 - 1);
+            let found = block.forward(local);
+            words = Some(match words {
+                None => found,
+                Some(so_far) => {
+                    let hidden = found.dims()[2];
+                    let here = input_ids
+                        .clone()
+                        .greater_equal_elem(start as i64)
+                        .unsqueeze_dim::<3>(2)
+                        .expand([batch, seq, hidden]);
+                    so_far.mask_where(here, found)
+                }
+            });
+            start += rows;
+        }
+        words.expect("a word table has at least one block")
+    }
+}
+
+/// The row counts of a `vocab`-row table in blocks of at most `block_rows` rows (one block
+/// of `vocab` rows for `None`).
+fn word_block_sizes(vocab: usize, block_rows: Option<usize>) -> Vec<usize> {
+    let step = block_rows.unwrap_or(vocab).max(1);
+    (0..vocab.max(1))
+        .step_by(step)
+        .map(|start| step.min(vocab - start))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -711,6 +790,19 @@ pub fn load_bert<B: Backend>(
     weights: SafetensorsSource,
     device: &B::Device,
 ) -> Result<Bert<B>, ModelError> {
+    // Where the device cannot hold the word table in one buffer, it is loaded in blocks.
+    let block_rows = config.word_block_rows(crate::limits::max_buffer_bytes::<B>(device));
+    load_bert_in_blocks(config, weights, device, block_rows)
+}
+
+/// [`load_bert`] with the word table in blocks of at most `block_rows` rows (`None`: one
+/// tensor, loaded by burn-store like every other).
+fn load_bert_in_blocks<B: Backend>(
+    config: &BertConfig,
+    weights: SafetensorsSource,
+    device: &B::Device,
+    block_rows: Option<usize>,
+) -> Result<Bert<B>, ModelError> {
     config.check().map_err(|detail| ModelError::Weights {
         origin: weights.describe(),
         detail: format!("invalid configuration: {detail}"),
@@ -726,12 +818,19 @@ pub fn load_bert<B: Backend>(
         SafetensorsSource::File(path) => SafetensorsStore::from_file(path),
         SafetensorsSource::Bytes { bytes, .. } => SafetensorsStore::from_bytes(Some(bytes)),
     };
-    let mut store = store
+    // A table in blocks is loaded block by block below, past burn-store (which would load
+    // it whole); otherwise the store loads every tensor, this one included.
+    let store = store
         .with_from_adapter(PyTorchToBurnAdapter)
         .with_key_remapping(r"^bert\.", "")
         .with_key_remapping(r"\.self\.", ".self_attention.")
-        .with_key_remapping(r"LayerNorm", "layer_norm")
-        .allow_partial(false);
+        .with_key_remapping(r"LayerNorm", "layer_norm");
+    let mut store = match block_rows {
+        None => store.allow_partial(false),
+        Some(_) => store
+            .with_predicate(|path, _| path != WORD_TABLE)
+            .allow_partial(true),
+    };
 
     // burn-store would copy an f16/bf16 tensor into the model as it is; refuse instead.
     let snapshots = store.get_all_snapshots().map_err(|e| {
@@ -752,7 +851,8 @@ pub fn load_bert<B: Backend>(
         ));
     }
 
-    let mut model = config.init::<B>(device);
+    let word_table = snapshots.get(WORD_TABLE).cloned();
+    let mut model = config.init_with_word_blocks::<B>(device, block_rows);
     let result = model.load_from(&mut store).map_err(|e| {
         fail(
             format!("the tensors do not fit the configured model: {e}"),
@@ -766,6 +866,29 @@ pub fn load_bert<B: Backend>(
             format!("tensors could not be loaded: {}", preview(&errors)),
             "check that config.json belongs to these weights",
         ));
+    }
+    if block_rows.is_some() {
+        // `allow_partial` let the blocks through unloaded; nothing else may be missing.
+        let missing: Vec<String> = result
+            .missing
+            .iter()
+            .map(|(path, _)| path.clone())
+            .filter(|path| !path.starts_with("embeddings.word_blocks."))
+            .collect();
+        if !missing.is_empty() {
+            return Err(fail(
+                format!("tensors are missing: {}", preview(&missing)),
+                "check that the file is a complete BertModel checkpoint",
+            ));
+        }
+        let Some(table) = word_table else {
+            return Err(fail(
+                format!("the tensor {WORD_TABLE} is missing"),
+                "check that the file is a complete BertModel checkpoint",
+            ));
+        };
+        load_word_blocks(&mut model.embeddings, config, block_rows, &table, device)
+            .map_err(|detail| fail(detail, "check that config.json belongs to these weights"))?;
     }
     // burn-store lists LayerNorm `weight`/`bias` as unused even when it applied them through
     // the adapter's alternative names `gamma`/`beta`; those are not strangers.
@@ -797,6 +920,45 @@ pub fn load_bert<B: Backend>(
         ));
     }
     Ok(model)
+}
+
+/// The word table's key (after the `bert.` prefix is dropped).
+const WORD_TABLE: &str = "embeddings.word_embeddings.weight";
+
+/// Fills the blocks of a word table in blocks ([`BertConfig::init_with_word_blocks`]) from
+/// the checkpoint's `[vocab, hidden]` table, block by block onto `device`.
+fn load_word_blocks<B: Backend>(
+    embeddings: &mut BertEmbeddings<B>,
+    config: &BertConfig,
+    block_rows: Option<usize>,
+    table: &burn::store::TensorSnapshot,
+    device: &B::Device,
+) -> Result<(), String> {
+    let data = table
+        .to_data()
+        .map_err(|e| format!("cannot read {WORD_TABLE} ({e:?})"))?;
+    let (vocab, hidden) = (config.vocab_size, config.hidden_size);
+    if data.shape.as_slice() != [vocab, hidden] {
+        return Err(format!(
+            "{WORD_TABLE} has shape {:?}, the configuration says [{vocab}, {hidden}]",
+            data.shape.as_slice()
+        ));
+    }
+    let values: Vec<f32> = data
+        .into_vec()
+        .map_err(|e| format!("{WORD_TABLE} is not f32 ({e:?})"))?;
+    let mut start = 0;
+    let blocks =
+        std::iter::once(&mut embeddings.word_embeddings).chain(&mut embeddings.word_blocks);
+    for (block, rows) in blocks.zip(word_block_sizes(vocab, block_rows)) {
+        let part = values[start * hidden..(start + rows) * hidden].to_vec();
+        block.weight = burn::module::Param::from_tensor(Tensor::from_data(
+            TensorData::new(part, [rows, hidden]),
+            device,
+        ));
+        start += rows;
+    }
+    Ok(())
 }
 
 /// The first few items of a list, for error messages.
@@ -1062,5 +1224,49 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("encoder.layer.1"), "{err}");
+    }
+
+    #[test]
+    fn a_word_table_in_blocks_gives_the_same_bits() {
+        use burn::store::BurnToPyTorchAdapter;
+        let device = Default::default();
+        let config = tiny_config();
+        assert_eq!(config.word_block_rows(None), None);
+        assert_eq!(config.word_block_rows(Some(50 * 16 * 4)), None);
+        assert_eq!(config.word_block_rows(Some(20 * 16 * 4 + 3)), Some(20));
+        assert_eq!(word_block_sizes(50, Some(20)), [20, 20, 10]);
+        assert_eq!(word_block_sizes(50, None), [50]);
+        let model = config.init::<B>(&device);
+        let mut out = SafetensorsStore::from_bytes(None)
+            .with_to_adapter(BurnToPyTorchAdapter)
+            .with_key_remapping(r"\.self_attention\.", ".self.")
+            .with_key_remapping(r"layer_norm", "LayerNorm");
+        model.save_into(&mut out).unwrap();
+        let bytes = out.get_bytes().unwrap();
+        let source = || SafetensorsSource::Bytes {
+            name: "test".into(),
+            bytes: bytes.clone(),
+        };
+        let whole = load_bert::<B>(&config, source(), &device).unwrap();
+        let blocks = load_bert_in_blocks::<B>(&config, source(), &device, Some(20)).unwrap();
+        assert!(whole.embeddings.word_blocks.is_empty());
+        let rows: Vec<usize> = std::iter::once(&blocks.embeddings.word_embeddings)
+            .chain(&blocks.embeddings.word_blocks)
+            .map(|e| e.weight.val().dims()[0])
+            .collect();
+        assert_eq!(rows, [20, 20, 10]);
+        // Ids from every block, the first and last row of each included.
+        let batch = BertBatch::new(
+            &whole,
+            &[vec![0, 19, 20, 39, 40, 49], vec![7, 33, 45]],
+            &device,
+        )
+        .unwrap();
+        let a = values(whole.embed(&batch, false));
+        let b = values(blocks.embed(&batch, false));
+        assert_eq!(
+            a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
     }
 }

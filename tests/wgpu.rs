@@ -1,0 +1,271 @@
+//! burn's wgpu backend (`--device wgpu`, a build made with `--features wgpu`) against the
+//! CPU, through the real binary on the real data: every training case of [`CASES`] trains a
+//! few steps on both and the first step's loss agrees within [`MAX_LOSS_DIFF`]; the
+//! pretrained encoders embed a few hundred sentences of eight languages on both with cosine
+//! at least [`MIN_COSINE`] (multilingual-e5-small's word table exceeds lavapipe's buffers:
+//! it is looked up in blocks there), and the embedding cache keeps the two apart.
+//!
+//! Without a GPU this runs on lavapipe, Mesa's software Vulkan driver: the test installs it
+//! (`scripts/install-test-deps.sh vulkan`) when Vulkan is missing and it runs as root, and
+//! skips, saying why, only when no Vulkan device can be had at all.
+#![cfg(feature = "wgpu")]
+
+mod binary;
+
+use binary::{command, repo, text, SMALL_LASER};
+use harness_model::encoder::e5::E5_SMALL;
+use harness_model::encoder::sentence::TRAINABLE;
+use harness_model::encoder::sentence_transformers::MINILM;
+use harness_model::test_support::{cosine, installed_model};
+use std::path::Path;
+use std::process::Output;
+use std::sync::OnceLock;
+
+/// The training cases: a name and its `--set` overrides on top of the LASER recipe with the
+/// shrunken data and schedule of [`small`] (and the recipe's own encoder unless a case sets
+/// another). One line per encoder or input kind; every kind of `TRAINABLE` has one.
+const CASES: &[(&str, &[&str])] = &[
+    // The LASER default: a 1-layer BiLSTM (256 hidden, 128 embed), max-pooled.
+    ("laser-default", &[]),
+    (
+        "bilstm",
+        &["model.encoder={kind: bilstm, layers: 2, hidden: 16, embed: 16, pool: max}"],
+    ),
+    (
+        "lstm",
+        &["model.encoder={kind: lstm, layers: 2, hidden: 16, embed: 16, bidirectional_first: true, pool: mean}"],
+    ),
+    (
+        "cbow",
+        &["model.encoder={kind: cbow, embed: 16, pool: mean}"],
+    ),
+];
+
+/// First-step losses on wgpu and on the CPU differ by at most this.
+const MAX_LOSS_DIFF: f64 = 1e-4;
+
+/// Every sentence's two vectors (wgpu, CPU) have at least this cosine.
+const MIN_COSINE: f64 = 0.9999;
+
+/// [`SMALL_LASER`]'s data (its encoder left to the recipe or the case), two steps.
+fn small() -> Vec<&'static str> {
+    let mut args = Vec::new();
+    for pair in SMALL_LASER.chunks(2) {
+        if !pair[1].starts_with("model.") {
+            args.extend_from_slice(pair);
+        }
+    }
+    args.extend_from_slice(&[
+        "--set",
+        "train={steps: 2, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+    ]);
+    args
+}
+
+/// Whether a Vulkan device can be had: the Vulkan loader and a driver are installed, or
+/// were installed now (`scripts/install-test-deps.sh vulkan`, as root). Says why on stderr
+/// when not. Once per test binary.
+fn vulkan() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        if vulkan_installed() {
+            return true;
+        }
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        if !root {
+            eprintln!(
+                "skipped: no Vulkan loader or driver here, and not root to install them. Fix: sudo bash scripts/install-test-deps.sh vulkan"
+            );
+            return false;
+        }
+        let installed = std::process::Command::new("bash")
+            .arg(repo().join("scripts/install-test-deps.sh"))
+            .arg("vulkan")
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed || !vulkan_installed() {
+            eprintln!(
+                "skipped: no Vulkan device can be had: scripts/install-test-deps.sh vulkan could not install libvulkan1 and mesa-vulkan-drivers (see above)"
+            );
+            return false;
+        }
+        true
+    })
+}
+
+/// The Vulkan loader (`libvulkan.so.1`) and at least one driver manifest are present.
+fn vulkan_installed() -> bool {
+    let loader = std::process::Command::new("sh")
+        .args(["-c", "ldconfig -p | grep -q 'libvulkan\\.so\\.1 '"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let from_env = ["VK_ICD_FILENAMES", "VK_DRIVER_FILES"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    let driver = from_env
+        || ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "json"));
+    loader && driver
+}
+
+/// `harness ARGS` with `HARNESS_HOME=home` (and the models in `models`, when given).
+fn harness(home: &Path, models: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = command(home, args);
+    if let Some(m) = models {
+        c.env("HARNESS_MODELS_DIR", m);
+    }
+    c.output().expect("running the harness binary")
+}
+
+/// The loss of the first step in `run/train/metrics.jsonl`.
+fn first_loss(run: &Path) -> f64 {
+    let path = run.join("train/metrics.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find_map(|row| row["loss"].as_f64())
+        .unwrap_or_else(|| panic!("{}: no step with a loss", path.display()))
+}
+
+#[test]
+fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
+    for kind in TRAINABLE {
+        assert!(
+            CASES
+                .iter()
+                .any(|(_, sets)| sets.iter().any(|s| s.contains(&format!("{{kind: {kind},")))),
+            "no training case for the encoder kind `{kind}`: add a line to CASES"
+        );
+    }
+    if !vulkan() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut report = Vec::new();
+    let mut failed = Vec::new();
+    for (name, sets) in CASES {
+        let mut losses = Vec::new();
+        for device in ["wgpu", "cpu"] {
+            let run = out.path().join(format!("{name}-{device}"));
+            let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+            args.extend(small());
+            for s in *sets {
+                args.extend_from_slice(&["--set", s]);
+            }
+            args.extend_from_slice(&["--out", run.to_str().unwrap(), "--device", device]);
+            let o = harness(home.path(), None, &args);
+            assert!(o.status.success(), "{name} on {device}: {}", text(&o));
+            assert!(
+                text(&o).contains("trained 2/2 steps"),
+                "{name} on {device}: {}",
+                text(&o)
+            );
+            let env: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(run.join("env.json")).unwrap())
+                    .unwrap();
+            let backend = if device == "cpu" { "ndarray" } else { "wgpu" };
+            assert_eq!(env["backend"], backend, "{name} on {device}: env.json");
+            assert_eq!(env["device"], device, "{name} on {device}: env.json");
+            losses.push(first_loss(&run));
+        }
+        let diff = (losses[0] - losses[1]).abs();
+        report.push(format!(
+            "{name}: first-step loss wgpu {:.8} cpu {:.8} |diff| {diff:.2e}",
+            losses[0], losses[1]
+        ));
+        if diff.is_nan() || diff > MAX_LOSS_DIFF {
+            failed.push(name);
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "first-step losses differ by more than {MAX_LOSS_DIFF} for {failed:?}:\n{}",
+        report.join("\n")
+    );
+}
+
+/// 40 sentences of each of eight languages from Tatoeba (scripts whose tokens lie all over
+/// multilingual-e5-small's 250,002-row vocabulary, so every block of its table is read).
+fn sentences() -> String {
+    let dir = harness_core::shared_datasets_dir().join("tatoeba-laser-v1");
+    let mut lines = Vec::new();
+    for lang in ["deu", "rus", "cmn", "ara", "hin", "jpn", "kor", "tha"] {
+        let path = dir.join(format!("tatoeba.{lang}-eng.{lang}"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        lines.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(40)
+                .map(String::from),
+        );
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn pretrained_encoders_embed_the_same_vectors_on_wgpu_and_cpu() {
+    if !vulkan() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let input = home.path().join("sentences.txt");
+    std::fs::write(&input, sentences()).unwrap();
+    let mut report = Vec::new();
+    for name in [MINILM, E5_SMALL] {
+        let models = installed_model(name).parent().unwrap().to_path_buf();
+        let mut vectors = Vec::new();
+        // Both through the embedding cache: the wgpu run must not be served the CPU's vectors.
+        for device in ["cpu", "wgpu"] {
+            let npy = home.path().join(format!("{name}-{device}.npy"));
+            let o = harness(
+                home.path(),
+                Some(&models),
+                &[
+                    "embed",
+                    "--encoder",
+                    name,
+                    "--device",
+                    device,
+                    "--input",
+                    input.to_str().unwrap(),
+                    "--out",
+                    npy.to_str().unwrap(),
+                ],
+            );
+            assert!(o.status.success(), "{name} on {device}: {}", text(&o));
+            assert!(
+                text(&o).contains(" 0 cache hits"),
+                "{name} on {device}: served from another device's cache: {}",
+                text(&o)
+            );
+            vectors.push(harness_embed::npy::read_npy(&npy).unwrap());
+        }
+        let (gpu, cpu) = (&vectors[1], &vectors[0]);
+        assert_eq!(gpu.rows, 320, "{name}");
+        assert_eq!(gpu.rows, cpu.rows, "{name}");
+        let worst = (0..cpu.rows)
+            .map(|i| cosine(gpu.row(i), cpu.row(i)))
+            .fold(f64::INFINITY, f64::min);
+        report.push(format!(
+            "{name}: {} sentences, lowest cosine wgpu vs cpu 1 - {:.2e}",
+            cpu.rows,
+            1.0 - worst
+        ));
+        assert!(
+            worst >= MIN_COSINE,
+            "{name}: lowest cosine {worst} < {MIN_COSINE}"
+        );
+    }
+    eprintln!("{}", report.join("\n"));
+}
