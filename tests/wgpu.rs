@@ -39,6 +39,15 @@ const CASES: &[(&str, &[&str])] = &[
         "cbow",
         &["model.encoder={kind: cbow, embed: 16, pool: mean}"],
     ),
+    // Input kind: words with hashed character n-grams (the n-gram sums go through
+    // `select_assign` on the device).
+    (
+        "words-char-ngrams",
+        &[
+            "data.tokenizer={kind: words, vocab: 600, oov_buckets: 50, char_ngrams: [3, 4], hash_buckets: 3000, train_on: [tatoeba_pairs, news_pairs]}",
+            "model.encoder={kind: bilstm, layers: 1, hidden: 16, embed: 16, pool: max}",
+        ],
+    ),
 ];
 
 /// First-step losses on wgpu and on the CPU differ by at most this.

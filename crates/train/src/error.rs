@@ -48,6 +48,16 @@ pub enum TrainError {
         #[source]
         source: Box<TrainError>,
     },
+    /// The run directory holds another run, or its records cannot be read.
+    #[error(transparent)]
+    RunDir(#[from] harness_core::rundir::RunDirError),
+    /// The run directory holds checkpoints of another recipe.
+    #[error("{path}: {detail}. Fix: {fix}")]
+    OtherRun {
+        path: PathBuf,
+        detail: String,
+        fix: String,
+    },
     /// An exported file could not be written.
     #[error("{path}: {detail}")]
     Export { path: PathBuf, detail: String },

@@ -8,7 +8,6 @@ use crate::plan::Plan;
 use crate::tokenizer::tokenizer_for;
 use crate::trainer::{self, Options, Outcome};
 use crate::TrainError;
-use anyhow::Context;
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::registry::Registry;
 use harness_bench::runner::{run_benchmark, BenchResult};
@@ -28,12 +27,15 @@ pub fn prepare(
     resolved: &Resolved,
     settings: &Settings,
     run_dir: &Path,
-) -> anyhow::Result<(Plan, TextTokenizer, Vec<CorpusCounts>)> {
+) -> Result<(Plan, TextTokenizer, Vec<CorpusCounts>), TrainError> {
     let recipe = &resolved.recipe;
     let (loaded, counts) = load_corpora(recipe, settings)?;
     let p = run_dir.join("corpora.json");
-    harness_core::fsutil::write_atomic(&p, serde_json::to_string_pretty(&counts)?.as_bytes())
-        .with_context(|| format!("writing {}", p.display()))?;
+    let text = serde_json::to_string_pretty(&counts).map_err(|e| TrainError::Export {
+        path: p.clone(),
+        detail: e.to_string(),
+    })?;
+    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
     write_corpora(&loaded, &run_dir.join("corpora"))?;
     let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
     let mut plan = compile_plan(recipe, &tokenizer, &loaded)?;
@@ -70,7 +72,7 @@ pub fn prepare(
 fn write_corpora(
     loaded: &std::collections::BTreeMap<String, crate::corpora::Loaded>,
     dir: &Path,
-) -> anyhow::Result<()> {
+) -> Result<(), TrainError> {
     use crate::corpora::Loaded;
     use std::fmt::Write as _;
     for (name, corpus) in loaded {
@@ -122,7 +124,7 @@ fn write_corpora(
             }
         }
         harness_core::fsutil::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+            .map_err(|e| TrainError::io(&path, e))?;
     }
     Ok(())
 }
@@ -130,20 +132,25 @@ fn write_corpora(
 /// Refuses a run directory that already holds checkpoints of another resolved recipe
 /// (`env.json`'s `recipe_fingerprint`): resuming them would train one recipe's weights under
 /// another's settings, and overwriting them would lose a run.
-pub fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> anyhow::Result<()> {
+pub fn refuse_other_recipe(run_dir: &Path, resolved: &Resolved) -> Result<(), TrainError> {
     let env_path = run_dir.join("env.json");
     let previous = harness_core::rundir::RunEnv::read(run_dir)?.map(|e| e.recipe_fingerprint);
     let has_checkpoints = std::fs::read_dir(run_dir.join("checkpoints"))
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
     match previous {
-        Some(fp) if fp != resolved.fingerprint.0 && has_checkpoints => anyhow::bail!(
-            "{}: this run directory holds checkpoints of another recipe (fingerprint {}), not of this one ({}). Fix: train into another directory (`--out`, or leave it out for `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
-            env_path.display(),
-            &fp[..fp.len().min(16)],
-            resolved.fingerprint.short(),
-            run_dir.display()
-        ),
+        Some(fp) if fp != resolved.fingerprint.0 && has_checkpoints => Err(TrainError::OtherRun {
+            path: env_path,
+            detail: format!(
+                "this run directory holds checkpoints of another recipe (fingerprint {}), not of this one ({})",
+                &fp[..fp.len().min(16)],
+                resolved.fingerprint.short(),
+            ),
+            fix: format!(
+                "train into another directory (`--out`, or leave it out for `runs/<recipe>-<fingerprint8>`), or delete {} to start over",
+                run_dir.display()
+            ),
+        }),
         _ => Ok(()),
     }
 }
@@ -184,7 +191,7 @@ pub fn train_on<B: AutodiffBackend>(
     settings: &Settings,
     device: &B::Device,
     stop_after: Option<u64>,
-) -> anyhow::Result<Outcome>
+) -> Result<Outcome, TrainError>
 where
     burn::tensor::Device<B::InnerBackend>: Sync,
     harness_model::encoder::SentenceEncoder<B::InnerBackend>: Sync,
@@ -245,7 +252,7 @@ where
         keep: 2,
         evaluate: Some(&mut eval_fn),
     };
-    Ok(trainer::train::<B>(plan, device, opts)?)
+    trainer::train::<B>(plan, device, opts)
 }
 
 /// What a training session did.
@@ -263,7 +270,7 @@ pub fn train(
     settings: &Settings,
     device: Device,
     stop_after: Option<u64>,
-) -> anyhow::Result<Trained> {
+) -> Result<Trained, TrainError> {
     let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
     for c in &counts {
         let removed: usize = c.parts.values().map(|p| p.1).sum();
@@ -308,7 +315,7 @@ pub fn train(
         // `Device::parse` refuses a backend this build lacks; a caller that skipped it
         // gets the same error here.
         #[allow(unreachable_patterns)]
-        other => return Err(TrainError::Device(other.not_compiled()).into()),
+        other => return Err(TrainError::Device(other.not_compiled())),
     };
     Ok(Trained {
         plan_steps: plan.total_steps,
