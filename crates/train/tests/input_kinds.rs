@@ -41,7 +41,7 @@ data:
 model:
   encoder: {encoder}
 tasks:
-  - {{name: translate, objective: ranking_softmax, corpus: pairs}}
+  - {{name: translate, objective: l2_similarity, corpus: pairs}}
 optimizer: {{kind: adam, lr: 0.01}}
 train: {{steps: 30, batch_size: 16, max_len: 16}}
 ",
