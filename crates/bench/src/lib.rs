@@ -10,6 +10,7 @@
 pub mod benchmark;
 pub mod classify;
 pub mod error;
+pub mod items;
 pub mod knn;
 pub mod metrics;
 pub mod protocols;

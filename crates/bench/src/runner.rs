@@ -5,6 +5,7 @@
 
 use super::benchmark::{Benchmark, Overrides};
 use super::error::BenchError;
+use super::items::{write_items, Items, ItemsRef};
 use super::protocols::{self, Context, Outcome};
 use super::registry::Registry;
 use harness_core::fsutil::write_atomic;
@@ -60,6 +61,15 @@ pub struct BenchResult {
     /// Why the benchmark failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The per-item outcomes' sidecar beside this file (`<bench>.items.json.gz`), with its
+    /// sha256; absent for a protocol without item-level outcomes (and in files written
+    /// before harness recorded them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<ItemsRef>,
+    /// The per-item outcomes themselves, between measuring and [`write_result`] (which
+    /// writes them to the sidecar and fills [`BenchResult::items`]).
+    #[serde(skip)]
+    pub outcomes: Option<Items>,
 }
 
 /// Identity of the encoder in a result file.
@@ -137,7 +147,7 @@ pub fn run_benchmark(
         })
     })();
     let seconds = start.elapsed().as_secs_f64();
-    let (main_metric, main_score, scores, protocol_params, notes, error) = match outcome {
+    let (main_metric, main_score, scores, protocol_params, notes, error, outcomes) = match outcome {
         Ok(o) => (
             Some(o.main_metric),
             Some(o.main_score),
@@ -145,6 +155,7 @@ pub fn run_benchmark(
             o.params,
             o.notes,
             None,
+            o.items,
         ),
         Err(e) => (
             None,
@@ -153,6 +164,7 @@ pub fn run_benchmark(
             serde_json::Value::Null,
             Vec::new(),
             Some(e.to_string()),
+            None,
         ),
     };
     BenchResult {
@@ -177,12 +189,14 @@ pub fn run_benchmark(
         overrides: overrides.clone(),
         declaration: bench.as_ref().map_or(String::new(), Benchmark::identity),
         error,
+        items: None,
+        outcomes,
     }
 }
 
-/// Writes a result file atomically. An existing file at that place is replaced only when
-/// it is a harness result file: a foreign file of the same name is refused, never
-/// overwritten.
+/// Writes a result file atomically, its per-item outcomes first (the sidecar, whose sha256
+/// the result then records). An existing file at that place is replaced only when it is a
+/// harness result file: a foreign file of the same name is refused, never overwritten.
 pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf, BenchError> {
     let path = dir.join(format!("{}.json", result.benchmark));
     if path.exists() {
@@ -197,6 +211,20 @@ pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf, BenchEr
             ));
         }
     }
+    let mut result = result.clone();
+    if let Some(items) = result.outcomes.take() {
+        let sidecar = dir.join(super::items::items_file_name(&result.benchmark));
+        if sidecar.exists() && !super::items::is_items_file(&sidecar) {
+            return Err(BenchError::format(
+                sidecar,
+                "a file harness did not write is in the way of the per-item outcomes; it was \
+                 left as it is",
+                "move it elsewhere, or write the results into another directory (--out DIR)",
+            ));
+        }
+        result.items = Some(write_items(dir, &result.benchmark, &items)?);
+    }
+    let result = &result;
     let mut text = serde_json::to_string_pretty(result).map_err(|e| BenchError::Protocol {
         benchmark: result.benchmark.clone(),
         detail: format!("serialising the result: {e}"),

@@ -1023,6 +1023,8 @@ mod tests {
             overrides: Default::default(),
             declaration: String::new(),
             error: None,
+            items: None,
+            outcomes: None,
         };
         ResultFile {
             path: format!("/r/{bench}.json").into(),

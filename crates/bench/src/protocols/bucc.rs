@@ -605,6 +605,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
              from the candidates (bucc.py's sent2id), as in LASER."
                 .to_string(),
         ],
+        items: None,
     })
 }
 

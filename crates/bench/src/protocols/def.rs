@@ -134,6 +134,10 @@ pub struct Outcome {
     pub params: serde_json::Value,
     /// Caveats a reader must know (stand-in data, missing training split...).
     pub notes: Vec<String>,
+    /// Per-item outcomes for paired comparisons ([`crate::items`]); `None` for a protocol
+    /// whose headline is no function of per-item outcomes (its notes say so).
+    #[serde(skip)]
+    pub items: Option<crate::items::Items>,
 }
 
 /// The random stream of one named part of a benchmark (a language pair, a direction): the

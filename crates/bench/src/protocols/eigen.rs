@@ -164,6 +164,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                 }
             ),
         ],
+        items: None,
     })
 }
 

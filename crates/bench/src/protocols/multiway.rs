@@ -32,6 +32,7 @@
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k, KnnError, KnnOptions, Metric};
 use harness_data::loaders::multiway::{list_dir, read_aligned};
 use harness_data::text;
@@ -62,42 +63,64 @@ pub fn nearest(queries: &Matrix, keys: &Matrix) -> Result<Vec<Option<usize>>, Kn
     Ok(knn.iter().map(|r| r.first().map(|n| n.index)).collect())
 }
 
-/// Error rate (%) of 1-NN search from `queries` into `keys`, line `i` expecting line `i`;
-/// with `texts` (the key side's lines), a retrieved line with the same text counts as right.
+/// Per query, whether 1-NN search from `queries` into `keys` retrieves the right line (line
+/// `i` expects line `i`; with `texts`, the key side's lines, a retrieved line with the same
+/// text counts as right), with the index it retrieved (`-1`: none).
+pub fn search_outcomes(
+    queries: &Matrix,
+    keys: &Matrix,
+    texts: Option<&[String]>,
+) -> Result<Outcomes, KnnError> {
+    let nn = nearest(queries, keys)?;
+    let correct = nn
+        .iter()
+        .enumerate()
+        .map(|(i, &got)| match (got, texts) {
+            (Some(j), Some(t)) => t.get(i) == t.get(j),
+            (got, _) => got == Some(i),
+        })
+        .collect();
+    Ok(Outcomes::Correct {
+        correct,
+        neighbour: Some(nn.iter().map(|n| n.map_or(-1, |j| j as i64)).collect()),
+    })
+}
+
+/// Error rate (%) of per-query [`search_outcomes`].
+pub fn error_rate_of(outcomes: &Outcomes) -> f64 {
+    if outcomes.is_empty() {
+        0.0
+    } else {
+        100.0 * (1.0 - outcomes.metric(None))
+    }
+}
+
+/// Error rate (%) of 1-NN search from `queries` into `keys` ([`search_outcomes`]).
 pub fn error_rate(
     queries: &Matrix,
     keys: &Matrix,
     texts: Option<&[String]>,
 ) -> Result<f64, KnnError> {
-    let nn = nearest(queries, keys)?;
-    let errors = nn
-        .iter()
-        .enumerate()
-        .filter(|&(i, &got)| match (got, texts) {
-            (Some(j), Some(t)) => t.get(i) != t.get(j),
-            (got, _) => got != Some(i),
-        })
-        .count();
-    Ok(100.0 * errors as f64 / nn.len().max(1) as f64)
+    Ok(error_rate_of(&search_outcomes(queries, keys, texts)?))
 }
 
-/// The error matrix of `embeddings` (one L2-normalised matrix per language, rows aligned):
-/// `err[i][j]` for `i ≠ j`, `None` on the diagonal.
-pub fn error_matrix(
+/// The search outcomes of `embeddings` (one L2-normalised matrix per language, rows
+/// aligned) for every ordered pair: `out[i][j]` for `i ≠ j`, `None` on the diagonal.
+pub fn outcome_matrix(
     embeddings: &[Matrix],
     texts: Option<&[Vec<String>]>,
-) -> Result<Vec<Vec<Option<f64>>>, KnnError> {
+) -> Result<Vec<Vec<Option<Outcomes>>>, KnnError> {
     let n = embeddings.len();
-    let mut err = vec![vec![None; n]; n];
+    let mut out = vec![vec![None; n]; n];
     for i in 0..n {
         for j in 0..n {
             if i != j {
                 let t = texts.map(|t| t[j].as_slice());
-                err[i][j] = Some(error_rate(&embeddings[i], &embeddings[j], t)?);
+                out[i][j] = Some(search_outcomes(&embeddings[i], &embeddings[j], t)?);
             }
         }
     }
-    Ok(err)
+    Ok(out)
 }
 
 /// The languages to evaluate: the declaration's list, or every language whose file matches
@@ -165,8 +188,27 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             Ok(m)
         })
         .collect::<Result<Vec<_>, BenchError>>()?;
-    let err = error_matrix(&embeddings, params.textual.then_some(lines.as_slice()))
+    let outcomes = outcome_matrix(&embeddings, params.textual.then_some(lines.as_slice()))
         .map_err(|e| ctx.error(e.to_string()))?;
+    let err: Vec<Vec<Option<f64>>> = outcomes
+        .iter()
+        .map(|row| row.iter().map(|o| o.as_ref().map(error_rate_of)).collect())
+        .collect();
+    // One group per ordered pair, equally weighted: the headline is the mean over the pairs.
+    let groups = outcomes
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, row)| {
+            let langs = &langs;
+            row.into_iter().enumerate().filter_map(move |(j, o)| {
+                o.map(|outcomes| Group {
+                    name: format!("{}-{}", langs[i], langs[j]),
+                    weight: 1.0,
+                    outcomes,
+                })
+            })
+        })
+        .collect();
 
     let n = langs.len();
     let off = (n - 1) as f64;
@@ -208,6 +250,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             if params.textual { "text" } else { "line index" },
             n * (n - 1)
         )],
+        items: Some(Items::error_rate_of(groups)),
     })
 }
 

@@ -158,6 +158,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: json!({ "pairs": Value::Object(per_pair) }),
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
+        items: None,
     })
 }
 

@@ -296,6 +296,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: serde_json::Value::Object(scores),
         params: params_json,
         notes,
+        items: None,
     })
 }
 

@@ -272,6 +272,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: Value::Object(scores),
         params: Value::Object(used),
         notes,
+        items: None,
     })
 }
 

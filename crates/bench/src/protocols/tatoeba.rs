@@ -22,8 +22,9 @@
 //! non-English languages only.
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
-use super::multiway::error_rate;
+use super::multiway::{error_rate_of, search_outcomes};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::tatoeba;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -33,12 +34,15 @@ use serde_json::json;
 #[serde(deny_unknown_fields, default)]
 pub struct TatoebaParams {}
 
-/// Error rates of one language, in %.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Error rates of one language, in %, with the per-sentence outcomes they come from.
+#[derive(Debug, Clone, PartialEq)]
 pub struct LanguageErrors {
     pub pairs: usize,
     pub xx_to_eng: f64,
     pub eng_to_xx: f64,
+    /// Per query sentence: found its translation, and the line it retrieved; one per
+    /// direction (`xx_to_eng`, `eng_to_xx`).
+    pub outcomes: [Outcomes; 2],
 }
 
 impl LanguageErrors {
@@ -57,11 +61,13 @@ pub fn evaluate_pair(
     let mut e = ctx.embed(eng)?;
     x.l2_normalize_rows();
     e.l2_normalize_rows();
-    let err = |q, k| error_rate(q, k, None).map_err(|e| ctx.error(e.to_string()));
+    let search = |q, k| search_outcomes(q, k, None).map_err(|e| ctx.error(e.to_string()));
+    let outcomes = [search(&x, &e)?, search(&e, &x)?];
     Ok(LanguageErrors {
         pairs: xx.len(),
-        xx_to_eng: err(&x, &e)?,
-        eng_to_xx: err(&e, &x)?,
+        xx_to_eng: error_rate_of(&outcomes[0]),
+        eng_to_xx: error_rate_of(&outcomes[1]),
+        outcomes,
     })
 }
 
@@ -120,6 +126,25 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         })
         .collect();
     let main_score = summary["average"].as_f64().unwrap_or(f64::NAN);
+    // Two equally weighted groups per language: the mean over them is the headline.
+    let groups = errors
+        .into_iter()
+        .flat_map(|(l, e)| {
+            let [to_eng, from_eng] = e.outcomes;
+            [
+                Group {
+                    name: format!("{l}/xx_to_eng"),
+                    weight: 1.0,
+                    outcomes: to_eng,
+                },
+                Group {
+                    name: format!("{l}/eng_to_xx"),
+                    weight: 1.0,
+                    outcomes: from_eng,
+                },
+            ]
+        })
+        .collect();
     Ok(Outcome {
         main_metric: "error_rate".into(),
         main_score,
@@ -135,6 +160,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
              English itself; these counts do not."
                 .into(),
         ],
+        items: Some(Items::error_rate_of(groups)),
     })
 }
 
@@ -198,6 +224,7 @@ mod tests {
                     pairs: 1,
                     xx_to_eng: 4.0,
                     eng_to_xx: 5.0,
+                    outcomes: [Outcomes::correct(vec![]), Outcomes::correct(vec![])],
                 },
             ),
             (
@@ -206,6 +233,7 @@ mod tests {
                     pairs: 1,
                     xx_to_eng: 9.0,
                     eng_to_xx: 12.0,
+                    outcomes: [Outcomes::correct(vec![]), Outcomes::correct(vec![])],
                 },
             ),
             (
@@ -214,6 +242,7 @@ mod tests {
                     pairs: 1,
                     xx_to_eng: 60.0,
                     eng_to_xx: 50.0,
+                    outcomes: [Outcomes::correct(vec![]), Outcomes::correct(vec![])],
                 },
             ),
         ]);
@@ -234,6 +263,11 @@ mod tests {
         assert_eq!(pl["tzl"]["pairs"], 104);
         assert_eq!(pl.as_object().unwrap().len(), 112);
         assert_eq!(o.scores["summary"]["languages"], 112);
+        // The per-sentence outcomes give the headline back: 224 directions, every line.
+        let items = o.items.as_ref().unwrap();
+        assert_eq!(items.groups.len(), 224);
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!(items.groups[0].name, format!("{}/xx_to_eng", "afr"));
         // 16 random projections of surface n-grams: barely better than chance (99.9 % for
         // 1000 pairs) — this test checks the wiring and determinism, not the encoder.
         assert!((50.0..99.95).contains(&o.main_score), "{}", o.main_score);

@@ -372,6 +372,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
+        items: None,
     })
 }
 
