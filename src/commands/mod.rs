@@ -3,12 +3,14 @@
 //! problems or a benchmark failed, 2 a usage or setup error, 130 interrupted); the crates
 //! below take plain typed options and return typed results.
 
+pub mod compare;
 pub mod corpora;
 pub mod datasets;
 pub mod embed;
 pub mod eval;
 pub mod export;
 pub mod models;
+pub mod nightly;
 pub mod report;
 pub mod run;
 pub mod sweep;

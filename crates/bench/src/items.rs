@@ -38,9 +38,10 @@ pub struct Items {
     pub groups: Vec<Group>,
 }
 
-/// One part of a benchmark whose metric is computed over its own items.
+/// One part of a benchmark whose metric is computed over its own items. (No
+/// `deny_unknown_fields`: serde does not support it together with `flatten`; the outcomes
+/// themselves deny unknown fields.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Group {
     /// `afr/xx_to_eng`, `STS12/MSRpar`, `de`...
     pub name: String,
@@ -407,6 +408,9 @@ pub struct Paired {
     /// Percentile interval of `b − a` at `confidence`.
     pub low: f64,
     pub high: f64,
+    /// Standard deviation of the replicates' `b − a` (the bootstrap standard error), for
+    /// normal intervals at confidences too extreme for the replicates' percentiles.
+    pub se: f64,
     pub confidence: f64,
     pub replicates: usize,
 }
@@ -481,6 +485,10 @@ pub fn paired_bootstrap(
         let rb = side_mean(b, &mut rng);
         deltas.push(rb - ra);
     }
+    let mean = deltas.iter().sum::<f64>() / deltas.len().max(1) as f64;
+    let se = (deltas.iter().map(|d| (d - mean).powi(2)).sum::<f64>()
+        / (deltas.len().max(2) - 1) as f64)
+        .sqrt();
     deltas.sort_by(f64::total_cmp);
     let tail = (1.0 - settings.confidence) / 2.0;
     Ok(Paired {
@@ -489,6 +497,7 @@ pub fn paired_bootstrap(
         delta: hb - ha,
         low: percentile(&deltas, tail),
         high: percentile(&deltas, 1.0 - tail),
+        se,
         confidence: settings.confidence,
         replicates: settings.replicates,
     })
@@ -589,12 +598,23 @@ mod tests {
         assert_eq!((p.a, p.b, p.delta), (50.0, 100.0, 50.0));
         assert_eq!((p.low, p.high), (0.0, 100.0));
         assert!(!p.excludes_zero());
+        // Its standard error: sd(d)/√n = ½/√2 = 0.35355 (×100).
+        assert!((p.se - 35.355).abs() < 0.5, "{p:?}");
         // An unpaired bootstrap would put mass on Δ < 0; the paired one never can here.
-        // Three items, d = [1, 1, 0]: P(Δ = 0) = 1/27, so the 2.5 % quantile is above 0 and
-        // the interval is [100/3, 100]; Δ = 200/3.
+        // Three items, d = [1, 1, 0]: Δ* = k/3 with k ~ Binomial(3, 2/3): P(0) = 1/27 ≈ 3.7 %,
+        // P(1/3) = 6/27, P(2/3) = 12/27, P(1) = 8/27. At 95 % the 2.5 % quantile is still 0
+        // (the interval touches 0: not beyond noise); at 90 % the 5 % quantile is 1/3, so
+        // the interval is [100/3, 100] and excludes 0. Δ = 200/3.
         let a = Items::mean_of(vec![correct("g", &[0, 0, 1])]);
         let b = Items::mean_of(vec![correct("g", &[1, 1, 1])]);
         let p = paired_bootstrap(&[&a], &[&b], &s).unwrap();
+        assert_eq!((p.low, p.high), (0.0, 100.0));
+        assert!(!p.excludes_zero());
+        let s90 = BootstrapSettings {
+            confidence: 0.90,
+            ..s
+        };
+        let p = paired_bootstrap(&[&a], &[&b], &s90).unwrap();
         assert!((p.delta - 200.0 / 3.0).abs() < 1e-9);
         assert!((p.low - 100.0 / 3.0).abs() < 1e-9, "{p:?}");
         assert_eq!(p.high, 100.0);

@@ -180,6 +180,15 @@ impl Prf {
     }
 }
 
+/// Whether a smaller value of `metric` is better (error rates, losses, Ψ of eigenvalue
+/// similarity); every other metric of the protocols (accuracy, F1, correlations, P@1) is
+/// better larger. The one place a metric's direction is decided: training curves, the
+/// nightly regression rule and comparisons all read it.
+pub fn lower_is_better(metric: &str) -> bool {
+    let m = metric.to_ascii_lowercase();
+    m.contains("error") || m.contains("loss") || m.contains("psi") || m.contains("eigen")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,13 +97,15 @@ fn environment() -> Result<minijinja::Environment<'static>, ReportError> {
     Ok(env)
 }
 
-fn render_template(name: &str, report: &Report) -> Result<String, ReportError> {
+/// Renders template `name` of `reports/templates/` with `value` as its context (the paper
+/// report, the nightly morning report).
+pub fn render_template<T: serde::Serialize>(name: &str, value: &T) -> Result<String, ReportError> {
     let env = environment()?;
     let t = env.get_template(name).map_err(|e| ReportError::Template {
         template: name.into(),
         detail: e.to_string(),
     })?;
-    t.render(minijinja::Value::from_serialize(report))
+    t.render(minijinja::Value::from_serialize(value))
         .map_err(|e| ReportError::Template {
             template: name.into(),
             detail: format!("{e:#}"),

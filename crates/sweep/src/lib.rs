@@ -11,6 +11,7 @@
 
 pub mod grid;
 pub mod ledger;
+pub mod nightly;
 pub mod plan;
 pub mod report;
 pub mod run;

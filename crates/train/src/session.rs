@@ -165,8 +165,7 @@ fn split_metric(m: &str) -> (&str, Option<&str>) {
 
 /// Whether a metric is better when lower (error rates, losses, Ψ).
 pub fn lower_is_better(metric: &str) -> bool {
-    let m = metric.to_ascii_lowercase();
-    m.contains("error") || m.contains("loss") || m.contains("psi")
+    harness_bench::metrics::lower_is_better(metric)
 }
 
 /// The value of `metric` in a result (`main_score`, or a sub-score by dotted path).

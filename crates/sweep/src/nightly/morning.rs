@@ -1,0 +1,1013 @@
+//! The morning report (issue 30, item 4): tonight against the previous night and the
+//! baseline, failures first, then regressions and improvements (each with Δ, its interval,
+//! the commit range and how far from the best night), then every headline metric with a
+//! sparkline, speed figures, and trend charts. Built here as data ([`Morning`]); rendered to
+//! Markdown and self-contained HTML by `reports/templates/nightly.*.j2` and to terminal text
+//! by [`terminal`].
+
+use super::ack::{acknowledged, Ack};
+use super::config::{NightlyConfig, Rules};
+use super::rule::{judge, read_history, speed_verdict, Judgement, Sample, Verdict};
+use super::store::Night;
+use harness_bench::metrics::lower_is_better;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Exit status of a night: 0 clean, 3 regressions (not acknowledged), 1 errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Clean,
+    Regressions,
+    Errors,
+}
+
+impl Status {
+    /// The process exit code cron or systemd reads.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Clean => 0,
+            Status::Regressions => 3,
+            Status::Errors => 1,
+        }
+    }
+}
+
+/// A flagged change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// `entry/benchmark` or `entry/speed:<figure>`.
+    pub series: String,
+    pub metric: String,
+    /// `regression` or `improvement`.
+    pub kind: String,
+    /// The night compared against (previous night, or the last night before a step).
+    pub since_night: String,
+    /// `abcdef12..12345678`: the commits between which the change began.
+    pub commits: String,
+    pub before: f64,
+    pub now: f64,
+    pub delta: f64,
+    pub interval: Option<(f64, f64)>,
+    pub confidence: f64,
+    pub method: String,
+    /// `new tonight` (tomorrow tells a blip from a step) or `step since DATE`.
+    pub when: String,
+    /// How far tonight is from the best night in the history (in the bad direction), points.
+    pub worse_than_best: Option<f64>,
+    pub best_night: Option<String>,
+    /// The acknowledgement's reason, when acknowledged.
+    pub ack: Option<String>,
+    /// A one-line summary, for the terminal and the Markdown list.
+    pub line: String,
+}
+
+/// One row of the metric table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub series: String,
+    pub metric: String,
+    /// `↑` (higher is better) or `↓`.
+    pub arrow: String,
+    pub seeds: usize,
+    pub tonight: String,
+    pub previous: String,
+    pub delta_previous: String,
+    pub baseline: String,
+    pub delta_baseline: String,
+    pub best: String,
+    pub verdict: String,
+    pub sparkline: String,
+    /// Embedding-cache use tonight (`412/1000 sentences from the cache`), when any.
+    pub cache: String,
+}
+
+/// A speed figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpeedRow {
+    pub series: String,
+    pub tonight: String,
+    pub previous: String,
+    pub ratio: String,
+    pub verdict: String,
+}
+
+/// A past regression that recovered the next night.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recovered {
+    pub series: String,
+    pub night: String,
+    pub value: f64,
+    pub level: f64,
+    pub text: String,
+}
+
+/// A trend chart (inline SVG) and its file name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Chart {
+    pub series: String,
+    pub file: String,
+    pub svg: String,
+}
+
+/// The whole morning report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Morning {
+    pub config: String,
+    pub night: String,
+    pub date: String,
+    pub commit: String,
+    pub previous: Option<String>,
+    pub baseline: Option<String>,
+    pub nights_in_history: usize,
+    pub status: Status,
+    pub headline: String,
+    pub failures: Vec<String>,
+    pub regressions: Vec<Finding>,
+    pub improvements: Vec<Finding>,
+    pub acknowledged: Vec<Finding>,
+    pub recovered: Vec<Recovered>,
+    pub rows: Vec<Row>,
+    pub speed: Vec<SpeedRow>,
+    pub charts: Vec<Chart>,
+    pub plants: Vec<String>,
+    pub notes: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+fn sample<'a>(night: &'a Night, series: &str) -> Option<Sample<'a>> {
+    let r = night.series.get(series)?;
+    let headlines: Vec<f64> = r.iter().filter_map(|s| s.result.main_score).collect();
+    if headlines.is_empty() {
+        return None;
+    }
+    let items: Vec<_> = r.iter().filter_map(|s| s.items.as_ref()).collect();
+    let items = if items.len() == r.len() {
+        items
+    } else {
+        Vec::new()
+    };
+    Some(Sample { headlines, items })
+}
+
+fn short(commit: &str) -> String {
+    commit.chars().take(8).collect()
+}
+
+/// A confidence as a percentage with the digits it needs (95, 99.67, 99.95).
+fn percent(c: f64) -> String {
+    let p = c * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+fn fmt(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+fn signed(v: f64) -> String {
+    format!("{v:+.2}")
+}
+
+/// Unicode sparkline of `values` (`None`: a night without the series).
+pub fn sparkline(values: &[Option<f64>]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let (lo, hi) = present
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    values
+        .iter()
+        .map(|v| match v {
+            None => '·',
+            Some(v) if hi - lo < 1e-12 => {
+                let _ = v;
+                BARS[3]
+            }
+            Some(v) => BARS[(((v - lo) / (hi - lo)) * 7.0).round() as usize],
+        })
+        .collect()
+}
+
+/// Builds the morning report of the last night of `nights` (oldest first).
+pub fn build(
+    config: &NightlyConfig,
+    nights: &[Night],
+    baseline: Option<&str>,
+    acks: &[Ack],
+) -> Morning {
+    let tonight = nights.last().expect("at least tonight");
+    // Family-wise over the night: each of the M series at 1 − (1 − c)/M (Bonferroni).
+    let family = tonight.series.len().max(1) as f64;
+    let per_series = Rules {
+        confidence: 1.0 - (1.0 - config.rules.confidence) / family,
+        ..config.rules.clone()
+    };
+    let rules: &Rules = &per_series;
+    let rec = &tonight.record;
+    let window_start = nights.len().saturating_sub(config.history.max(2));
+    let base = match baseline {
+        Some(b) => nights[..nights.len() - 1]
+            .iter()
+            .find(|n| n.record.name == b || n.record.date == b),
+        None => nights.first().filter(|n| n.record.name != rec.name),
+    };
+    let mut failures: Vec<String> = Vec::new();
+    for e in &rec.entries {
+        for s in &e.seeds {
+            for err in &s.errors {
+                failures.push(format!(
+                    "{} seed {}: {err} (log: {})",
+                    e.name, s.seed, s.log
+                ));
+            }
+        }
+    }
+    failures.extend(tonight.problems.iter().cloned());
+    let mut notes = Vec::new();
+    if let Some(b) = baseline {
+        if base.is_none() {
+            notes.push(format!(
+                "baseline `{b}` is not a night of this history; no baseline column"
+            ));
+        }
+    }
+    let mut regressions = Vec::new();
+    let mut improvements = Vec::new();
+    let mut acknowledged_list = Vec::new();
+    let mut recovered = Vec::new();
+    let mut rows = Vec::new();
+    let mut charts = Vec::new();
+    let all_series: BTreeSet<&String> = tonight.series.keys().collect();
+    for series in all_series {
+        let Some(now) = sample(tonight, series) else {
+            continue;
+        };
+        let first = &tonight.series[series][0].result;
+        let metric = first.main_metric.clone().unwrap_or_default();
+        let lower = lower_is_better(&metric);
+        let min_effect = rules.min_effect_of(series);
+        // The series over the whole history: (night index, value).
+        let hist: Vec<(usize, f64)> = nights
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.headline(series).map(|v| (i, v)))
+            .collect();
+        let values: Vec<f64> = hist.iter().map(|(_, v)| *v).collect();
+        let prev = nights[..nights.len() - 1]
+            .iter()
+            .rev()
+            .find(|n| n.series.contains_key(series));
+        let vs_prev = prev
+            .and_then(|p| sample(p, series))
+            .map(|a| judge(&a, &now, lower, min_effect, rules));
+        let vs_base = base
+            .and_then(|b| sample(b, series))
+            .map(|a| judge(&a, &now, lower, min_effect, rules));
+        let best = hist.iter().map(|&(i, v)| (i, v)).reduce(|a, b| {
+            let better = if lower { b.1 < a.1 } else { b.1 > a.1 };
+            if better {
+                b
+            } else {
+                a
+            }
+        });
+        let worse_than_best = best.map(|(_, v)| {
+            if lower {
+                now.mean() - v
+            } else {
+                v - now.mean()
+            }
+        });
+        let sigma = super::rule::noise_sigma(&values, min_effect / 2.0);
+        let story = read_history(&values, sigma, rules.step_penalty, min_effect);
+        for &b in &story.blips {
+            let (i, v) = hist[b];
+            if i >= window_start {
+                let level = (hist[b - 1].1 + hist[b + 1].1) / 2.0;
+                let worse = if lower { v > level } else { v < level };
+                if worse {
+                    recovered.push(Recovered {
+                        series: series.clone(),
+                        night: nights[i].record.name.clone(),
+                        value: v,
+                        level,
+                        text: format!(
+                            "{series} on {}: {v:.2} against a level of {level:.2} either side (recovered the next night)",
+                            nights[i].record.name
+                        ),
+                    });
+                }
+            }
+        }
+        // Findings: a change tonight against the previous night; else a lasting step whose
+        // level tonight still holds, against the last night before it.
+        let mut finding: Option<(Judgement, &Night, String)> = None;
+        if let (Some(j), Some(p)) = (&vs_prev, prev) {
+            if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
+                finding = Some((
+                    j.clone(),
+                    p,
+                    "new tonight: tomorrow tells a one-night blip from a lasting step".into(),
+                ));
+            }
+        }
+        if finding.is_none() {
+            if let Some(&s) = story.steps.last() {
+                // The step's segment must reach tonight (no later change point).
+                let before = &nights[hist[s - 1].0];
+                let began = &nights[hist[s].0];
+                if let Some(a) = sample(before, series) {
+                    let j = judge(&a, &now, lower, min_effect, rules);
+                    if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
+                        finding = Some((
+                            j,
+                            before,
+                            format!(
+                                "lasting step since {} ({} nights at the new level)",
+                                began.record.date,
+                                hist.len() - s
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some((j, before, when)) = finding {
+            let kind = if j.verdict == Verdict::Regression {
+                "regression"
+            } else {
+                "improvement"
+            };
+            let commits = format!("{}..{}", short(&before.record.commit), short(&rec.commit));
+            let interval = j.interval.map_or("no interval".to_string(), |(l, h)| {
+                format!("{} % CI [{l:+.2}, {h:+.2}]", percent(j.confidence))
+            });
+            let wtb = worse_than_best.filter(|w| *w > 0.0);
+            let line = format!(
+                "{series} {metric} {} → {} (Δ {}, {interval}, {}; {when}; commits {commits}{})",
+                fmt(j.delta.mul_add(-1.0, now.mean())),
+                fmt(now.mean()),
+                signed(j.delta),
+                j.method,
+                wtb.map_or(String::new(), |w| format!(
+                    "; worse than the best night by {w:.2}"
+                ))
+            );
+            let f = Finding {
+                series: series.clone(),
+                metric: metric.clone(),
+                kind: kind.into(),
+                since_night: before.record.name.clone(),
+                commits,
+                before: now.mean() - j.delta,
+                now: now.mean(),
+                delta: j.delta,
+                interval: j.interval,
+                confidence: j.confidence,
+                method: j.method.into(),
+                when,
+                worse_than_best: wtb,
+                best_night: best.map(|(i, _)| nights[i].record.name.clone()),
+                ack: None,
+                line,
+            };
+            if kind == "regression" {
+                match acknowledged(acks, series, &rec.date) {
+                    Some(reason) => acknowledged_list.push(Finding {
+                        ack: Some(reason.to_string()),
+                        ..f
+                    }),
+                    None => regressions.push(f),
+                }
+            } else {
+                improvements.push(f);
+            }
+        }
+        let window: Vec<Option<f64>> = nights[window_start..]
+            .iter()
+            .map(|n| n.headline(series))
+            .collect();
+        let hits: u64 = tonight.series[series]
+            .iter()
+            .map(|s| s.result.cache.hits)
+            .sum();
+        let misses: u64 = tonight.series[series]
+            .iter()
+            .map(|s| s.result.cache.misses)
+            .sum();
+        let verdict = |j: &Option<Judgement>| match j.as_ref().map(|j| j.verdict) {
+            Some(Verdict::Regression) => "regression",
+            Some(Verdict::Improvement) => "improvement",
+            Some(Verdict::Unchanged) => "within noise",
+            Some(Verdict::Unjudged) => "no noise estimate",
+            None => "first night",
+        };
+        rows.push(Row {
+            series: series.clone(),
+            metric: metric.clone(),
+            arrow: if lower { "↓" } else { "↑" }.into(),
+            seeds: now.headlines.len(),
+            tonight: fmt(now.mean()),
+            previous: vs_prev
+                .as_ref()
+                .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
+            delta_previous: vs_prev.as_ref().map_or("–".into(), |j| match j.interval {
+                Some((l, h)) => format!("{} [{l:+.2}, {h:+.2}]", signed(j.delta)),
+                None => signed(j.delta),
+            }),
+            baseline: vs_base
+                .as_ref()
+                .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
+            delta_baseline: vs_base.as_ref().map_or("–".into(), |j| signed(j.delta)),
+            best: best.map_or("–".into(), |(_, v)| fmt(v)),
+            verdict: verdict(&vs_prev).into(),
+            sparkline: sparkline(&window),
+            cache: if hits > 0 {
+                format!(
+                    "{hits}/{} sentences from the embedding cache",
+                    hits + misses
+                )
+            } else {
+                String::new()
+            },
+        });
+        let points: Vec<(f64, f64, Option<f64>)> = hist
+            .iter()
+            .filter(|(i, _)| *i >= window_start)
+            .map(|&(i, v)| (i as f64, v, None))
+            .collect();
+        let file = format!("trend-{}.svg", series.replace(['/', ':'], "_"));
+        charts.push(Chart {
+            series: series.clone(),
+            file,
+            svg: harness_report::charts::lines(
+                &format!("trend-{}", series.replace(['/', ':'], "_")),
+                &format!("{series} — {metric} per night"),
+                "night (index in the history)",
+                &metric,
+                &[harness_report::charts::LineSeries {
+                    label: series.clone(),
+                    points,
+                }],
+            ),
+        });
+    }
+    // Speed: per entry, throughputs and wall time against the previous night.
+    let mut speed = Vec::new();
+    let prev_night = nights.len().checked_sub(2).map(|i| &nights[i]);
+    for e in &rec.entries {
+        // (figure, value, higher is better, seconds the measurement took).
+        let figures = |n: &Night| -> Vec<(&'static str, Option<f64>, bool, f64)> {
+            let Some(pe) = n.record.entries.iter().find(|x| x.name == e.name) else {
+                return Vec::new();
+            };
+            let mean =
+                |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            let wall = mean(
+                pe.seeds
+                    .iter()
+                    .map(|s| s.train_seconds.unwrap_or(0.0) + s.eval_seconds)
+                    .collect(),
+            );
+            vec![
+                (
+                    "tokens_per_s",
+                    mean(pe.seeds.iter().filter_map(|s| s.tokens_per_s).collect()),
+                    true,
+                    mean(pe.seeds.iter().filter_map(|s| s.train_seconds).collect()).unwrap_or(0.0),
+                ),
+                (
+                    "sentences_per_s",
+                    pe.sentences_per_s,
+                    true,
+                    pe.probe_seconds.unwrap_or(0.0),
+                ),
+                ("wall_s", wall, false, wall.unwrap_or(0.0)),
+            ]
+        };
+        let now_f = figures(tonight);
+        let prev_f = prev_night.map(figures).unwrap_or_default();
+        for (name, value, higher, took) in now_f {
+            let Some(v) = value else { continue };
+            let previous = prev_f.iter().find(|(n, _, _, _)| *n == name);
+            let before = previous.and_then(|(_, b, _, _)| *b);
+            let long_enough = took >= rules.speed_min_seconds
+                && previous.is_some_and(|(_, _, _, t)| *t >= rules.speed_min_seconds);
+            let series = format!("{}/speed:{name}", e.name);
+            let verdict = match before {
+                Some(b) if long_enough => speed_verdict(b, v, higher, rules.speed_ratio),
+                _ => Verdict::Unjudged,
+            };
+            let word = match verdict {
+                Verdict::Regression => "slower",
+                Verdict::Improvement => "faster",
+                Verdict::Unchanged => "within threshold",
+                Verdict::Unjudged if before.is_some() => "too short to compare",
+                Verdict::Unjudged => "first night",
+            };
+            if verdict == Verdict::Regression {
+                let b = before.unwrap_or(f64::NAN);
+                let f = Finding {
+                    series: series.clone(),
+                    metric: name.into(),
+                    kind: "regression".into(),
+                    since_night: prev_night
+                        .map(|n| n.record.name.clone())
+                        .unwrap_or_default(),
+                    commits: prev_night.map_or(String::new(), |n| {
+                        format!("{}..{}", short(&n.record.commit), short(&rec.commit))
+                    }),
+                    before: b,
+                    now: v,
+                    delta: v - b,
+                    interval: None,
+                    confidence: 0.0,
+                    method: format!("ratio {:.2} beyond {:.2}", v / b, rules.speed_ratio),
+                    when: "new tonight".into(),
+                    worse_than_best: None,
+                    best_night: None,
+                    ack: None,
+                    line: format!(
+                        "{series} {} → {} (×{:.2}; threshold ×{:.2})",
+                        fmt(b),
+                        fmt(v),
+                        v / b,
+                        if higher {
+                            rules.speed_ratio
+                        } else {
+                            1.0 / rules.speed_ratio
+                        }
+                    ),
+                };
+                match acknowledged(acks, &series, &rec.date) {
+                    Some(reason) => acknowledged_list.push(Finding {
+                        ack: Some(reason.into()),
+                        ..f
+                    }),
+                    None => regressions.push(f),
+                }
+            }
+            speed.push(SpeedRow {
+                series,
+                tonight: fmt(v),
+                previous: before.map_or("–".into(), fmt),
+                ratio: before.map_or("–".into(), |b| format!("×{:.2}", v / b)),
+                verdict: word.into(),
+            });
+        }
+    }
+    let status = if !failures.is_empty() {
+        Status::Errors
+    } else if !regressions.is_empty() {
+        Status::Regressions
+    } else {
+        Status::Clean
+    };
+    let headline = format!(
+        "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} nights in the history)",
+        config.name,
+        rec.name,
+        regressions.len(),
+        if regressions.len() == 1 { "" } else { "s" },
+        improvements.len(),
+        if improvements.len() == 1 { "" } else { "s" },
+        acknowledged_list.len(),
+        failures.len(),
+        if failures.len() == 1 { "" } else { "s" },
+        rows.len(),
+        nights.len()
+    );
+    let plants = rec
+        .plants
+        .iter()
+        .map(|p| {
+            format!(
+                "FIRE DRILL: {} was perturbed by {:+.2} points of quality (`--plant`; per seed before → after: {})",
+                p.series,
+                p.points,
+                p.headlines
+                    .iter()
+                    .map(|(a, b)| format!("{a:.2} → {b:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    notes.push(format!(
+        "Rule: a change is flagged when |Δ| ≥ the series' minimum effect (default {:.2} points) and its paired bootstrap interval (Δ ± z·SE, {} replicates over the test items, seeds resampled where several ran; seed {}) excludes 0 at {:.2} % per series: {:.0} % for the whole night over its {} series (Bonferroni). Speed figures alert beyond ×{:.2} when both timings lasted {:.0} s or more.",
+        rules.min_effect_of(""),
+        rules.replicates,
+        rules.bootstrap_seed,
+        rules.confidence * 100.0,
+        config.rules.confidence * 100.0,
+        family,
+        rules.speed_ratio,
+        rules.speed_min_seconds
+    ));
+    if rec.seed_offset != 0 {
+        notes.push(format!(
+            "Noise-only night: every seed shifted by {} (`--seed-offset`).",
+            rec.seed_offset
+        ));
+    }
+    let env = &rec.env;
+    let env_rows = vec![
+        (
+            "harness".to_string(),
+            format!("{} ({})", env.harness_version, env.git_commit),
+        ),
+        (
+            "datasets.lock".to_string(),
+            env.datasets_lock.chars().take(16).collect(),
+        ),
+        (
+            "backend / device".to_string(),
+            format!("{} / {}", env.backend, env.device),
+        ),
+        ("threads".to_string(), env.threads.to_string()),
+        ("CPU".to_string(), env.cpu_model.clone()),
+        ("OS".to_string(), env.os.clone()),
+        (
+            "night wall time".to_string(),
+            format!("{:.1} s", rec.wall_seconds),
+        ),
+    ];
+    Morning {
+        config: config.name.clone(),
+        night: rec.name.clone(),
+        date: rec.date.clone(),
+        commit: rec.commit.clone(),
+        previous: prev_night.map(|n| n.record.name.clone()),
+        baseline: base.map(|n| n.record.name.clone()),
+        nights_in_history: nights.len(),
+        status,
+        headline,
+        failures,
+        regressions,
+        improvements,
+        acknowledged: acknowledged_list,
+        recovered,
+        rows,
+        speed,
+        charts,
+        plants,
+        notes,
+        env: env_rows,
+    }
+}
+
+/// The report as terminal text (also the log of a cron run).
+pub fn terminal(m: &Morning) -> String {
+    let mut out = format!("{}\n", m.headline);
+    for p in &m.plants {
+        out.push_str(&format!("  {p}\n"));
+    }
+    let list = |out: &mut String, title: &str, items: &[String]| {
+        if !items.is_empty() {
+            out.push_str(&format!("{title}:\n"));
+            for i in items {
+                out.push_str(&format!("  - {i}\n"));
+            }
+        }
+    };
+    list(&mut out, "FAILURES", &m.failures);
+    list(
+        &mut out,
+        "REGRESSIONS",
+        &m.regressions
+            .iter()
+            .map(|f| f.line.clone())
+            .collect::<Vec<_>>(),
+    );
+    list(
+        &mut out,
+        "improvements",
+        &m.improvements
+            .iter()
+            .map(|f| f.line.clone())
+            .collect::<Vec<_>>(),
+    );
+    list(
+        &mut out,
+        "acknowledged (not alerting)",
+        &m.acknowledged
+            .iter()
+            .map(|f| format!("{} — {}", f.line, f.ack.as_deref().unwrap_or("")))
+            .collect::<Vec<_>>(),
+    );
+    list(
+        &mut out,
+        "recovered (one-night blips)",
+        &m.recovered
+            .iter()
+            .map(|r| r.text.clone())
+            .collect::<Vec<_>>(),
+    );
+    use tabled::builder::Builder;
+    use tabled::settings::Style;
+    let mut b = Builder::default();
+    b.push_record([
+        "series",
+        "metric",
+        "tonight",
+        "previous",
+        "Δ previous [CI]",
+        "baseline",
+        "Δ baseline",
+        "best",
+        "trend",
+        "verdict",
+    ]);
+    for r in &m.rows {
+        b.push_record([
+            r.series.clone(),
+            format!("{} {}", r.metric, r.arrow),
+            r.tonight.clone(),
+            r.previous.clone(),
+            r.delta_previous.clone(),
+            r.baseline.clone(),
+            r.delta_baseline.clone(),
+            r.best.clone(),
+            r.sparkline.clone(),
+            r.verdict.clone(),
+        ]);
+    }
+    out.push_str(&b.build().with(Style::sharp()).to_string());
+    out.push('\n');
+    if !m.speed.is_empty() {
+        let mut b = Builder::default();
+        b.push_record(["speed", "tonight", "previous", "ratio", "verdict"]);
+        for s in &m.speed {
+            b.push_record([
+                s.series.clone(),
+                s.tonight.clone(),
+                s.previous.clone(),
+                s.ratio.clone(),
+                s.verdict.clone(),
+            ]);
+        }
+        out.push_str(&b.build().with(Style::sharp()).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::super::config::{Entry, NightlyConfig};
+    use super::super::store::{EnvFingerprint, NightRecord, SeedResult};
+    use harness_bench::items::{Group, Items, Outcomes};
+    use harness_bench::runner::BenchResult;
+    use rand::{Rng, SeedableRng};
+
+    fn config() -> NightlyConfig {
+        NightlyConfig {
+            name: "t".into(),
+            description: String::new(),
+            baseline: None,
+            seeds: vec![1, 2],
+            history: 14,
+            entries: vec![Entry {
+                name: "e".into(),
+                recipe: None,
+                profile: None,
+                set: vec![],
+                run: None,
+                encoder: Some("x".into()),
+                benchmarks: vec!["acc".into()],
+                bench_set: vec![],
+                seeds: None,
+            }],
+            rules: Rules::default(),
+            speed_probe_sentences: 0,
+        }
+    }
+
+    /// A night whose series `e/acc` has one result per seed (accuracy items) and `e/err`
+    /// (an error rate over the same kind of items).
+    fn night(k: usize, per_seed: &[(Items, Items)]) -> Night {
+        let result = |bench: &str, metric: &str, items: &Items, seed: u64| {
+            SeedResult {
+            seed,
+            result: serde_json::from_value::<BenchResult>(serde_json::json!({
+                "benchmark": bench, "protocol": "p", "dataset": "d", "main_metric": metric,
+                "main_score": items.headline(), "scores": null, "protocol_params": null,
+                "notes": [], "datasets": "x", "encoder": {"name": "x", "fingerprint": "f", "dim": 1},
+                "seed": seed, "seconds": 1.0, "cache": {"hits": 0, "misses": 0},
+                "harness_version": "0"
+            }))
+            .unwrap(),
+            items: Some(items.clone()),
+            path: "r.json".into(),
+        }
+        };
+        let mut series = std::collections::BTreeMap::new();
+        series.insert(
+            "e/acc".to_string(),
+            per_seed
+                .iter()
+                .enumerate()
+                .map(|(s, (a, _))| result("acc", "accuracy", a, s as u64 + 1))
+                .collect(),
+        );
+        series.insert(
+            "e/err".to_string(),
+            per_seed
+                .iter()
+                .enumerate()
+                .map(|(s, (_, e))| result("err", "error_rate", e, s as u64 + 1))
+                .collect(),
+        );
+        let date = format!("2026-10-{:02}", k + 1);
+        Night {
+            dir: "n".into(),
+            record: NightRecord {
+                config: "t".into(),
+                date: date.clone(),
+                commit: format!("{k:08x}"),
+                name: format!("{date}-{k:08x}"),
+                started: String::new(),
+                finished: String::new(),
+                wall_seconds: 1.0,
+                env: EnvFingerprint {
+                    harness_version: "0".into(),
+                    git_commit: "c".into(),
+                    crate_versions: Default::default(),
+                    datasets_lock: "x".into(),
+                    backend: "ndarray".into(),
+                    device: "cpu".into(),
+                    threads: 1,
+                    cpu_model: "cpu".into(),
+                    os: "linux".into(),
+                },
+                entries: vec![],
+                plants: vec![],
+                seed_offset: 0,
+            },
+            series,
+            problems: vec![],
+        }
+    }
+
+    /// Seed noise on fixed test items: each run re-decides 5 % of 2,000 items (a classifier
+    /// seed moves items near the boundary), the rest stay as the truth has them (80 % right).
+    fn noisy_nights(n: usize, seed: u64) -> Vec<Vec<(Items, Items)>> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let truth: Vec<bool> = (0..2000).map(|_| rng.random_bool(0.8)).collect();
+        let run = |rng: &mut rand_chacha::ChaCha8Rng| -> Vec<bool> {
+            truth
+                .iter()
+                .map(|&t| {
+                    if rng.random_bool(0.05) {
+                        rng.random_bool(0.8)
+                    } else {
+                        t
+                    }
+                })
+                .collect()
+        };
+        (0..n)
+            .map(|_| {
+                (0..2)
+                    .map(|_| {
+                        let g = |c: Vec<bool>| {
+                            vec![Group {
+                                name: "g".into(),
+                                weight: 1.0,
+                                outcomes: Outcomes::correct(c),
+                            }]
+                        };
+                        (
+                            Items::mean_of(g(run(&mut rng))),
+                            Items::error_rate_of(g(run(&mut rng))),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn twenty_nights_of_seed_noise_raise_no_alarm_and_planted_changes_are_caught() {
+        let c = config();
+        let data = noisy_nights(21, 11);
+        let nights: Vec<Night> = data.iter().enumerate().map(|(k, d)| night(k, d)).collect();
+        let mut alarms = 0;
+        for k in 1..nights.len() {
+            let m = build(&c, &nights[..=k], None, &[]);
+            alarms += m.regressions.len() + m.improvements.len();
+            assert_eq!(m.rows.len(), 2);
+        }
+        assert_eq!(alarms, 0, "false alarms over 20 noise-only nights");
+        // Tonight 5 points worse on `e/acc` (right → wrong on 5 % of the items of each seed):
+        // flagged with the right sign, an interval below 0, exit 3.
+        let mut bad = data[20].clone();
+        for (a, _) in bad.iter_mut() {
+            super::super::plant::perturb(a, -5.0, 3).unwrap();
+        }
+        let mut with_bad: Vec<Night> = nights[..20].to_vec();
+        with_bad.push(night(20, &bad));
+        let m = build(&c, &with_bad, None, &[]);
+        assert_eq!(m.status, Status::Regressions, "{}", terminal(&m));
+        let f = &m.regressions[0];
+        assert_eq!(
+            (f.series.as_str(), f.kind.as_str()),
+            ("e/acc", "regression")
+        );
+        let (low, high) = f.interval.unwrap();
+        assert!(f.delta < -3.0 && high < 0.0 && low < f.delta, "{f:?}");
+        assert!(f.worse_than_best.unwrap() > 4.0, "{f:?}");
+        assert!(f.commits.ends_with(&format!("{:08x}", 20)), "{}", f.commits);
+        // Acknowledged: listed with its reason, no alert.
+        let acks = vec![Ack {
+            series: "e/*".into(),
+            reason: "known".into(),
+            expires: None,
+        }];
+        let m = build(&c, &with_bad, None, &acks);
+        assert_eq!(m.status, Status::Clean);
+        assert_eq!(m.acknowledged[0].ack.as_deref(), Some("known"));
+        // An error rate that falls by 5 points is an improvement: reported, exit 0.
+        let mut good = data[20].clone();
+        for (_, e) in good.iter_mut() {
+            super::super::plant::perturb(e, 5.0, 3).unwrap();
+        }
+        let mut with_good: Vec<Night> = nights[..20].to_vec();
+        with_good.push(night(20, &good));
+        let m = build(&c, &with_good, None, &[]);
+        assert_eq!(m.status, Status::Clean, "{}", terminal(&m));
+        assert_eq!(m.improvements[0].series, "e/err");
+        assert!(m.improvements[0].delta < -3.0);
+        // A lasting step: nights 15.. all 5 points worse. Tonight (20) is no change against
+        // night 19, yet the step is still open: reported against night 14, dated night 15.
+        let stepped: Vec<Night> = data
+            .iter()
+            .enumerate()
+            .map(|(k, d)| {
+                let mut d = d.clone();
+                if k >= 15 {
+                    for (a, _) in d.iter_mut() {
+                        super::super::plant::perturb(a, -5.0, k as u64).unwrap();
+                    }
+                }
+                night(k, &d)
+            })
+            .collect();
+        let m = build(&c, &stepped, None, &[]);
+        assert_eq!(m.status, Status::Regressions, "{}", terminal(&m));
+        let f = &m.regressions[0];
+        assert!(
+            f.when.starts_with("lasting step since 2026-10-16"),
+            "{}",
+            f.when
+        );
+        assert_eq!(f.commits, format!("{:08x}..{:08x}", 14, 20));
+        // A one-night dip that recovered: listed as recovered, no alarm tonight.
+        let mut dipped: Vec<Night> = nights.clone();
+        let mut d = data[10].clone();
+        for (a, _) in d.iter_mut() {
+            super::super::plant::perturb(a, -6.0, 9).unwrap();
+        }
+        dipped[10] = night(10, &d);
+        let m = build(&c, &dipped, None, &[]);
+        assert_eq!(m.status, Status::Clean, "{}", terminal(&m));
+        assert_eq!(m.recovered.len(), 1, "{}", terminal(&m));
+        assert_eq!(m.recovered[0].night, dipped[10].record.name);
+    }
+
+    #[test]
+    fn sparklines_scale_to_the_window() {
+        assert_eq!(sparkline(&[Some(1.0), Some(2.0), None, Some(3.0)]), "▁▅·█");
+        assert_eq!(sparkline(&[Some(5.0), Some(5.0)]), "▄▄");
+    }
+}
+
+/// Writes the report of `m` into `dir` (`report.md`, `report.html`, `report.txt` and one SVG
+/// per trend chart), each atomically; returns the HTML's path.
+pub fn write(m: &Morning, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
+    let put = |name: &str, text: &str| {
+        let p = dir.join(name);
+        harness_core::fsutil::write_atomic(&p, text.as_bytes())
+            .map_err(|e| format!("{}: cannot write ({e})", p.display()))
+    };
+    let md =
+        harness_report::render::render_template("nightly.md.j2", m).map_err(|e| e.to_string())?;
+    let html =
+        harness_report::render::render_template("nightly.html.j2", m).map_err(|e| e.to_string())?;
+    put("report.md", &md)?;
+    put("report.html", &html)?;
+    put("report.txt", &terminal(m))?;
+    for c in &m.charts {
+        put(&c.file, &c.svg)?;
+    }
+    Ok(dir.join("report.html"))
+}

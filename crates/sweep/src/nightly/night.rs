@@ -1,0 +1,352 @@
+//! Running one night: every entry and seed through the same commands a person types
+//! (`harness train`, `harness eval`, `harness embed` for the speed probe), each as a child
+//! process of this binary writing into tonight's own folder — so no result of an earlier
+//! night is ever reused (only the embedding cache may serve identical encoder + data, and
+//! each result file counts its cache hits). The night is written under a hidden `.partial`
+//! name and renamed into the history when complete.
+
+use super::config::{NightlyConfig, Source};
+use super::store::{night_name, EntryRecord, EnvFingerprint, NightRecord, SeedRecord};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// How to run a night.
+#[derive(Debug, Clone)]
+pub struct NightOptions {
+    /// The harness binary (`std::env::current_exe()`).
+    pub exe: PathBuf,
+    /// `<store>/<config>/`.
+    pub history: PathBuf,
+    pub date: String,
+    pub commit: String,
+    pub env: EnvFingerprint,
+    /// Sentences for the speed probe (one per line); `None`: no probe.
+    pub probe_input: Option<PathBuf>,
+    /// Added to every seed (noise-only nights).
+    pub seed_offset: u64,
+    /// Where relative paths of the config (recipes, runs) are resolved: the directory the
+    /// command runs in.
+    pub cwd: PathBuf,
+}
+
+/// What the command layer is told while a night runs.
+#[derive(Debug, Clone)]
+pub enum NightEvent {
+    Start {
+        entry: String,
+        seed: u64,
+        what: String,
+    },
+    Done {
+        entry: String,
+        seed: u64,
+        seconds: f64,
+        errors: usize,
+    },
+}
+
+/// The folder a night is built in before it is complete.
+pub fn partial_dir(history: &Path, name: &str) -> PathBuf {
+    history.join(format!(".{name}.partial-{}", std::process::id()))
+}
+
+/// Runs every entry of `config` into a new partial night folder and returns the record and
+/// the folder (still partial: the caller plants, writes the record and renames).
+pub fn run_night(
+    config: &NightlyConfig,
+    opts: &NightOptions,
+    on_event: &mut dyn FnMut(NightEvent),
+) -> Result<(NightRecord, PathBuf), String> {
+    let name = night_name(&opts.date, &opts.commit);
+    let final_dir = opts.history.join(&name);
+    if final_dir.exists() {
+        return Err(format!(
+            "{}: a night of {} at commit {} is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
+            final_dir.display(),
+            opts.date,
+            super::store::night_name("", &opts.commit).trim_start_matches('-')
+        ));
+    }
+    let dir = partial_dir(&opts.history, &name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
+    let started = harness_core::rundir::utc_now();
+    let t0 = Instant::now();
+    let mut entries = Vec::new();
+    for entry in &config.entries {
+        let mut seeds = Vec::new();
+        for &base_seed in config.seeds_of(entry) {
+            let seed = base_seed + opts.seed_offset;
+            let rel = format!("{}/seed-{seed}", entry.name);
+            let seed_dir = dir.join(&rel);
+            std::fs::create_dir_all(&seed_dir)
+                .map_err(|e| format!("{}: cannot create ({e})", seed_dir.display()))?;
+            // Beside the seed's folder, not in it: `harness train --out` wants a new or
+            // empty directory.
+            let log_rel = format!("{rel}.log");
+            let log_path = dir.join(&log_rel);
+            let mut record = SeedRecord {
+                seed,
+                dir: rel.clone(),
+                train_seconds: None,
+                tokens_per_s: None,
+                eval_seconds: 0.0,
+                errors: Vec::new(),
+                log: log_rel,
+            };
+            let t = Instant::now();
+            let encoder = match entry.source() {
+                Source::Recipe(recipe) => {
+                    on_event(NightEvent::Start {
+                        entry: entry.name.clone(),
+                        seed,
+                        what: format!("training {}", recipe.display()),
+                    });
+                    let mut args: Vec<String> = vec![
+                        "train".into(),
+                        opts.cwd.join(recipe).display().to_string(),
+                        "--out".into(),
+                        seed_dir.display().to_string(),
+                        "--set".into(),
+                        format!("seed={seed}"),
+                    ];
+                    if let Some(p) = &entry.profile {
+                        args.extend(["--profile".into(), p.clone()]);
+                    }
+                    for s in &entry.set {
+                        args.extend(["--set".into(), s.clone()]);
+                    }
+                    let t_train = Instant::now();
+                    let ok = child(&opts.exe, &args, &log_path)?;
+                    record.train_seconds = Some(t_train.elapsed().as_secs_f64());
+                    record.tokens_per_s = tokens_per_s(&seed_dir);
+                    if !ok {
+                        record
+                            .errors
+                            .push(format!("training failed (`harness {}`)", args.join(" ")));
+                        None
+                    } else {
+                        Some(seed_dir.display().to_string())
+                    }
+                }
+                Source::Run(run) => Some(opts.cwd.join(run).display().to_string()),
+                Source::Encoder(e) => Some(e.to_string()),
+            };
+            if let Some(encoder) = encoder {
+                let benchmarks = benchmarks_of(entry, opts)?;
+                on_event(NightEvent::Start {
+                    entry: entry.name.clone(),
+                    seed,
+                    what: format!("evaluating {encoder} on {benchmarks}"),
+                });
+                let mut args: Vec<String> = vec![
+                    "eval".into(),
+                    "--encoder".into(),
+                    encoder.clone(),
+                    "--bench".into(),
+                    benchmarks,
+                    "--seed".into(),
+                    seed.to_string(),
+                    "--out".into(),
+                    seed_dir.join("results").display().to_string(),
+                ];
+                for s in &entry.bench_set {
+                    args.extend(["--set".into(), s.clone()]);
+                }
+                let t_eval = Instant::now();
+                let ok = child(&opts.exe, &args, &log_path)?;
+                record.eval_seconds = t_eval.elapsed().as_secs_f64();
+                record
+                    .errors
+                    .extend(failed_benchmarks(&seed_dir.join("results")));
+                if !ok && record.errors.is_empty() {
+                    record
+                        .errors
+                        .push(format!("evaluation failed (`harness {}`)", args.join(" ")));
+                }
+            }
+            on_event(NightEvent::Done {
+                entry: entry.name.clone(),
+                seed,
+                seconds: t.elapsed().as_secs_f64(),
+                errors: record.errors.len(),
+            });
+            seeds.push(record);
+        }
+        // Speed probe: the first seed's encoder over the probe sentences, no cache.
+        let probed = match (&opts.probe_input, seeds.first()) {
+            (Some(input), Some(first)) if first.errors.is_empty() => {
+                let encoder = match entry.source() {
+                    Source::Recipe(_) => dir.join(&first.dir).display().to_string(),
+                    Source::Run(r) => opts.cwd.join(r).display().to_string(),
+                    Source::Encoder(e) => e.to_string(),
+                };
+                probe(&opts.exe, &encoder, input, &dir.join(&first.dir))
+            }
+            _ => None,
+        };
+        entries.push(EntryRecord {
+            name: entry.name.clone(),
+            kind: match entry.source() {
+                Source::Recipe(_) => "recipe",
+                Source::Run(_) => "run",
+                Source::Encoder(_) => "encoder",
+            }
+            .into(),
+            source: match entry.source() {
+                Source::Recipe(p) | Source::Run(p) => p.display().to_string(),
+                Source::Encoder(e) => e.to_string(),
+            },
+            seeds,
+            sentences_per_s: probed.map(|(n, secs)| n / secs),
+            probe_seconds: probed.map(|(_, secs)| secs),
+        });
+    }
+    let record = NightRecord {
+        config: config.name.clone(),
+        date: opts.date.clone(),
+        commit: opts.commit.clone(),
+        name,
+        started,
+        finished: harness_core::rundir::utc_now(),
+        wall_seconds: t0.elapsed().as_secs_f64(),
+        env: opts.env.clone(),
+        entries,
+        plants: Vec::new(),
+        seed_offset: opts.seed_offset,
+    };
+    Ok((record, dir))
+}
+
+/// The benchmarks of an entry as one `--bench` list: its own, else its recipe's
+/// `evaluate:` list.
+fn benchmarks_of(entry: &super::config::Entry, opts: &NightOptions) -> Result<String, String> {
+    if !entry.benchmarks.is_empty() {
+        return Ok(entry.benchmarks.join(","));
+    }
+    let Source::Recipe(recipe) = entry.source() else {
+        return Ok(String::new());
+    };
+    let load = harness_recipe::LoadOptions {
+        profile: entry.profile.clone(),
+        sets: entry.set.clone(),
+    };
+    let resolved = harness_bench::load_recipe(&opts.cwd.join(recipe), &load)
+        .map_err(|e| format!("entry `{}`: {e}", entry.name))?;
+    let names: Vec<String> = resolved
+        .recipe
+        .evaluate
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Err(format!(
+            "entry `{}`: the recipe evaluates nothing and the entry lists no `benchmarks:`",
+            entry.name
+        ));
+    }
+    Ok(names.join(","))
+}
+
+/// Runs `exe args`, appending its output to `log`; whether it exited 0.
+fn child(exe: &Path, args: &[String], log: &Path) -> Result<bool, String> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("{}: cannot open the log ({e})", log.display()))?;
+    let _ = writeln!(file, "$ harness {}", args.join(" "));
+    let err = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let status = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(err))
+        .status()
+        .map_err(|e| format!("{}: cannot start ({e})", exe.display()))?;
+    Ok(status.success())
+}
+
+/// Training throughput from a run's `train/metrics.jsonl` (its last line's `tokens_per_s`).
+pub fn tokens_per_s(run_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(run_dir.join("train/metrics.jsonl")).ok()?;
+    let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    serde_json::from_str::<serde_json::Value>(last).ok()?["tokens_per_s"].as_f64()
+}
+
+/// The errors of the failed result files in `results`.
+fn failed_benchmarks(results: &Path) -> Vec<String> {
+    let Ok(listing) = std::fs::read_dir(results) else {
+        return vec![format!("{}: no results were written", results.display())];
+    };
+    let mut errors: Vec<String> = listing
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| harness_bench::runner::read_result(&p).ok())
+        .filter_map(|r| {
+            r.error
+                .map(|e| format!("benchmark `{}` failed: {e}", r.benchmark))
+        })
+        .collect();
+    errors.sort();
+    errors
+}
+
+/// Sentences encoded and seconds taken by `encoder` over `input` (no cache), from the line
+/// `harness embed` prints (`wrote X (N × D) in S s: …`).
+fn probe(exe: &Path, encoder: &str, input: &Path, scratch: &Path) -> Option<(f64, f64)> {
+    let out = scratch.join("speed-probe.npy");
+    let o = Command::new(exe)
+        .args([
+            "embed",
+            "--encoder",
+            encoder,
+            "--no-cache",
+            "--force",
+            "--input",
+        ])
+        .arg(input)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    // The matrix is only a by-product of the timing: harness wrote it, harness removes it.
+    let _ = std::fs::remove_file(&out);
+    if !o.status.success() {
+        return None;
+    }
+    parse_probe(&String::from_utf8_lossy(&o.stdout))
+}
+
+/// (sentences, seconds) from `harness embed`'s summary line.
+pub fn parse_probe(line: &str) -> Option<(f64, f64)> {
+    let open = line.find(" (")?;
+    let rest = &line[open + 2..];
+    let n: f64 = rest.split(" × ").next()?.trim().parse().ok()?;
+    let secs: f64 = rest
+        .split(") in ")
+        .nth(1)?
+        .split('s')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs > 0.0).then_some((n, secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embed_summary_line_parses() {
+        let v = parse_probe("wrote /tmp/x.npy (1000 × 384) in 2.50s: cache not used").unwrap();
+        assert_eq!(v, (1000.0, 2.5));
+        assert_eq!(parse_probe("something else"), None);
+    }
+}
