@@ -130,7 +130,11 @@ fn eval_writes_beside_foreign_files_and_refuses_one_in_the_way() {
     std::fs::write(out.join("notes.txt"), "my notes").unwrap();
     let o = eval(home.path(), &out);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(names(&out), ["notes.txt", "stsb-test.json"]);
+    // The result and its per-item outcomes' sidecar.
+    assert_eq!(
+        names(&out),
+        ["notes.txt", "stsb-test.items.json.gz", "stsb-test.json"]
+    );
     assert_eq!(
         std::fs::read_to_string(out.join("notes.txt")).unwrap(),
         "my notes"

@@ -158,6 +158,9 @@ pub struct ValidationResult {
     /// Predicted class of each test row (the fixed test set; for the inner k-fold, each row's
     /// prediction by the model of the outer fold that tested it, in the input's row order).
     pub test_predictions: Vec<usize>,
+    /// The test rows behind each entry of `fold_test_accuracies`: each outer fold's test
+    /// rows (inner k-fold), or every row of the fixed test set.
+    pub test_folds: Vec<Vec<usize>>,
 }
 
 fn check(x: &Matrix, y: &[usize], what: &str) -> Result<(), ClassifyError> {
@@ -245,6 +248,7 @@ pub fn inner_kfold_classifier(
         chosen_regs: Vec::new(),
         fold_test_accuracies: Vec::new(),
         test_predictions: vec![0; x.rows],
+        test_folds: Vec::new(),
     };
     // Each outer fold: the penalty scan (its fits in parallel), then the final fit of the
     // chosen penalty. The final fit of fold i runs alongside the scan of fold i + 1. Every
@@ -299,6 +303,7 @@ pub fn inner_kfold_classifier(
         for (&row, p) in fold.test.iter().zip(predictions) {
             result.test_predictions[row] = p;
         }
+        result.test_folds.push(fold.test.clone());
         result.reg_scores.push(scores);
         result.chosen_regs.push(cfg.regs[best]);
     }
@@ -339,6 +344,7 @@ pub fn kfold_classifier(
         reg_scores: vec![scores],
         fold_test_accuracies: vec![test_accuracy],
         test_predictions: predictions,
+        test_folds: vec![(0..test_y.len()).collect()],
     })
 }
 
@@ -385,6 +391,7 @@ pub fn split_classifier(
         reg_scores: vec![scores],
         fold_test_accuracies: vec![test_accuracy],
         test_predictions: predictions,
+        test_folds: vec![(0..test_y.len()).collect()],
     })
 }
 
@@ -557,6 +564,9 @@ mod tests {
         // Every penalty scores 100 here: the first wins, as with np.argmax.
         assert_eq!(r.chosen_regs, vec![1e-2; 3]);
         assert_eq!(r.test_predictions, y);
+        let mut rows: Vec<usize> = r.test_folds.concat();
+        rows.sort_unstable();
+        assert_eq!(rows, (0..90).collect::<Vec<_>>());
 
         let r = kfold_classifier(&x, &y, &tx, &ty, 2, &cfg).unwrap();
         assert_eq!(r.chosen_regs, vec![chosen(&r.reg_scores[0])]);

@@ -54,10 +54,17 @@
 //! `BuccOptimize` would index past the end (an `IndexError`), here the threshold is that
 //! last score; `strip()` is Rust's `trim()` (Unicode White_Space; Python also strips
 //! U+001C..U+001F).
+//!
+//! Items: per source line, the true positives, false positives and false negatives it adds
+//! to the cross-validated counts (its candidates extracted at its fold's threshold; its gold
+//! pairs not extracted), a `Counts` group per language pair and retrieval mode
+//! (`zh-en/max`; the headline's mode weighs 1, the others 0): the F1 of the summed counts is
+//! the pooled cross-validated F1.
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k, KnnError, KnnOptions, Metric};
 use crate::metrics::Prf;
 use harness_data::loaders::bucc;
@@ -451,12 +458,42 @@ pub fn cross_validate(
     }
 }
 
+/// Per source line, its contribution to the counts of [`cross_validate`]: candidates with
+/// that source extracted at its fold's threshold (true or false positives), and its gold
+/// pairs not extracted (false negatives).
+pub fn source_counts(
+    candidates: &[Candidate],
+    gold: &HashSet<(usize, usize)>,
+    fold_of_src: &[usize],
+    thresholds: &[f64],
+) -> Outcomes {
+    let n = fold_of_src.len();
+    let (mut tp, mut fp, mut fn_) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+    for &(s, _) in gold {
+        fn_[s] += 1;
+    }
+    for c in candidates {
+        if c.score >= thresholds[fold_of_src[c.src]] {
+            if gold.contains(&(c.src, c.trg)) {
+                tp[c.src] += 1;
+                fn_[c.src] -= 1;
+            } else {
+                fp[c.src] += 1;
+            }
+        }
+    }
+    Outcomes::Counts { tp, fp, fn_ }
+}
+
 /// Everything measured on one language pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairResult {
     pub scores: serde_json::Value,
     /// Cross-validated F1 (%) of each mode.
     pub cv_f1: HashMap<Retrieval, f64>,
+    /// Per-source-line counts of each mode's cross-validated extraction ([`source_counts`]),
+    /// in [`Retrieval::ALL`]'s order.
+    pub outcomes: Vec<(Retrieval, Outcomes)>,
 }
 
 fn pct(x: f64) -> f64 {
@@ -512,6 +549,7 @@ pub fn evaluate_set(
 
     let mut modes = serde_json::Map::new();
     let mut cv_f1 = HashMap::new();
+    let mut outcomes = Vec::with_capacity(Retrieval::ALL.len());
     for r in Retrieval::ALL {
         let cands = to_candidates(mining.mode(r), &src_unique, &trg_unique, &src_map, &trg_map);
         let th = optimize(&cands, &gold, gold.len());
@@ -519,6 +557,7 @@ pub fn evaluate_set(
         let o = prf(oracle, gold.len());
         let cv = cross_validate(&cands, &gold, &folds, params.folds);
         cv_f1.insert(r, pct(cv.prf.f1));
+        outcomes.push((r, source_counts(&cands, &gold, &folds, &cv.thresholds)));
         modes.insert(
             r.name().to_string(),
             json!({
@@ -554,7 +593,11 @@ pub fn evaluate_set(
         "gold_unreachable": unreachable,
         "modes": modes,
     });
-    Ok(PairResult { scores, cv_f1 })
+    Ok(PairResult {
+        scores,
+        cv_f1,
+        outcomes,
+    })
 }
 
 /// `bucc-mining`, defined once: [`super::ALL`] lists it.
@@ -577,6 +620,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let pairs = ctx.languages_or(vec!["zh-en".to_string()]);
     let mut per_pair = serde_json::Map::new();
     let mut headline = Vec::new();
+    let mut groups = Vec::new();
     for pair in &pairs {
         let (src, trg) = pair
             .split_once('-')
@@ -585,6 +629,13 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         let r = evaluate_set(ctx, &set, &params)?;
         headline.push(r.cv_f1[&params.retrieval]);
         per_pair.insert(pair.clone(), r.scores);
+        for (mode, outcomes) in r.outcomes {
+            groups.push(Group {
+                name: format!("{pair}/{}", mode.name()),
+                weight: if mode == params.retrieval { 1.0 } else { 0.0 },
+                outcomes,
+            });
+        }
     }
     let main_score = headline.iter().sum::<f64>() / headline.len().max(1) as f64;
     Ok(Outcome {
@@ -605,7 +656,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
              from the candidates (bucc.py's sent2id), as in LASER."
                 .to_string(),
         ],
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -836,6 +887,14 @@ mod tests {
             }
         );
         assert_eq!(cv.prf.f1, 1.0);
+        // Per source line: each gold source one true positive, nothing else.
+        let Outcomes::Counts { tp, fp, fn_ } = source_counts(&cands, &gold, &f, &cv.thresholds)
+        else {
+            panic!("counts")
+        };
+        assert_eq!(tp.len(), 200);
+        assert_eq!(tp.iter().sum::<u32>(), 23);
+        assert_eq!(fp.iter().chain(&fn_).sum::<u32>(), 0);
     }
 
     #[test]
@@ -910,6 +969,17 @@ mod tests {
         let th = bwd["oracle"]["threshold"].as_f64().unwrap();
         assert!((th - (1.0 + z) / 2.0).abs() < 1e-6, "{th}");
         assert_eq!(s["modes"]["intersect"]["candidates"], 2);
+        // Per source line counts: F1 of their sums is each mode's cross-validated F1.
+        for (r, o) in &r.outcomes {
+            let cv = &s["modes"][r.name()]["cross_validated"];
+            let f1 = 100.0 * o.metric(None);
+            assert!(
+                (f1 - cv["f1"].as_f64().unwrap()).abs() < 1e-9,
+                "{}",
+                r.name()
+            );
+            assert_eq!(o.len(), 4);
+        }
     }
 
     fn report(o: &Outcome, secs: f64, what: &str) {
@@ -937,6 +1007,25 @@ mod tests {
     fn check(o: &Outcome) {
         let zh = &o.scores["zh-en"];
         assert_eq!(o.main_metric, "f1_cv_max");
+        // Per source line counts of every mode; their sums are the pooled CV counts, and
+        // the headline mode's F1 is the headline.
+        let items = o.items.as_ref().unwrap();
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!(items.groups.len(), 4);
+        for (g, r) in items.groups.iter().zip(Retrieval::ALL) {
+            assert_eq!(g.name, format!("zh-en/{}", r.name()));
+            let Outcomes::Counts { tp, fp, fn_ } = &g.outcomes else {
+                panic!("counts")
+            };
+            let cv = &zh["modes"][r.name()]["cross_validated"];
+            let sum = |v: &[u32]| v.iter().map(|&x| u64::from(x)).sum::<u64>();
+            assert_eq!(tp.len(), 8_624);
+            assert_eq!(sum(tp), cv["correct"].as_u64().unwrap());
+            assert_eq!(sum(tp) + sum(fp), cv["extracted"].as_u64().unwrap());
+            assert_eq!(sum(tp) + sum(fn_), 257);
+            let f1 = 100.0 * g.outcomes.metric(None);
+            assert!((f1 - cv["f1"].as_f64().unwrap()).abs() < 1e-9);
+        }
         assert_eq!(zh["gold"], 257);
         assert_eq!(zh["source_unique"], 8_624 - 9);
         assert_eq!(zh["target_unique"], 13_589 - 14);

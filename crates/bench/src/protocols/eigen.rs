@@ -41,6 +41,9 @@
 //! Eigenvalues come from a hand-written cyclic Jacobi solver ([`symmetric_eigenvalues`]):
 //! the matrices are 10 × 10 and symmetric, and Jacobi is exact to rounding for them;
 //! nalgebra or faer would add minutes of build time for one small routine.
+//!
+//! No per-item outcomes (`items: None`): Ψ is a property of the two embedding spaces (the
+//! spectra of sampled sentence graphs), not a mean of outcomes of test items.
 
 use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
@@ -163,6 +166,9 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                     Distance::Euclidean => "Euclidean",
                 }
             ),
+            "no per-item outcomes: Ψ is a property of the two embedding spaces (spectra of \
+             sampled sentence graphs), not a mean over test items, so no paired bootstrap"
+                .into(),
         ],
         items: None,
     })

@@ -32,9 +32,14 @@
 //!
 //! `leave_one_out: false` keeps the own translation among the neighbours (an upper bound
 //! that measures translation retrieval more than intent similarity).
+//!
+//! Items: a `Correct` group per (source, target) cell (`de-en`: right or wrong per query,
+//! with the index of the target utterance whose label it took, `-1`: none); off-diagonal
+//! cells weigh 1 and the diagonal 0 (a single language: its cell weighs 1), as the headline.
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k_excluding, KnnOptions, Metric};
 use harness_data::loaders::{slot_gated, xsid};
 use harness_embed::matrix::Matrix;
@@ -100,6 +105,31 @@ pub fn nearest_neighbour_accuracy(
     k: &Matrix,
     leave_one_out: bool,
 ) -> Result<Cell, BenchError> {
+    let outcomes = nearest_neighbour_outcomes(queries, q, keys, k, leave_one_out)?;
+    Ok(cell_of(&outcomes))
+}
+
+/// The correct predictions and queries of per-query outcomes.
+fn cell_of(outcomes: &Outcomes) -> Cell {
+    let correct = match outcomes {
+        Outcomes::Correct { correct, .. } => correct.iter().filter(|&&c| c).count(),
+        _ => 0,
+    };
+    Cell {
+        correct,
+        total: outcomes.len(),
+    }
+}
+
+/// Per query of [`nearest_neighbour_accuracy`]: whether it took its own gold label, and the
+/// key it took the label from (`-1`: no neighbour left).
+pub fn nearest_neighbour_outcomes(
+    queries: &[Item],
+    q: &Matrix,
+    keys: &[Item],
+    k: &Matrix,
+    leave_one_out: bool,
+) -> Result<Outcomes, BenchError> {
     let err = |detail: String| BenchError::Protocol {
         benchmark: "intent-knn".into(),
         detail,
@@ -138,19 +168,22 @@ pub fn nearest_neighbour_accuracy(
         &exclude,
     )
     .map_err(|e| err(e.to_string()))?;
-    let correct = queries
+    let (correct, neighbour) = queries
         .iter()
         .zip(top.iter())
-        .filter(|(item, neighbours)| {
-            neighbours
+        .map(|(item, neighbours)| {
+            let nearest = neighbours
                 .iter()
-                .find(|n| !leave_one_out || keys[n.index].pivot != item.pivot)
-                .is_some_and(|n| keys[n.index].label == item.label)
+                .find(|n| !leave_one_out || keys[n.index].pivot != item.pivot);
+            (
+                nearest.is_some_and(|n| keys[n.index].label == item.label),
+                nearest.map_or(-1, |n| n.index as i64),
+            )
         })
-        .count();
-    Ok(Cell {
+        .unzip();
+    Ok(Outcomes::Correct {
         correct,
-        total: queries.len(),
+        neighbour: Some(neighbour),
     })
 }
 
@@ -182,17 +215,25 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut matrix = Map::new();
     let mut diagonal = Map::new();
     let mut off = Vec::new();
+    let mut groups = Vec::new();
     for s in &langs {
         let mut row = Map::new();
         for t in &langs {
-            let cell = nearest_neighbour_accuracy(
+            let outcomes = nearest_neighbour_outcomes(
                 &data[s],
                 &embedded[s],
                 &data[t],
                 &embedded[t],
                 params.leave_one_out,
             )?;
-            let acc = cell.percent();
+            let acc = cell_of(&outcomes).percent();
+            // The headline: the off-diagonal cells, or the only language's own cell.
+            let weight = if s != t || langs.len() == 1 { 1.0 } else { 0.0 };
+            groups.push(Group {
+                name: format!("{s}-{t}"),
+                weight,
+                outcomes,
+            });
             row.insert(t.clone(), json!(acc));
             if s == t {
                 diagonal.insert(s.clone(), json!(acc));
@@ -256,7 +297,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         }),
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -421,6 +462,18 @@ mod tests {
         assert_eq!(o.scores["matrix"]["en"]["de"], 0.0);
         assert_eq!(o.scores["matrix"]["de"]["en"], 0.0);
         assert_eq!(o.main_score, 0.0);
+        // Cells de-de, de-en, en-de, en-en; the neighbours are the keys named above.
+        let items = o.items.as_ref().unwrap();
+        assert_eq!(items.headline(), o.main_score);
+        assert_eq!(items.groups[2].name, "en-de");
+        assert_eq!(
+            items.groups[2].outcomes,
+            Outcomes::Correct {
+                correct: vec![false; 3],
+                neighbour: Some(vec![1, 0, 1]),
+            }
+        );
+        assert_eq!((items.groups[0].weight, items.groups[1].weight), (0.0, 1.0));
         // Without leave-one-out every query finds its own translation: 100.
         let cell = |loo| {
             let items: Vec<Item> = en
@@ -530,6 +583,10 @@ mod tests {
             assert!((60.0..100.0).contains(&v), "{l}: {v}");
         }
         assert!((5.0..70.0).contains(&o.main_score), "{}", o.main_score);
+        // 6 × 6 cells, the 30 off the diagonal in the headline.
+        let items = o.items.as_ref().unwrap();
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!(items.groups.len(), 36);
     }
 
     /// Real ATIS test (Emu's filtering) and SNIPS test, `hashed-ngrams`.
@@ -545,6 +602,11 @@ mod tests {
         let (snips, _, _) = run_real("snips", "hashed-ngrams");
         assert_eq!(snips.scores["utterances"]["en"], 700);
         assert_eq!(snips.scores["classes"], 7);
+        for o in [&atis, &snips] {
+            let items = o.items.as_ref().unwrap();
+            assert_eq!(items.groups.len(), 1);
+            assert!((items.headline() - o.main_score).abs() < 1e-9);
+        }
         assert!(
             (60.0..100.0).contains(&snips.main_score),
             "{}",

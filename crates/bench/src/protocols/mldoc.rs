@@ -22,10 +22,16 @@
 //! row). The `train_language` classifier is also tested on every language of the benchmark
 //! (default: every SIB-200 folder). Every random choice derives from the benchmark seed
 //! (the reference uses seed 1 with PyTorch's generators).
+//!
+//! Items: right or wrong per test sentence, a `Correct` group per train × test cell
+//! (`en/de`: trained on en, tested on de) and per extra test language of the
+//! `train_language` classifier; the `train_language` row's cells off the diagonal weigh 1
+//! (the headline is their mean), every other cell 0.
 
 use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::sib200;
 use harness_data::records::LabeledText;
 use harness_embed::matrix::Matrix;
@@ -249,9 +255,17 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         )
         .map_err(|e| ctx.error(e.to_string()))
     };
+    // Test accuracy (%) and the per-sentence right/wrong flags it comes from.
     let test_on = |model: &Mlp, code: &str| {
         let l = &cache[code];
-        percent(model.accuracy(&l.test.0, &l.test.1))
+        let predicted = model.predict(&l.test.0);
+        let acc = percent(crate::classify::accuracy(&predicted, &l.test.1));
+        let correct = predicted
+            .iter()
+            .zip(&l.test.1)
+            .map(|(p, y)| p == y)
+            .collect();
+        (acc, Outcomes::correct(correct))
     };
 
     let mut matrix = Vec::new();
@@ -261,13 +275,20 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut epochs = serde_json::Map::new();
     let mut main_score = 0.0;
     let mut pivot_all = serde_json::Map::new();
+    let mut groups = Vec::new();
     for (i, code) in params.languages.iter().enumerate() {
         let (model, report) = train_on(code)?;
-        let row: Vec<f64> = params
-            .languages
-            .iter()
-            .map(|t| test_on(&model, t))
-            .collect();
+        let is_main = *code == params.train_language;
+        let mut row: Vec<f64> = Vec::with_capacity(params.languages.len());
+        for (j, t) in params.languages.iter().enumerate() {
+            let (acc, outcomes) = test_on(&model, t);
+            row.push(acc);
+            groups.push(Group {
+                name: format!("{code}/{t}"),
+                weight: if is_main && j != i { 1.0 } else { 0.0 },
+                outcomes,
+            });
+        }
         let others: Vec<f64> = row
             .iter()
             .enumerate()
@@ -278,10 +299,19 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         row_transfer_avg.insert(code.clone(), json!(mean(&others)));
         dev.insert(code.clone(), json!(report.best_dev_accuracy.map(percent)));
         epochs.insert(code.clone(), json!(report.best_epoch));
-        if *code == params.train_language {
+        if is_main {
             main_score = mean(&others);
             for t in &all_test {
-                pivot_all.insert(t.clone(), json!(test_on(&model, t)));
+                let (acc, outcomes) = test_on(&model, t);
+                pivot_all.insert(t.clone(), json!(acc));
+                // Cells of the matrix are recorded above already.
+                if !params.languages.contains(t) {
+                    groups.push(Group {
+                        name: format!("{code}/{t}"),
+                        weight: 0.0,
+                        outcomes,
+                    });
+                }
             }
         }
         matrix.push(row);
@@ -324,7 +354,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -406,6 +436,23 @@ mod tests {
             100.0
         );
         assert_eq!(o.scores["row_average"]["ja"], 100.0);
+        // 3 × 3 cells (en/de and en/ja in the headline) and en on the extra folder.
+        let items = o.items.as_ref().unwrap();
+        assert_eq!(items.headline(), o.main_score);
+        assert_eq!(items.groups.len(), 9 + 1);
+        let extra = items
+            .groups
+            .iter()
+            .find(|g| g.name == "en/xyz_Latn")
+            .unwrap();
+        assert_eq!(extra.weight, 0.0);
+        let weighted: Vec<&str> = items
+            .groups
+            .iter()
+            .filter(|g| g.weight > 0.0)
+            .map(|g| g.name.as_str())
+            .collect();
+        assert_eq!(weighted, ["en/de", "en/ja"]);
         let err = run(&Context {
             benchmark: &bench("sib200", "sib200", "mldoc", &[], "{languages: [en, qq]}"),
             dataset_dir: tmp.path(),
@@ -433,6 +480,9 @@ mod tests {
         let a = run_on(&dir, &enc, &langs, params, 1);
         let b = run_on(&dir, &enc, &langs, params, 1);
         assert_eq!(a, b);
+        let items = a.items.as_ref().unwrap();
+        assert!((items.headline() - a.main_score).abs() < 1e-9);
+        assert_eq!((items.groups.len(), items.count()), (9, 9 * 204));
         let m = &a.scores["matrix"]["accuracy"];
         let en_en = m[0][0].as_f64().unwrap();
         // 7 topics: chance is 14 %, the majority class about 25 %; 128-d hashed n-grams

@@ -32,10 +32,15 @@
 //! all of them (Tatoeba: 1000 × 1000); otherwise each query scores only its `K + 1`
 //! candidates (`n · (K + 1) · d` multiply-adds).
 //! `main_score` = mean over pairs of the mean of both directions, ×100.
+//!
+//! Items: a `Correct` group per pair and direction (`deu-eng/deu->eng`, weight 1 each: the
+//! headline is their mean), a hit or a miss per query with the candidate it ranked first
+//! (its own line on a hit, else the best-scoring distractor; `-1` when none has a score).
 
 use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use crate::knn::gemm_nt;
 use harness_data::loaders::{multiway, tatoeba};
 use harness_embed::matrix::Matrix;
@@ -95,6 +100,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut per_pair = Map::new();
     let mut means = Vec::new();
     let mut full_pool = Vec::new();
+    let mut groups = Vec::new();
     for pair in &pairs {
         let (src, tgt) = pair
             .split_once('-')
@@ -109,14 +115,17 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         let forward = format!("{src}->{tgt}");
         let backward = format!("{tgt}->{src}");
         let k = params.distractors;
-        let p_fwd = percent(
-            hits_at_1(&x, &y, k, params.score, ctx.seed, stream_of(&forward))?,
-            n,
-        );
-        let p_bwd = percent(
-            hits_at_1(&y, &x, k, params.score, ctx.seed, stream_of(&backward))?,
-            n,
-        );
+        let fwd = outcomes_at_1(&x, &y, k, params.score, ctx.seed, stream_of(&forward))?;
+        let bwd = outcomes_at_1(&y, &x, k, params.score, ctx.seed, stream_of(&backward))?;
+        let p_fwd = percent(hits_of(&fwd), n);
+        let p_bwd = percent(hits_of(&bwd), n);
+        for (direction, outcomes) in [(&forward, fwd), (&backward, bwd)] {
+            groups.push(Group {
+                name: format!("{pair}/{direction}"),
+                weight: 1.0,
+                outcomes,
+            });
+        }
         let mean = (p_fwd + p_bwd) / 2.0;
         if n - 1 <= k {
             full_pool.push(format!("{pair} ({n})"));
@@ -158,12 +167,20 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: json!({ "pairs": Value::Object(per_pair) }),
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
 fn percent(hits: usize, n: usize) -> f64 {
     100.0 * hits as f64 / n as f64
+}
+
+/// Hits among per-query outcomes.
+fn hits_of(outcomes: &Outcomes) -> usize {
+    match outcomes {
+        Outcomes::Correct { correct, .. } => correct.iter().filter(|&&c| c).count(),
+        _ => 0,
+    }
 }
 
 /// Where the pairs come from.
@@ -289,9 +306,50 @@ pub fn hits_at_1(
     )
 }
 
-/// True when `true_score` beats every other score strictly (a NaN true score never does).
-fn wins(true_score: f32, mut others: impl Iterator<Item = f32>) -> bool {
-    !true_score.is_nan() && others.all(|s| true_score > s)
+/// Per query of [`hits_at_1`]: whether it is a hit, and the candidate it ranked first (its
+/// own row on a hit, else its best-scoring distractor, the first on ties; `-1` when no
+/// distractor has a score).
+pub fn outcomes_at_1(
+    queries: &Matrix,
+    candidates: &Matrix,
+    distractors: usize,
+    score: Score,
+    seed: u64,
+    stream: u64,
+) -> Result<Outcomes, BenchError> {
+    outcomes_with_limit(
+        queries,
+        candidates,
+        distractors,
+        score,
+        seed,
+        stream,
+        FULL_MATRIX_LIMIT,
+    )
+}
+
+/// Query `i`'s outcome: a hit when `true_score` beats every other score strictly (a NaN
+/// true score never does, nor does it beat a NaN), and the candidate ranked first (see
+/// [`outcomes_at_1`]).
+fn ranked_first(
+    i: usize,
+    true_score: f32,
+    others: impl Iterator<Item = (usize, f32)>,
+) -> (bool, i64) {
+    let mut hit = !true_score.is_nan();
+    let mut best: Option<(usize, f32)> = None;
+    for (j, s) in others {
+        hit &= true_score > s;
+        if !s.is_nan() && best.is_none_or(|(_, b)| s > b) {
+            best = Some((j, s));
+        }
+    }
+    let first = match (hit, best) {
+        (true, _) => i as i64,
+        (false, Some((j, _))) => j as i64,
+        (false, None) => -1,
+    };
+    (hit, first)
 }
 
 fn hits_with_limit(
@@ -303,6 +361,27 @@ fn hits_with_limit(
     stream: u64,
     full_limit: usize,
 ) -> Result<usize, BenchError> {
+    let o = outcomes_with_limit(
+        queries,
+        candidates,
+        distractors,
+        score,
+        seed,
+        stream,
+        full_limit,
+    )?;
+    Ok(hits_of(&o))
+}
+
+fn outcomes_with_limit(
+    queries: &Matrix,
+    candidates: &Matrix,
+    distractors: usize,
+    score: Score,
+    seed: u64,
+    stream: u64,
+    full_limit: usize,
+) -> Result<Outcomes, BenchError> {
     let n = queries.rows;
     if candidates.rows != n || candidates.cols != queries.cols {
         return Err(BenchError::Protocol {
@@ -314,41 +393,47 @@ fn hits_with_limit(
         });
     }
     if n == 0 {
-        return Ok(0);
+        return Ok(Outcomes::correct(Vec::new()));
     }
     let (mut q, mut c) = (queries.clone(), candidates.clone());
     if score == Score::Cosine {
         q.l2_normalize_rows();
         c.l2_normalize_rows();
     }
-    let hits = if n.saturating_mul(n) <= full_limit {
+    let per_query: Vec<(bool, i64)> = if n.saturating_mul(n) <= full_limit {
         let mut s = vec![0.0f32; n * n];
         gemm_nt(&q, 0, n, &c, 0, n, q.cols, &mut s);
         (0..n)
             .into_par_iter()
-            .filter(|&i| {
+            .map(|i| {
                 let row = &s[i * n..(i + 1) * n];
                 match distractors_of(i, n, distractors, seed, stream) {
-                    None => wins(row[i], (0..n).filter(|&j| j != i).map(|j| row[j])),
-                    Some(js) => wins(row[i], js.iter().map(|&j| row[j])),
+                    None => {
+                        ranked_first(i, row[i], (0..n).filter(|&j| j != i).map(|j| (j, row[j])))
+                    }
+                    Some(js) => ranked_first(i, row[i], js.iter().map(|&j| (j, row[j]))),
                 }
             })
-            .count()
+            .collect()
     } else {
         let dot =
             |i: usize, j: usize| -> f32 { q.row(i).iter().zip(c.row(j)).map(|(a, b)| a * b).sum() };
         (0..n)
             .into_par_iter()
-            .filter(|&i| {
+            .map(|i| {
                 let t = dot(i, i);
                 match distractors_of(i, n, distractors, seed, stream) {
-                    None => wins(t, (0..n).filter(|&j| j != i).map(|j| dot(i, j))),
-                    Some(js) => wins(t, js.iter().map(|&j| dot(i, j))),
+                    None => ranked_first(i, t, (0..n).filter(|&j| j != i).map(|j| (j, dot(i, j)))),
+                    Some(js) => ranked_first(i, t, js.iter().map(|&j| (j, dot(i, j)))),
                 }
             })
-            .count()
+            .collect()
     };
-    Ok(hits)
+    let (correct, neighbour) = per_query.into_iter().unzip();
+    Ok(Outcomes::Correct {
+        correct,
+        neighbour: Some(neighbour),
+    })
 }
 
 #[cfg(test)]
@@ -417,6 +502,15 @@ mod tests {
             );
             assert!(hits(1, Score::Cosine) >= 1);
         }
+        // The candidate ranked first: query 0 its own line; query 1 candidate 0; queries 2
+        // and 3 tie with candidate 3 (cosine), which ranks first as the tie is a miss.
+        assert_eq!(
+            outcomes_at_1(&q, &c, 3, Score::Cosine, 1, 1).unwrap(),
+            Outcomes::Correct {
+                correct: vec![true, false, false, false],
+                neighbour: Some(vec![0, 0, 3, 2]),
+            }
+        );
         // Zero distractors: every query with a finite score wins.
         assert_eq!(hits_at_1(&q, &c, 0, Score::Cosine, 1, 1).unwrap(), 4);
         // A NaN embedding never wins: query 0 drops out, query 3 still wins.
@@ -502,6 +596,11 @@ mod tests {
     fn check_tatoeba(o: &Outcome) {
         let pairs = o.scores["pairs"].as_object().unwrap();
         assert_eq!(pairs.len(), 4);
+        // Two directions per pair, one item per query: the items give the headline back.
+        let items = o.items.as_ref().unwrap();
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!((items.groups.len(), items.count()), (8, 8000));
+        assert_eq!(items.groups[1].name, "deu-eng/eng->deu");
         assert_eq!(pairs["deu-eng"]["candidates_per_query"], 1000);
         // Without any cross-lingual training, shared character n-grams (names, numbers,
         // cognates) find ~10 % of Latin-script translations among 1000 candidates (chance:

@@ -42,6 +42,13 @@
 //!
 //! Numbers match SentEval within noise, not bit for bit: initialisation, shuffles, folds and
 //! validation splits come from ChaCha8 streams, not PyTorch's and NumPy's generators.
+//!
+//! Items: right or wrong per test item (for MR, CR, SUBJ, MPQA each sample's prediction by
+//! the model of the outer fold that tested it), a `Correct` group per outer fold
+//! (`CR/fold0`, ..., weight 1 each: `acc` is the mean of the fold accuracies) or one group
+//! for a fixed test set (`TREC`). Their headline is `acc` before SentEval's rounding to 2
+//! decimals, so it differs from `main_score` by at most 0.005 (fixed test set) or 0.01
+//! (folds: the fold accuracies are rounded before their mean is); the notes say so.
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::classify::{
@@ -49,6 +56,7 @@ use crate::classify::{
     ClassifyError, Reduction, SentEvalClassifier, SentEvalConfig, ValidationResult,
 };
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::senteval::{load, load_mrpc, Task};
 use harness_data::records::{LabeledPair, LabeledText};
 use serde::{Deserialize, Serialize};
@@ -245,6 +253,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 
     let Measured {
         result,
+        truth,
         ndev,
         ntest,
         sizes,
@@ -283,6 +292,21 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
          bit: folds, splits, initialisation and shuffles come from ChaCha8, not NumPy/PyTorch"
             .to_string(),
     ];
+    let items = fold_items(&task_name, &result, &truth);
+    notes.push(format!(
+        "per-item outcomes: one group per {}; their headline is `acc` before SentEval's \
+         rounding to 2 decimals (it differs from `acc` by at most {})",
+        if result.test_folds.len() > 1 {
+            "outer fold (weight 1 each: `acc` is the mean of the fold accuracies)"
+        } else {
+            "test set"
+        },
+        if result.test_folds.len() > 1 {
+            "0.01: the fold accuracies are rounded too"
+        } else {
+            "0.005"
+        }
+    ));
     if params.reduction == Reduction::Mean {
         notes.push(
             "reduction: mean (PyTorch >= 1.0 behaviour), not the summed loss of SentEval's \
@@ -296,13 +320,40 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: serde_json::Value::Object(scores),
         params: params_json,
         notes,
-        items: None,
+        items: Some(items),
     })
+}
+
+/// Per-item outcomes of a validation: a group per outer fold (`<task>/fold<i>`) or one group
+/// for a fixed test set (`<task>`), each item right when its prediction equals `truth`.
+fn fold_items(task: &str, result: &ValidationResult, truth: &[usize]) -> Items {
+    let several = result.test_folds.len() > 1;
+    let groups = result
+        .test_folds
+        .iter()
+        .enumerate()
+        .map(|(i, rows)| Group {
+            name: if several {
+                format!("{task}/fold{i}")
+            } else {
+                task.to_string()
+            },
+            weight: 1.0,
+            outcomes: Outcomes::correct(
+                rows.iter()
+                    .map(|&r| result.test_predictions[r] == truth[r])
+                    .collect(),
+            ),
+        })
+        .collect();
+    Items::mean_of(groups)
 }
 
 /// What a task measured, before formatting.
 struct Measured {
     result: ValidationResult,
+    /// Gold class of each test row, in `result.test_predictions`' order.
+    truth: Vec<usize>,
     /// SentEval's `ndev` and `ntest`.
     ndev: usize,
     ntest: usize,
@@ -346,6 +397,7 @@ fn run_mrpc(ctx: &Context, cfg: &SentEvalConfig) -> Result<Measured, BenchError>
     extra.insert("f1".into(), json!(f1_positive(&ey, &r.test_predictions)));
     Ok(Measured {
         result: r,
+        truth: ey,
         ndev: train.len(),
         ntest: test.len(),
         sizes: [train.len(), 0, test.len()],
@@ -377,18 +429,18 @@ fn run_single(ctx: &Context, cfg: &SentEvalConfig, task: Task) -> Result<Measure
     let x = ctx.embed(&texts(&data.train))?;
     let y = labels(&data.train)?;
     let mut extra = serde_json::Map::new();
-    let (result, ndev, ntest) = match task {
+    let (result, truth, ndev, ntest) = match task {
         Task::Mr | Task::Cr | Task::Subj | Task::Mpqa => {
             let r = inner_kfold_classifier(&x, &y, n_classes, cfg).map_err(classify)?;
             extra.insert("fold_acc".into(), json!(r.fold_test_accuracies));
-            (r, sizes[0], sizes[0])
+            (r, y, sizes[0], sizes[0])
         }
         Task::Trec => {
             let ex = ctx.embed(&texts(&data.test))?;
             let ey = labels(&data.test)?;
             let r = kfold_classifier(&x, &y, &ex, &ey, n_classes, &with_fold_seed(cfg))
                 .map_err(classify)?;
-            (r, sizes[0], sizes[2])
+            (r, ey, sizes[0], sizes[2])
         }
         Task::Sst2 | Task::Sst5 => {
             let dx = ctx.embed(&texts(&data.dev))?;
@@ -397,11 +449,12 @@ fn run_single(ctx: &Context, cfg: &SentEvalConfig, task: Task) -> Result<Measure
             let ey = labels(&data.test)?;
             let r =
                 split_classifier(&x, &y, &dx, &dy, &ex, &ey, n_classes, cfg).map_err(classify)?;
-            (r, sizes[1], sizes[2])
+            (r, ey, sizes[1], sizes[2])
         }
     };
     Ok(Measured {
         result,
+        truth,
         ndev,
         ntest,
         sizes,
@@ -599,6 +652,12 @@ mod tests {
                 assert_eq!(s["fold_acc"].as_array().unwrap().len(), 3);
                 assert_eq!(s["chosen_regs"].as_array().unwrap().len(), 3);
             }
+            // Every test item right: the items' headline is exactly 100 too.
+            let items = out.items.as_ref().unwrap();
+            assert_eq!(items.headline(), 100.0, "{task}");
+            assert_eq!(items.count(), ntest as usize, "{task}");
+            let groups = if task == "CR" { 3 } else { 1 };
+            assert_eq!(items.groups.len(), groups, "{task}");
         }
         // The MLP option runs through the same schemes.
         let bench = benchmark(
@@ -732,6 +791,25 @@ mod tests {
         // CR is 63.8% positive; bag-of-n-gram baselines reach the high 70s.
         assert!(a.main_score > 68.0 && a.main_score < 95.0, "{}", a.scores);
         assert_eq!(a.scores["ndev"], 3775);
+        // One group per outer fold: the items give `acc` back up to SentEval's rounding (of
+        // the fold accuracies, then of their mean). Pooling the folds' items would move it
+        // by their size differences too.
+        let items = a.items.as_ref().unwrap();
+        let diff = (items.headline() - a.main_score).abs();
+        let pooled = items
+            .groups
+            .iter()
+            .map(|g| g.outcomes.metric(None) * g.outcomes.len() as f64)
+            .sum::<f64>()
+            * 100.0
+            / items.count() as f64;
+        eprintln!(
+            "CR items: headline {:.6} vs acc {} (|diff| {diff:.6}); pooled {pooled:.6}",
+            items.headline(),
+            a.main_score
+        );
+        assert!(diff <= 0.01 + 1e-9, "{diff}");
+        assert_eq!((items.groups.len(), items.count()), (3, 3775));
         let b = run_on(&bench, &dir, &encoder).unwrap();
         assert_eq!(a, b);
     }

@@ -22,10 +22,15 @@
 //! set of English reported for information, 4,000 balanced binary test reviews per language
 //! (the paper: 6,000). Subsets are nested prefixes of one seeded permutation of the target
 //! language's training reviews; every random choice derives from the benchmark seed.
+//!
+//! Items: right or wrong per test review, a `Correct` group per cell: `zero_shot/<target>`
+//! (weight 1: the headline is their mean), and with weight 0 `source/<train language>`,
+//! `few_shot/<target>/<fraction>` and `monolingual/<target>/<fraction>`.
 
 use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TrainConfig};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::cls_amazon;
 use harness_data::records::LabeledText;
 use harness_embed::matrix::Matrix;
@@ -183,7 +188,18 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         )
         .map_err(|e| ctx.error(e.to_string()))
     };
-    let test_acc = |m: &Mlp, d: &Data| percent(m.accuracy(&d.x, &d.y));
+    // Test accuracy (%) and the group of per-review right/wrong flags it comes from.
+    let test_acc = |m: &Mlp, d: &Data, name: String, weight: f64| {
+        let predicted = m.predict(&d.x);
+        let acc = percent(crate::classify::accuracy(&predicted, &d.y));
+        let correct = predicted.iter().zip(&d.y).map(|(p, y)| p == y).collect();
+        let group = Group {
+            name,
+            weight,
+            outcomes: Outcomes::correct(correct),
+        };
+        (acc, group)
+    };
     let load = |lang: &str| -> Result<(Data, Data, Data), BenchError> {
         let s = cls_amazon::load(ctx.dataset_dir, lang)?;
         let mut test = cls_amazon::binary(&s.test);
@@ -202,9 +218,11 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut zero_shot = serde_json::Map::new();
     let mut few_shot = serde_json::Map::new();
     let mut sum = 0.0;
+    let mut groups = Vec::new();
     for t in &targets {
         let (t_train, _, t_test) = load(t)?;
-        let acc = test_acc(&model, &t_test);
+        let (acc, group) = test_acc(&model, &t_test, format!("zero_shot/{t}"), 1.0);
+        groups.push(group);
         sum += acc;
         zero_shot.insert(t.clone(), json!(acc));
         if p.few_shot.is_empty() {
@@ -224,11 +242,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             rows.push(n);
             let tag = format!("sentiment/few-shot/{t}/{f}");
             let (m, _) = fit(&concat(Some(&src_train), &t_train, idx), &tag, None)?;
-            mixed.push(test_acc(&m, &t_test));
+            let (acc, group) = test_acc(&m, &t_test, format!("few_shot/{t}/{f}"), 0.0);
+            mixed.push(acc);
+            groups.push(group);
             if p.monolingual {
                 let tag = format!("sentiment/monolingual/{t}/{f}");
                 let (m, _) = fit(&concat(None, &t_train, idx), &tag, None)?;
-                mono.push(test_acc(&m, &t_test));
+                let (acc, group) = test_acc(&m, &t_test, format!("monolingual/{t}/{f}"), 0.0);
+                mono.push(acc);
+                groups.push(group);
             }
         }
         let mut entry = json!({
@@ -242,11 +264,18 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         few_shot.insert(t.clone(), entry);
     }
     let main_score = sum / targets.len() as f64;
+    let (source_acc, source_group) = test_acc(
+        &model,
+        &src_test,
+        format!("source/{}", p.train_language),
+        0.0,
+    );
+    groups.push(source_group);
     let mut scores = json!({
         "zero_shot": zero_shot,
         "zero_shot_average": main_score,
         "train_language": p.train_language,
-        "source_test_accuracy": test_acc(&model, &src_test),
+        "source_test_accuracy": source_acc,
         "source_dev_accuracy": report.best_dev_accuracy.map(percent),
         "train_reviews": src_train.y.len(),
     });
@@ -280,7 +309,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores,
         params: serde_json::to_value(&p).map_err(|e| ctx.error(e.to_string()))?,
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -362,6 +391,13 @@ mod tests {
         assert_eq!(de["few_shot"], json!([100.0, 100.0]));
         assert_eq!(de["monolingual"][1], 100.0);
         assert_eq!(o.params["lr_decay"], json!(0.9f32));
+        // Zero-shot de and fr (weight 1), 2 × 2 few-shot cells each, the source (weight 0).
+        let items = o.items.as_ref().unwrap();
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!(items.groups.len(), 2 * 5 + 1);
+        assert_eq!(items.groups[0].name, "zero_shot/de");
+        assert_eq!(items.groups[1].name, "few_shot/de/0.1");
+        assert_eq!(items.groups[10].name, "source/en");
     }
 
     /// Real data, reduced: 128-d hashed n-grams, 3 epochs, 1000 test reviews, one few-shot
@@ -378,6 +414,8 @@ mod tests {
         let a = run_on(&dir, &enc, &["en", "de"], params);
         let b = run_on(&dir, &enc, &["en", "de"], params);
         assert_eq!(a, b);
+        let items = a.items.as_ref().unwrap();
+        assert!((items.headline() - a.main_score).abs() < 1e-9);
         let en = a.scores["source_test_accuracy"].as_f64().unwrap();
         assert!((55.0..95.0).contains(&en), "{:?}", a.scores);
         // Lexical features barely transfer: zero-shot near chance, in-language data helps.

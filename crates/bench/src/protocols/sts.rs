@@ -27,9 +27,16 @@
 //!   languages, the cross-lingual pairs are aggregated separately.
 //!
 //! Every distinct sentence of a benchmark is embedded once (deduplicated, then indexed).
+//!
+//! Items: one `Scored` group per set (the headline's similarity and correlation; the
+//! predicted similarity and the gold score of every pair), weighted as the headline weighs
+//! the sets (1 each for a mean, the number of pairs for `wmean`; cross-lingual sets 0), so
+//! [`crate::items::Items::headline`] gives `main_score` back (where `main_score` is NaN, an
+//! undefined set counts as 0 there).
 
 use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
+use crate::items::{Correlation, Group, Items, Outcomes};
 use crate::metrics::{angular_similarity, cosine, pearson, spearman};
 use harness_data::loaders::{sick, sts12_16, sts17, stsb_multi_mt, stsbenchmark};
 use harness_data::records::{ScoredPair, Split};
@@ -197,6 +204,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut cross_sets = Map::new();
     let mut main_stats = Vec::new();
     let mut cross_stats = Vec::new();
+    let mut groups = Vec::with_capacity(plan.sets.len());
     for (s, idx) in plan.sets.iter().zip(&rows) {
         let cos: Vec<f64> = idx
             .iter()
@@ -216,6 +224,31 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         };
         map.insert(s.key.clone(), st.json());
         stats.push(st);
+        // The set's weight in the headline: cross-lingual sets are aggregated apart.
+        let weight = match (s.cross, plan.aggregate) {
+            (true, _) => 0.0,
+            (false, Aggregate::Mean) => 1.0,
+            (false, Aggregate::WeightedMean) => gold.len() as f64,
+        };
+        groups.push(Group {
+            name: if s.cross {
+                format!("cross_lingual/{}", s.key)
+            } else {
+                s.key.clone()
+            },
+            weight,
+            outcomes: Outcomes::Scored {
+                correlation: match params.metric {
+                    Metric::Spearman => Correlation::Spearman,
+                    Metric::Pearson => Correlation::Pearson,
+                },
+                predicted: match params.similarity {
+                    Similarity::Cosine => cos,
+                    Similarity::Angular => ang,
+                },
+                gold,
+            },
+        });
     }
 
     let all = Aggregates::of(&main_stats);
@@ -272,7 +305,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores: Value::Object(scores),
         params: Value::Object(used),
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -832,6 +865,9 @@ mod tests {
         assert_eq!(num(s, "all.cosine.pearson.wmean"), cos_r);
         assert!(o.notes.iter().any(|n| n.contains("supervised")));
         assert_eq!(o.params["similarity"], "cosine");
+        items_give_the_headline(&o);
+        let items = o.items.as_ref().unwrap();
+        assert_eq!((items.groups.len(), items.count()), (1, 12));
 
         // Angular headline on Pearson.
         let b = bench(
@@ -843,11 +879,20 @@ mod tests {
         assert_eq!(o.main_metric, "pearson");
         assert!((o.main_score - 100.0).abs() < 1e-4);
         assert_eq!(at(&o.scores, "main"), "all.angular.pearson.mean");
+        items_give_the_headline(&o);
 
         // A constant encoder: every similarity ties, the correlation is undefined.
         let o = run_on(&bench("stsbenchmark", "test", ""), tmp.path(), &Constant).unwrap();
         assert!(o.main_score.is_nan());
         assert!(o.notes.iter().any(|n| n.contains("undefined")));
+        // The items count an undefined set as 0 (as a bootstrap resample must).
+        assert_eq!(o.items.unwrap().headline(), 0.0);
+    }
+
+    /// The per-pair items rebuild the headline (sets weighted as the headline weighs them).
+    fn items_give_the_headline(o: &Outcome) {
+        let h = o.items.as_ref().unwrap().headline();
+        assert!((h - o.main_score).abs() < 1e-9, "{h} vs {}", o.main_score);
     }
 
     #[test]
@@ -977,6 +1022,7 @@ mod tests {
         assert_eq!(num(&o.scores, "subsets.test.n"), 1379.0);
         // Identical numbers on a second run.
         assert_eq!(real_run("stsb-test", &enc), o);
+        items_give_the_headline(&o);
 
         let o = real_run("sick-r", &enc);
         assert!(
@@ -985,6 +1031,7 @@ mod tests {
             o.main_score
         );
         assert_eq!(num(&o.scores, "subsets.test.n"), 4927.0);
+        items_give_the_headline(&o);
 
         let o = real_run("sts12", &enc);
         assert_eq!(at(&o.scores, "main"), "all.cosine.spearman.wmean");
@@ -1002,6 +1049,17 @@ mod tests {
         );
         assert_eq!(num(&o.scores, "all.n"), 3108.0);
         check_consistent(&o, "subsets", "all");
+        // Weighted by pairs: the items' group weights are the subsets' sizes.
+        items_give_the_headline(&o);
+        let weights: Vec<f64> = o
+            .items
+            .as_ref()
+            .unwrap()
+            .groups
+            .iter()
+            .map(|g| g.weight)
+            .collect();
+        assert_eq!(weights.iter().sum::<f64>(), 3108.0);
         assert!(
             o.main_score > 20.0 && o.main_score < 90.0,
             "{}",
@@ -1020,6 +1078,7 @@ mod tests {
         assert_eq!(tracks.len(), 6);
         assert!(tracks.contains_key("track4b.es-en") && !tracks.contains_key("track6.tr-en"));
         check_consistent(&o, "subsets", "all");
+        items_give_the_headline(&o);
         // Monolingual tracks: plausible; word n-grams carry little across scripts.
         for t in ["track1.ar-ar", "track3.es-es", "track5.en-en"] {
             let s = num(&tracks[t], "cosine.spearman");
@@ -1048,6 +1107,12 @@ mod tests {
         assert_eq!(num(&o.scores, "cross_lingual.en-de.n"), 1379.0);
         check_consistent(&o, "subsets", "all");
         check_consistent(&o, "cross_lingual", "cross_lingual_all");
+        // The cross-lingual pairs are recorded with weight 0: outside the headline.
+        items_give_the_headline(&o);
+        let items = o.items.as_ref().unwrap();
+        assert_eq!(items.groups.len(), 5);
+        assert_eq!(items.groups[3].name, "cross_lingual/en-de");
+        assert_eq!(items.groups[3].weight, 0.0);
         assert!(
             o.main_score > 20.0 && o.main_score < 90.0,
             "{}",

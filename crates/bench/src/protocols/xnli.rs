@@ -22,11 +22,16 @@
 //!   ≈ 24k pairs, read from the `snli` and `sick` dataset folders next to `xnli`.
 //! - The reference's seed is 159753 with PyTorch's generators; here every random choice
 //!   (initialisation, shuffles, dropout) derives from the benchmark seed (ChaCha8 streams).
+//!
+//! Items: a `Correct` group per test language (`de`: right or wrong per test pair, weight 1:
+//! the headline is their mean) and, with `matrix`, one per off-diagonal cell
+//! (`<premise language>/<hypothesis language>`, weight 0).
 
 use super::def::{params_of, parses_as, sub_seed, Context, Outcome, ProtocolDef};
 use crate::benchmark::Benchmark;
-use crate::classify::{train, Activation, MlpSpec, Selection, TieBreak, TrainConfig};
+use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
+use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::{sick, snli, xnli};
 use harness_data::records::{NliPair, Split};
 use harness_embed::matrix::Matrix;
@@ -204,6 +209,14 @@ fn percent(x: f64) -> f64 {
     100.0 * x
 }
 
+/// Accuracy (%) of `model` on features `x`, with each row's right/wrong flag.
+fn test_outcomes(model: &Mlp, x: &Matrix, labels: &[usize]) -> (f64, Outcomes) {
+    let predicted = model.predict(x);
+    let acc = percent(crate::classify::accuracy(&predicted, labels));
+    let correct = predicted.iter().zip(labels).map(|(p, l)| p == l).collect();
+    (acc, Outcomes::correct(correct))
+}
+
 /// `xnli-zero-shot`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "xnli-zero-shot",
@@ -282,10 +295,17 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut per_language = serde_json::Map::new();
     let mut embedded: Vec<Embedded> = Vec::new();
     let mut sum = 0.0;
+    let mut groups = Vec::new();
     for lang in &languages {
         let pairs = limit(xnli::load(ctx.dataset_dir, lang, Split::Test)?);
         let e = embed_pairs(ctx, &pairs, params.normalize)?;
-        let acc = percent(model.accuracy(&nli_features(&e.premises, &e.hypotheses), &e.labels));
+        let (acc, outcomes) =
+            test_outcomes(&model, &nli_features(&e.premises, &e.hypotheses), &e.labels);
+        groups.push(Group {
+            name: lang.clone(),
+            weight: 1.0,
+            outcomes,
+        });
         sum += acc;
         per_language.insert(lang.clone(), json!(acc));
         if params.matrix {
@@ -312,14 +332,23 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     if params.matrix {
         // Rows: premise language; columns: hypothesis language (labels are aligned).
         let mut rows = Vec::with_capacity(languages.len());
-        for p in &embedded {
+        for (i, p) in embedded.iter().enumerate() {
             let mut row = Vec::with_capacity(languages.len());
-            for h in &embedded {
+            for (j, h) in embedded.iter().enumerate() {
                 if p.premises.rows != h.hypotheses.rows {
                     return Err(ctx.error("XNLI test sets of different sizes cannot be crossed"));
                 }
                 let x = nli_features(&p.premises, &h.hypotheses);
-                row.push(percent(model.accuracy(&x, &h.labels)));
+                let (acc, outcomes) = test_outcomes(&model, &x, &h.labels);
+                row.push(acc);
+                // The diagonal holds the same items as the language's own group.
+                if i != j {
+                    groups.push(Group {
+                        name: format!("{}/{}", languages[i], languages[j]),
+                        weight: 0.0,
+                        outcomes,
+                    });
+                }
             }
             rows.push(row);
         }
@@ -372,7 +401,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         scores,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
-        items: None,
+        items: Some(Items::mean_of(groups)),
     })
 }
 
@@ -510,6 +539,13 @@ mod tests {
         assert!(o.scores["matrix"]["average"].as_f64().unwrap() > 95.0);
         assert!(o.notes[0].contains("NOT on MultiNLI"));
         assert_eq!(o.params["hidden"], json!([32, 16]));
+        // Three languages (weight 1) and six cross-lingual cells (weight 0) of 90 pairs.
+        let items = o.items.as_ref().unwrap();
+        assert!((items.headline() - o.main_score).abs() < 1e-9);
+        assert_eq!((items.groups.len(), items.count()), (9, 9 * 90));
+        assert_eq!(items.groups[3].name, "en/de");
+        let cell = items.groups[3].outcomes.metric(None) * 100.0;
+        assert!((cell - o.scores["matrix"]["accuracy"][0][1].as_f64().unwrap()).abs() < 1e-9);
     }
 
     #[test]
@@ -553,6 +589,9 @@ mod tests {
         let b = run_on(&data, &enc, &langs, params, 1);
         assert_eq!(a, b);
         assert_eq!(a.scores["train_pairs"], 2416);
+        let items = a.items.as_ref().unwrap();
+        assert!((items.headline() - a.main_score).abs() < 1e-9);
+        assert_eq!(items.count(), 3000);
         let en = a.scores["accuracy"]["en"].as_f64().unwrap();
         assert!((36.0..70.0).contains(&en), "{:?}", a.scores);
         assert!(a.main_score > 33.0 && a.main_score < 65.0, "{:?}", a.scores);
