@@ -59,6 +59,10 @@ fn summary(run: &Path) -> Value {
         .collect();
     let mut results = serde_json::Map::new();
     for e in std::fs::read_dir(run.join("results")).unwrap().flatten() {
+        // Result files only (not their per-item sidecars `<bench>.items.json.gz`).
+        if e.path().extension().is_none_or(|x| x != "json") {
+            continue;
+        }
         let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
         results.insert(
             e.file_name().to_string_lossy().into_owned(),

@@ -33,9 +33,10 @@ pub fn results_dir(dir: &Path) -> PathBuf {
     }
 }
 
-fn load(
-    dir: &Path,
-) -> Result<BTreeMap<String, (BenchResult, Option<Items>, Option<String>)>, String> {
+/// Benchmark → (result, its per-item outcomes, why they are missing).
+type Loaded = BTreeMap<String, (BenchResult, Option<Items>, Option<String>)>;
+
+fn load(dir: &Path) -> Result<Loaded, String> {
     let results = results_dir(dir);
     let listing = std::fs::read_dir(&results).map_err(|e| {
         format!(

@@ -274,7 +274,7 @@ impl NightlyConfig {
                 r.speed_ratio
             ));
         }
-        if let Some((p, v)) = r.min_effect.iter().find(|(_, v)| !(**v >= 0.0)) {
+        if let Some((p, v)) = r.min_effect.iter().find(|(_, v)| v.is_nan() || **v < 0.0) {
             return Err(format!(
                 "rules.min_effect.{p}: {v} is negative. Fix: a size in the metric's points"
             ));

@@ -758,6 +758,28 @@ pub fn terminal(m: &Morning) -> String {
     out
 }
 
+/// Writes the report of `m` into `dir` (`report.md`, `report.html`, `report.txt` and one SVG
+/// per trend chart), each atomically; returns the HTML's path.
+pub fn write(m: &Morning, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
+    let put = |name: &str, text: &str| {
+        let p = dir.join(name);
+        harness_core::fsutil::write_atomic(&p, text.as_bytes())
+            .map_err(|e| format!("{}: cannot write ({e})", p.display()))
+    };
+    let md =
+        harness_report::render::render_template("nightly.md.j2", m).map_err(|e| e.to_string())?;
+    let html =
+        harness_report::render::render_template("nightly.html.j2", m).map_err(|e| e.to_string())?;
+    put("report.md", &md)?;
+    put("report.html", &html)?;
+    put("report.txt", &terminal(m))?;
+    for c in &m.charts {
+        put(&c.file, &c.svg)?;
+    }
+    Ok(dir.join("report.html"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -988,26 +1010,4 @@ mod tests {
         assert_eq!(sparkline(&[Some(1.0), Some(2.0), None, Some(3.0)]), "▁▅·█");
         assert_eq!(sparkline(&[Some(5.0), Some(5.0)]), "▄▄");
     }
-}
-
-/// Writes the report of `m` into `dir` (`report.md`, `report.html`, `report.txt` and one SVG
-/// per trend chart), each atomically; returns the HTML's path.
-pub fn write(m: &Morning, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
-    let put = |name: &str, text: &str| {
-        let p = dir.join(name);
-        harness_core::fsutil::write_atomic(&p, text.as_bytes())
-            .map_err(|e| format!("{}: cannot write ({e})", p.display()))
-    };
-    let md =
-        harness_report::render::render_template("nightly.md.j2", m).map_err(|e| e.to_string())?;
-    let html =
-        harness_report::render::render_template("nightly.html.j2", m).map_err(|e| e.to_string())?;
-    put("report.md", &md)?;
-    put("report.html", &html)?;
-    put("report.txt", &terminal(m))?;
-    for c in &m.charts {
-        put(&c.file, &c.svg)?;
-    }
-    Ok(dir.join("report.html"))
 }
