@@ -85,7 +85,11 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         Some(d) => bail!("--date {d}: expected YYYY-MM-DD"),
         None => harness_core::rundir::utc_now()[..10].to_string(),
     };
-    let history = args.store.join(&config.name);
+    // Absolute, so that the children (and the paths in night.json's logs) do not depend on
+    // where they run.
+    let store = std::path::absolute(&args.store)
+        .with_context(|| format!("--store {}", args.store.display()))?;
+    let history = store.join(&config.name);
     let baseline = args.baseline.clone().or_else(|| config.baseline.clone());
     if args.report_only {
         let nights = upto(&history, args.date.as_deref())?;

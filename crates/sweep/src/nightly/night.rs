@@ -69,6 +69,18 @@ pub fn run_night(
             super::store::night_name("", &opts.commit).trim_start_matches('-')
         ));
     }
+    // Every recipe entry is loaded and checked (with its profile and `set:`) before anything
+    // runs: a misspelt key fails the night at once, not after an hour of other entries.
+    for entry in &config.entries {
+        if let Source::Recipe(recipe) = entry.source() {
+            let load = harness_recipe::LoadOptions {
+                profile: entry.profile.clone(),
+                sets: entry.set.clone(),
+            };
+            harness_bench::load_recipe(&opts.cwd.join(recipe), &load)
+                .map_err(|e| format!("entry `{}`: {e}", entry.name))?;
+        }
+    }
     let dir = partial_dir(&opts.history, &name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
     let started = harness_core::rundir::utc_now();
@@ -268,6 +280,15 @@ fn child(exe: &Path, args: &[String], log: &Path) -> Result<bool, String> {
         .status()
         .map_err(|e| format!("{}: cannot start ({e})", exe.display()))?;
     Ok(status.success())
+}
+
+/// The last `error: …` line a child wrote to its log (what a person needs first).
+fn last_error(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .map(str::to_string)
 }
 
 /// Training throughput from a run's `train/metrics.jsonl` (its last line's `tokens_per_s`).
