@@ -61,7 +61,7 @@ pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process
         None => "cache not used".to_string(),
     };
     println!(
-        "wrote {} ({} × {}) in {:.2}s: {cache}",
+        "wrote {} ({} × {}) in {:.3}s: {cache}",
         args.out.display(),
         s.sentences,
         s.dim,
