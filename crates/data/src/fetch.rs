@@ -9,6 +9,7 @@
 
 use super::lock::{hash_file, DatasetEntry, FileEntry, Lock};
 use super::DataError;
+use harness_core::progress::Bar;
 use harness_core::settings::Settings;
 use indicatif::ProgressBar;
 use std::fmt;
@@ -654,15 +655,18 @@ fn content_range_start(response: &ureq::Response) -> Option<u64> {
     rest.split('-').next()?.trim().parse().ok()
 }
 
-/// A byte progress bar on stderr, hidden unless `enabled` and stderr is a terminal.
-pub fn progress_bar(total: u64, enabled: bool, message: &str) -> ProgressBar {
+/// A byte progress bar on stderr unless `enabled` is false: drawn on a terminal; in a log,
+/// one line `message: done 1.20 MiB in 0.4 s` when it ends (and progress lines if it runs
+/// longer than the log's interval), never a `0 B/...` line.
+pub fn progress_bar(total: u64, enabled: bool, message: &str) -> Bar {
     if !enabled {
-        return ProgressBar::hidden();
+        return Bar::hidden();
     }
     let pb = harness_core::progress::bar(
         total,
         "{msg:>20} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-    );
+    )
+    .logged_as(message);
     pb.set_message(message.to_string());
     pb
 }

@@ -126,9 +126,9 @@ fn encode_chunks(
 }
 
 /// A bar on stderr for inputs longer than one chunk (hidden when stderr is no terminal).
-fn progress_bar(n: usize) -> indicatif::ProgressBar {
+fn progress_bar(n: usize) -> harness_core::progress::Bar {
     if n <= CHUNK {
-        return indicatif::ProgressBar::hidden();
+        return harness_core::progress::Bar::hidden();
     }
     harness_core::progress::bar(
         n as u64,

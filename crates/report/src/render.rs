@@ -267,3 +267,64 @@ pub fn write_all(report: &Report, out: &Path, owned: bool) -> Result<Vec<PathBuf
 pub fn records(report: &Report) -> impl Iterator<Item = &CellRecord> {
     report.tables.iter().flat_map(|t| t.records.iter())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped tables with nothing measured yet (every cell "not run yet").
+    fn empty_report() -> Report {
+        let inputs = crate::runs::Inputs::default();
+        let specs = crate::spec::load().unwrap();
+        Report {
+            provenance: crate::provenance::collect(&inputs),
+            tables: crate::table::build(&specs, &inputs),
+            warnings: vec!["a warning".into()],
+        }
+    }
+
+    /// `trim_blocks` eats the newline after a block tag: a line that ends in `{% endif %}`
+    /// ran into the next one (the table of contents was one paragraph).
+    #[test]
+    fn markdown_contents_is_a_list_and_paragraphs_stay_apart() {
+        let report = empty_report();
+        assert!(report.tables.len() > 2);
+        let md = markdown(&report).unwrap();
+        let toc: Vec<&str> = md
+            .split_once("\n## Tables\n\n")
+            .expect("a Tables section")
+            .1
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(toc.len(), report.tables.len(), "{toc:#?}");
+        for (line, t) in toc.iter().zip(&report.tables) {
+            assert!(
+                line.starts_with(&format!(
+                    "- [{}](#{}) — ",
+                    escape_markdown(&t.title),
+                    t.name
+                )),
+                "{line}"
+            );
+            assert_eq!(line.matches("- [").count(), 1, "{line}");
+            assert!(line.ends_with("not run yet"), "{line}");
+        }
+        // Each table's meta line is a paragraph of its own, apart from "Published values".
+        let lines: Vec<&str> = md.lines().collect();
+        for t in &report.tables {
+            let meta = format!("`{}` · ", t.name);
+            let i = lines
+                .iter()
+                .position(|l| l.starts_with(&meta))
+                .unwrap_or_else(|| panic!("no meta line for {}", t.name));
+            assert_eq!(lines[i + 1], "", "{}", lines[i]);
+            assert!(
+                lines[i + 2].starts_with("Published values: "),
+                "{}",
+                lines[i + 2]
+            );
+        }
+        assert!(md.contains("\n- a warning\n"));
+    }
+}

@@ -546,7 +546,7 @@ pub fn train<B: AutodiffBackend>(
         b.set_position(l.state.step);
         b
     } else {
-        indicatif::ProgressBar::hidden()
+        harness_core::progress::Bar::hidden()
     };
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);

@@ -920,7 +920,7 @@ fn train_with(
             "classifier [{bar:30}] epoch {pos}/{len} {msg} ETA {eta}",
         )
     } else {
-        indicatif::ProgressBar::hidden()
+        harness_core::progress::Bar::hidden()
     };
     let mut epoch = 0;
     while epoch < cfg.epochs {
