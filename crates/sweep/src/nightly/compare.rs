@@ -83,10 +83,12 @@ pub fn compare(a: &Path, b: &Path, rules: &Rules) -> Result<Vec<Compared>, Strin
         let sa = Sample {
             headlines: ha,
             items: ia.iter().collect(),
+            spread: 0.0,
         };
         let sb = Sample {
             headlines: hb,
             items: ib.iter().collect(),
+            spread: 0.0,
         };
         let mut note = xn.clone().or_else(|| yn.clone());
         if let (Some(p), Some(q)) = (&ia, &ib) {

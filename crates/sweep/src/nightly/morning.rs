@@ -135,7 +135,12 @@ pub struct Morning {
     pub env: Vec<(String, String)>,
 }
 
-fn sample<'a>(night: &'a Night, series: &str) -> Option<Sample<'a>> {
+/// [`sample_alone`] with the series' night-to-night spread.
+fn sample<'a>(night: &'a Night, series: &str, spread: f64) -> Option<Sample<'a>> {
+    sample_alone(night, series).map(|x| Sample { spread, ..x })
+}
+
+fn sample_alone<'a>(night: &'a Night, series: &str) -> Option<Sample<'a>> {
     let r = night.series.get(series)?;
     let headlines: Vec<f64> = r.iter().filter_map(|s| s.result.main_score).collect();
     if headlines.is_empty() {
@@ -147,7 +152,11 @@ fn sample<'a>(night: &'a Night, series: &str) -> Option<Sample<'a>> {
     } else {
         Vec::new()
     };
-    Some(Sample { headlines, items })
+    Some(Sample {
+        headlines,
+        items,
+        spread: 0.0,
+    })
 }
 
 fn short(commit: &str) -> String {
@@ -245,7 +254,7 @@ pub fn build(
     let mut charts = Vec::new();
     let all_series: BTreeSet<&String> = tonight.series.keys().collect();
     for series in all_series {
-        let Some(now) = sample(tonight, series) else {
+        let Some(mut now) = sample_alone(tonight, series) else {
             continue;
         };
         let first = &tonight.series[series][0].result;
@@ -259,15 +268,18 @@ pub fn build(
             .filter_map(|(i, n)| n.headline(series).map(|v| (i, v)))
             .collect();
         let values: Vec<f64> = hist.iter().map(|(_, v)| *v).collect();
+        // The spread the series has shown before tonight (tonight's own change left out).
+        let spread = super::rule::history_spread(&values[..values.len().saturating_sub(1)]);
+        now.spread = spread;
         let prev = nights[..nights.len() - 1]
             .iter()
             .rev()
             .find(|n| n.series.contains_key(series));
         let vs_prev = prev
-            .and_then(|p| sample(p, series))
+            .and_then(|p| sample(p, series, spread))
             .map(|a| judge(&a, &now, lower, min_effect, rules));
         let vs_base = base
-            .and_then(|b| sample(b, series))
+            .and_then(|b| sample(b, series, spread))
             .map(|a| judge(&a, &now, lower, min_effect, rules));
         let best = hist.iter().map(|&(i, v)| (i, v)).reduce(|a, b| {
             let better = if lower { b.1 < a.1 } else { b.1 > a.1 };
@@ -322,7 +334,7 @@ pub fn build(
                 // The step's segment must reach tonight (no later change point).
                 let before = &nights[hist[s - 1].0];
                 let began = &nights[hist[s].0];
-                if let Some(a) = sample(before, series) {
+                if let Some(a) = sample(before, series, spread) {
                     let j = judge(&a, &now, lower, min_effect, rules);
                     if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
                         finding = Some((

@@ -5,7 +5,8 @@
 //! 2. its size is at least the series' minimum effect ([`Rules::min_effect_of`]); and
 //! 3. the paired bootstrap over the test items, with the seeds of each side resampled where
 //!    several ran ([`paired_bootstrap`]), puts the whole interval on that side of zero (the
-//!    interval Δ ± z·SE from the bootstrap's standard error). The stated confidence holds
+//!    interval Δ ± z·SE from the bootstrap's standard error, widened by the series'
+//!    night-to-night spread in its history, [`history_spread`]). The stated confidence holds
 //!    for the whole night: each of the night's M series is judged at 1 − (1 − confidence)/M
 //!    (Bonferroni), so the chance of any false alarm in a night of pure noise is at most
 //!    1 − confidence, whatever the number of benchmarks. Without per-item outcomes (an older result file, or a protocol
@@ -27,6 +28,10 @@ pub struct Sample<'a> {
     pub headlines: Vec<f64>,
     /// Per-item outcomes per seed (empty when any seed lacks them).
     pub items: Vec<&'a Items>,
+    /// The night-to-night standard deviation of one night's value seen in the series'
+    /// history ([`history_spread`]; 0 when unknown): noise the items and seeds of a single
+    /// night cannot show, such as a trained model's change with its training seed.
+    pub spread: f64,
 }
 
 impl Sample<'_> {
@@ -81,18 +86,23 @@ pub fn judge(
         .then(|| paired_bootstrap(&a.items, &b.items, &settings).ok())
         .flatten();
     let z = normal_quantile(0.5 + rules.confidence / 2.0);
+    let extra = a.spread.powi(2) + b.spread.powi(2);
     let (interval, method) = match by_items {
         // The bootstrap's standard error with a normal quantile: stable at the extreme
         // confidences a family-wise correction asks for, where the replicates' own
         // percentiles would rest on a handful of draws.
-        Some(p) => (Some((p.delta - z * p.se, p.delta + z * p.se)), "bootstrap"),
+        Some(p) => {
+            let se = (p.se.powi(2) + extra).sqrt();
+            (Some((p.delta - z * se, p.delta + z * se)), "bootstrap")
+        }
         None if a.headlines.len() >= 2 && b.headlines.len() >= 2 => {
             let var = |v: &[f64]| {
                 let m = v.iter().sum::<f64>() / v.len() as f64;
                 v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
             };
             let se = (var(&a.headlines) / a.headlines.len() as f64
-                + var(&b.headlines) / b.headlines.len() as f64)
+                + var(&b.headlines) / b.headlines.len() as f64
+                + extra)
                 .sqrt();
             (Some((delta - z * se, delta + z * se)), "seeds")
         }
@@ -246,6 +256,16 @@ pub fn noise_sigma(x: &[f64], floor: f64) -> f64 {
     (mad / (0.6745 * std::f64::consts::SQRT_2)).max(floor)
 }
 
+/// The night-to-night standard deviation of a series' values (oldest first): the median
+/// absolute successive difference scaled to σ (robust to the odd step); 0 with fewer than
+/// two values. A series that repeats itself exactly (a fixed encoder, a deterministic
+/// training at fixed seeds) gets 0 and is judged on its items alone; one that moves from
+/// night to night without any change that matters (a trained model whose random streams
+/// shift with the code) gets the spread it has shown.
+pub fn history_spread(x: &[f64]) -> f64 {
+    noise_sigma(x, 0.0)
+}
+
 /// What the history of one series shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct History {
@@ -303,6 +323,7 @@ mod tests {
         Sample {
             headlines: h.to_vec(),
             items: Vec::new(),
+            spread: 0.0,
         }
     }
 
@@ -352,6 +373,24 @@ mod tests {
             &rules,
         );
         assert_eq!(j.verdict, Verdict::Unchanged);
+        // A series that moves by ±5 from night to night: the same tight 5-point drop is
+        // within its noise.
+        let wide = |h: &[f64]| Sample {
+            spread: 3.0,
+            ..sample(h)
+        };
+        let j = judge(
+            &wide(&[80.0, 80.2]),
+            &wide(&[75.0, 75.1]),
+            false,
+            1.0,
+            &rules,
+        );
+        assert_eq!(j.verdict, Verdict::Unchanged, "{j:?}");
+        // Successive differences 6, 4, 1: median 4.
+        let s = history_spread(&[60.0, 66.0, 62.0, 61.0]);
+        assert!((s - 4.0 / (0.6745 * 2f64.sqrt())).abs() < 1e-9, "{s}");
+        assert_eq!(history_spread(&[60.0, 60.0, 60.0]), 0.0);
         // One seed and no items: shown, never flagged.
         let j = judge(&sample(&[80.0]), &sample(&[60.0]), false, 1.0, &rules);
         assert_eq!((j.verdict, j.interval), (Verdict::Unjudged, None));
