@@ -86,12 +86,15 @@ pub fn search_outcomes(
     })
 }
 
-/// Error rate (%) of per-query [`search_outcomes`].
+/// Error rate (%) of per-query [`search_outcomes`]: 100 · errors / queries, computed as
+/// LASER does (and as this protocol always did: the same bits in the result files).
 pub fn error_rate_of(outcomes: &Outcomes) -> f64 {
-    if outcomes.is_empty() {
-        0.0
-    } else {
-        100.0 * (1.0 - outcomes.metric(None))
+    match outcomes {
+        Outcomes::Correct { correct, .. } => {
+            let errors = correct.iter().filter(|&&c| !c).count();
+            100.0 * errors as f64 / correct.len().max(1) as f64
+        }
+        other => 100.0 * (1.0 - other.metric(None)),
     }
 }
 

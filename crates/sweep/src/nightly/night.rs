@@ -134,9 +134,11 @@ pub fn run_night(
                     record.train_seconds = Some(t_train.elapsed().as_secs_f64());
                     record.tokens_per_s = tokens_per_s(&seed_dir);
                     if !ok {
-                        record
-                            .errors
-                            .push(format!("training failed (`harness {}`)", args.join(" ")));
+                        record.errors.push(format!(
+                            "training failed: {}",
+                            last_error(&log_path)
+                                .unwrap_or_else(|| format!("`harness {}`", args.join(" ")))
+                        ));
                         None
                     } else {
                         Some(seed_dir.display().to_string())
@@ -173,9 +175,11 @@ pub fn run_night(
                     .errors
                     .extend(failed_benchmarks(&seed_dir.join("results")));
                 if !ok && record.errors.is_empty() {
-                    record
-                        .errors
-                        .push(format!("evaluation failed (`harness {}`)", args.join(" ")));
+                    record.errors.push(format!(
+                        "evaluation failed: {}",
+                        last_error(&log_path)
+                            .unwrap_or_else(|| format!("`harness {}`", args.join(" ")))
+                    ));
                 }
             }
             on_event(NightEvent::Done {
