@@ -55,17 +55,17 @@ fn every_shipped_recipe_validates_or_names_what_cannot_train() {
             assert!(n.parse::<usize>().is_ok(), "no line number in `{line}`");
         }
     }
-    // muse-xling: the transformer encoder and each unknown objective, not the first alone.
-    let muse = harness(
+    // emu: the encoder, each head and each objective it cannot train, not the first alone.
+    let emu = harness(
         home.path(),
         &[
             "validate",
-            repo().join("recipes/muse-xling.yaml").to_str().unwrap(),
+            repo().join("recipes/emu.yaml").to_str().unwrap(),
         ],
     );
-    let t = text(&muse);
+    let t = text(&emu);
     assert!(t.contains("model.encoder.kind"), "{t}");
-    for objective in ["translation_ranking", "response_ranking", "quick_thought"] {
+    for objective in ["l2_softmax", "center_loss", "adversarial_language"] {
         assert!(t.contains(&format!("the objective `{objective}`")), "{t}");
     }
 }

@@ -1,6 +1,8 @@
-//! Heads on the sentence embedding. So far the MLP classifier that LASER's NLI ablation
-//! (§5.2) and XNLI-style training put on pair features `(u, v, |u − v|, u ∗ v)`
-//! (InferSent, Conneau et al. 2017).
+//! Heads on the sentence embedding: the MLP classifier that LASER's NLI ablation (§5.2),
+//! XNLI-style training and multilingual USE's NLI task put on pair features
+//! `(u, v, |u − v|, u ∗ v)` (InferSent, Conneau et al. 2017), and, without `classes`, the
+//! projection heads of multilingual USE's ranking tasks (§3.2: "fully-connected feedforward
+//! layers of size 320 and 512 and using tanh activation", the activation after every layer).
 
 use crate::random::{dropout, Noise};
 use burn::config::Config;
@@ -29,6 +31,10 @@ pub struct MlpConfig {
     /// Dropout before every layer (training only).
     #[config(default = 0.0)]
     pub dropout: f64,
+    /// A projection (no `classes`): the layers are the hidden sizes only, each followed by
+    /// the activation, and the output is the last hidden layer (`d_output` is its size).
+    #[config(default = false)]
+    pub projection: bool,
 }
 
 /// Feed-forward head.
@@ -42,23 +48,28 @@ pub struct Mlp<B: Backend> {
     pub activation: String,
     /// Dropout probability.
     pub dropout: f64,
+    /// A projection head: the activation follows the last layer too.
+    pub projection: bool,
 }
 
 impl MlpConfig {
-    /// The configuration a recipe's `mlp` head describes (`classes` required).
+    /// The configuration a recipe's `mlp` head describes: a classifier over `classes`, or
+    /// without them a projection through its hidden layers (`None`: neither).
     pub fn from_recipe(d_sentence: usize, h: &MlpHead) -> Option<Self> {
+        let hidden: Vec<usize> = h.hidden.iter().map(|&x| x as usize).collect();
+        let (d_output, projection) = match h.classes {
+            Some(c) => (c as usize, false),
+            None => (*hidden.last()?, true),
+        };
         Some(
-            MlpConfig::new(
-                d_sentence,
-                h.hidden.iter().map(|&x| x as usize).collect(),
-                h.classes? as usize,
-            )
-            .with_pair(h.features == Features::Pair)
-            .with_activation(match h.activation {
-                Activation::Tanh => "tanh".into(),
-                Activation::Relu => "relu".into(),
-            })
-            .with_dropout(h.dropout),
+            MlpConfig::new(d_sentence, hidden, d_output)
+                .with_projection(projection)
+                .with_pair(h.features == Features::Pair)
+                .with_activation(match h.activation {
+                    Activation::Tanh => "tanh".into(),
+                    Activation::Relu => "relu".into(),
+                })
+                .with_dropout(h.dropout),
         )
     }
 
@@ -70,7 +81,9 @@ impl MlpConfig {
             self.d_sentence
         };
         let mut layers = Vec::new();
-        for &h in self.hidden.iter().chain(std::iter::once(&self.d_output)) {
+        // A projection's last hidden layer is its output.
+        let output = (!self.projection).then_some(&self.d_output);
+        for &h in self.hidden.iter().chain(output) {
             layers.push(LinearConfig::new(d_in, h).init(device));
             d_in = h;
         }
@@ -79,11 +92,17 @@ impl MlpConfig {
             pair: self.pair,
             activation: self.activation.clone(),
             dropout: self.dropout,
+            projection: self.projection,
         }
     }
 }
 
 impl<B: Backend> Mlp<B> {
+    /// Size of the output (classes, or a projection's last hidden size).
+    pub fn d_output(&self) -> usize {
+        self.layers.last().map_or(0, |l| l.weight.dims()[1])
+    }
+
     /// Logits for one sentence batch `u` (or the pair `(u, v)` when the head reads pairs).
     pub fn forward(
         &self,
@@ -101,7 +120,7 @@ impl<B: Backend> Mlp<B> {
         let n = self.layers.len();
         for (i, layer) in self.layers.iter().enumerate() {
             x = layer.forward(dropout(&mut noise, x, self.dropout));
-            if i + 1 < n {
+            if i + 1 < n || self.projection {
                 x = if self.activation == "relu" {
                     relu(x)
                 } else {

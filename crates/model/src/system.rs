@@ -108,9 +108,9 @@ impl SystemConfig {
             };
             let c =
                 MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| ModelError::Unsupported {
-                    key: format!("model.heads.{name}.classes"),
-                    detail: "an MLP head without `classes` has nothing to predict".into(),
-                    fix: "set `classes` (3 for NLI)".into(),
+                    key: format!("model.heads.{name}"),
+                    detail: "an MLP head without `classes` and without `hidden` layers has no output".into(),
+                    fix: "set `classes` (3 for NLI) for a classifier, or `hidden` sizes for a projection".into(),
                 })?;
             heads.push((name.clone(), c));
         }

@@ -142,6 +142,25 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
     }
 }
 
+/// Multiplies the gradients of the parameters `visit` walks by `factor`: multilingual USE's
+/// embedding gradient multiplier (§4: "we multiply the gradient updates to the word and
+/// character embeddings by a factor of 100"), applied before clipping as a gradient
+/// multiplier inside the graph would be.
+pub fn scale_gradients<'p, B: AutodiffBackend>(
+    grads: &mut GradientsParams,
+    factor: f64,
+    params: impl IntoIterator<Item = &'p Param<Tensor<B, 2>>>,
+) {
+    let mut scale = Scale::<B> {
+        grads,
+        factor,
+        _b: std::marker::PhantomData,
+    };
+    for p in params {
+        scale.visit_float(p);
+    }
+}
+
 struct Scale<'a, B: AutodiffBackend> {
     grads: &'a mut GradientsParams,
     factor: f64,

@@ -9,7 +9,7 @@ use crate::batch::{
     context_batch, labelled_batch, nli_batch, pair_batch, ContextBatch, LabelledBatch, NliBatch,
     PairBatch,
 };
-use crate::data::{Examples, NliExample, PairExample};
+use crate::data::{ContextExample, Examples, NliExample, PairExample};
 use crate::plan::{Plan, TaskPlan};
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
@@ -139,6 +139,14 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         match self.examples()? {
             Examples::Nli(ex) => Ok(self.index.iter().map(|&i| &ex[i as usize]).collect()),
             _ => Err(self.wrong_kind("NLI triples")),
+        }
+    }
+
+    /// The batch's running-text examples.
+    pub fn context(&self) -> Result<Vec<&'a ContextExample>, TrainError> {
+        match self.examples()? {
+            Examples::Context(ex) => Ok(self.index.iter().map(|&i| &ex[i as usize]).collect()),
+            _ => Err(self.wrong_kind("running text (previous, sentence, next)")),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::encoder::cbow::{CbowEncoder, CbowEncoderConfig};
 use crate::error::ModelError;
 use crate::input::Padded;
 use crate::random::Noise;
-use burn::module::{Module, ModuleMapper};
+use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::schema::Encoder;
@@ -178,6 +178,18 @@ impl<B: Backend> SentenceEncoder<B> {
                 SentenceEncoder::Cbow(e)
             }
         }
+    }
+
+    /// The token and character n-gram embedding tables (multilingual USE's embedding
+    /// gradient multiplier scales their gradients, §4).
+    pub fn embedding_tables(&self) -> Vec<&Param<Tensor<B, 2>>> {
+        let (embedding, ngrams) = match self {
+            SentenceEncoder::Bilstm(e) => (&e.embedding, &e.ngrams),
+            SentenceEncoder::Cbow(e) => (&e.embedding, &e.ngrams),
+        };
+        let mut out = vec![&embedding.weight];
+        out.extend(ngrams.iter().map(|n| &n.table.weight));
+        out
     }
 
     /// The device of the weights.

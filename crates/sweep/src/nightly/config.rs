@@ -120,6 +120,11 @@ pub struct Rules {
     pub speed_min_seconds: f64,
     /// Multiplier of the step detector's BIC penalty (higher: fewer steps).
     pub step_penalty: f64,
+    /// An entry whose CPU share (its children's CPU seconds over their wall seconds) fell
+    /// below this ratio of the previous night's ran on a busy machine: its wall time and
+    /// training throughput are shown but not judged. Slower code costs more CPU seconds
+    /// and keeps its share; other work on the machine takes the share away.
+    pub busy_share: f64,
 }
 
 impl Default for Rules {
@@ -132,6 +137,7 @@ impl Default for Rules {
             speed_ratio: 0.8,
             speed_min_seconds: 5.0,
             step_penalty: 1.0,
+            busy_share: 0.75,
         }
     }
 }
@@ -266,6 +272,12 @@ impl NightlyConfig {
             return Err(format!(
                 "rules.replicates: {} is too few for a percentile interval. Fix: 1000 or more",
                 r.replicates
+            ));
+        }
+        if !(r.busy_share > 0.0 && r.busy_share <= 1.0) {
+            return Err(format!(
+                "rules.busy_share: {} is not in (0, 1]. Fix: e.g. 0.75 (a quarter of the CPU share lost means the machine was busy)",
+                r.busy_share
             ));
         }
         if !(r.speed_ratio > 0.0 && r.speed_ratio <= 1.0) {

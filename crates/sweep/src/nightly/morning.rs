@@ -173,6 +173,24 @@ fn percent(c: f64) -> String {
     }
 }
 
+/// The mean of `v` (none when empty).
+fn mean(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The CPU share of entry `name` in `night`: its seeds' CPU seconds over their wall seconds
+/// (none when a seed has no CPU time recorded).
+fn cpu_share(night: &Night, name: &str) -> Option<f64> {
+    let e = night.record.entries.iter().find(|x| x.name == name)?;
+    let mut cpu = 0.0;
+    let mut wall = 0.0;
+    for s in &e.seeds {
+        cpu += s.cpu_seconds?;
+        wall += s.train_seconds.unwrap_or(0.0) + s.eval_seconds;
+    }
+    (wall > 0.0).then(|| cpu / wall)
+}
+
 fn fmt(v: f64) -> String {
     format!("{v:.2}")
 }
@@ -479,8 +497,6 @@ pub fn build(
             let Some(pe) = n.record.entries.iter().find(|x| x.name == e.name) else {
                 return Vec::new();
             };
-            let mean =
-                |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
             let wall = mean(
                 pe.seeds
                     .iter()
@@ -505,6 +521,15 @@ pub fn build(
         };
         let now_f = figures(tonight);
         let prev_f = prev_night.map(figures).unwrap_or_default();
+        // The machine was busy when the entry's children had a clearly smaller share of
+        // the CPU than the night before (`rules.busy_share`).
+        let busy = match (
+            cpu_share(tonight, &e.name),
+            prev_night.and_then(|n| cpu_share(n, &e.name)),
+        ) {
+            (Some(now), Some(before)) if now < rules.busy_share * before => Some((now, before)),
+            _ => None,
+        };
         for (name, value, higher, took) in now_f {
             let Some(v) = value else { continue };
             let previous = prev_f.iter().find(|(n, _, _, _)| *n == name);
@@ -512,16 +537,25 @@ pub fn build(
             let long_enough = took >= rules.speed_min_seconds
                 && previous.is_some_and(|(_, _, _, t)| *t >= rules.speed_min_seconds);
             let series = format!("{}/speed:{name}", e.name);
+            // The probe's timing is its own child's, outside the seeds' CPU accounting.
+            let starved = busy.filter(|_| name != "sentences_per_s");
             let verdict = match before {
-                Some(b) if long_enough => speed_verdict(b, v, higher, rules.speed_ratio),
+                Some(b) if long_enough && starved.is_none() => {
+                    speed_verdict(b, v, higher, rules.speed_ratio)
+                }
                 _ => Verdict::Unjudged,
             };
-            let word = match verdict {
-                Verdict::Regression => "slower",
-                Verdict::Improvement => "faster",
-                Verdict::Unchanged => "within threshold",
-                Verdict::Unjudged if before.is_some() => "too short to compare",
-                Verdict::Unjudged => "first night",
+            let word = match (verdict, starved) {
+                (Verdict::Regression, _) => "slower".to_string(),
+                (Verdict::Improvement, _) => "faster".to_string(),
+                (Verdict::Unchanged, _) => "within threshold".to_string(),
+                (Verdict::Unjudged, Some((share, was))) => format!(
+                    "machine busy: CPU share {:.0} % vs {:.0} %, not judged",
+                    share * 100.0,
+                    was * 100.0
+                ),
+                (Verdict::Unjudged, _) if before.is_some() => "too short to compare".to_string(),
+                (Verdict::Unjudged, _) => "first night".to_string(),
             };
             if verdict == Verdict::Regression {
                 let b = before.unwrap_or(f64::NAN);
@@ -570,7 +604,7 @@ pub fn build(
                 tonight: fmt(v),
                 previous: before.map_or("–".into(), fmt),
                 ratio: before.map_or("–".into(), |b| format!("×{:.2}", v / b)),
-                verdict: word.into(),
+                verdict: word,
             });
         }
     }
@@ -582,7 +616,7 @@ pub fn build(
         Status::Clean
     };
     let headline = format!(
-        "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} nights in the history)",
+        "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} night{} in the history)",
         config.name,
         rec.name,
         regressions.len(),
@@ -593,7 +627,8 @@ pub fn build(
         failures.len(),
         if failures.len() == 1 { "" } else { "s" },
         rows.len(),
-        nights.len()
+        nights.len(),
+        if nights.len() == 1 { "" } else { "s" }
     );
     let plants = rec
         .plants
@@ -612,7 +647,7 @@ pub fn build(
         })
         .collect();
     notes.push(format!(
-        "Rule: a change is flagged when |Δ| ≥ the series' minimum effect (default {:.2} points) and its paired bootstrap interval (Δ ± z·SE, {} replicates over the test items, seeds resampled where several ran; seed {}) excludes 0 at {:.2} % per series: {:.0} % for the whole night over its {} series (Bonferroni). Speed figures alert beyond ×{:.2} when both timings lasted {:.0} s or more.",
+        "Rule: a change is flagged when |Δ| ≥ the series' minimum effect (default {:.2} points) and its paired bootstrap interval (Δ ± z·SE, {} replicates over the test items, seeds resampled where several ran; seed {}) excludes 0 at {:.2} % per series: {:.0} % for the whole night over its {} series (Bonferroni). Speed figures alert beyond ×{:.2} when both timings lasted {:.0} s or more and the entry kept at least {:.0} % of its previous CPU share (else the machine was busy: not judged).",
         rules.min_effect_of(""),
         rules.replicates,
         rules.bootstrap_seed,
@@ -620,7 +655,8 @@ pub fn build(
         config.rules.confidence * 100.0,
         family,
         rules.speed_ratio,
-        rules.speed_min_seconds
+        rules.speed_min_seconds,
+        rules.busy_share * 100.0
     ));
     if rec.seed_offset != 0 {
         notes.push(format!(
@@ -1015,6 +1051,53 @@ mod tests {
         assert_eq!(m.status, Status::Clean, "{}", terminal(&m));
         assert_eq!(m.recovered.len(), 1, "{}", terminal(&m));
         assert_eq!(m.recovered[0].night, dipped[10].record.name);
+    }
+
+    /// Entry `e` with one seed of `wall` seconds of evaluation and `cpu` CPU seconds.
+    fn timed(mut n: Night, wall: f64, cpu: f64) -> Night {
+        n.record.entries = vec![super::super::store::EntryRecord {
+            name: "e".into(),
+            kind: "encoder".into(),
+            source: "x".into(),
+            seeds: vec![super::super::store::SeedRecord {
+                seed: 1,
+                dir: "e/seed-1".into(),
+                train_seconds: None,
+                tokens_per_s: None,
+                eval_seconds: wall,
+                cpu_seconds: Some(cpu),
+                errors: vec![],
+                log: "e/seed-1.log".into(),
+            }],
+            sentences_per_s: None,
+            probe_seconds: None,
+        }];
+        n
+    }
+
+    /// Twice the wall time with the same CPU share is slower code: an alert. Twice the wall
+    /// time with half the CPU share is a busy machine: shown, not judged.
+    #[test]
+    fn a_busy_machine_is_told_apart_from_slower_code() {
+        let c = config();
+        let data = noisy_nights(2, 5);
+        let base = timed(night(0, &data[0]), 10.0, 18.0);
+        let slower = timed(night(1, &data[1]), 20.0, 36.0);
+        let m = build(&c, &[base.clone(), slower], None, &[]);
+        assert_eq!(m.status, Status::Regressions, "{}", terminal(&m));
+        assert_eq!(m.regressions[0].series, "e/speed:wall_s");
+        let busy = timed(night(1, &data[1]), 20.0, 18.0);
+        let m = build(&c, &[base, busy], None, &[]);
+        assert_eq!(m.status, Status::Clean, "{}", terminal(&m));
+        let row = m
+            .speed
+            .iter()
+            .find(|r| r.series == "e/speed:wall_s")
+            .unwrap();
+        assert_eq!(
+            row.verdict,
+            "machine busy: CPU share 90 % vs 180 %, not judged"
+        );
     }
 
     #[test]

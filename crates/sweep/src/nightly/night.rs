@@ -104,6 +104,7 @@ pub fn run_night(
                 train_seconds: None,
                 tokens_per_s: None,
                 eval_seconds: 0.0,
+                cpu_seconds: None,
                 errors: Vec::new(),
                 log: log_rel,
             };
@@ -130,7 +131,7 @@ pub fn run_night(
                         args.extend(["--set".into(), s.clone()]);
                     }
                     let t_train = Instant::now();
-                    let ok = child(&opts.exe, &args, &log_path)?;
+                    let ok = child(&opts.exe, &args, &log_path, &mut record.cpu_seconds)?;
                     record.train_seconds = Some(t_train.elapsed().as_secs_f64());
                     record.tokens_per_s = tokens_per_s(&seed_dir);
                     if !ok {
@@ -169,7 +170,7 @@ pub fn run_night(
                     args.extend(["--set".into(), s.clone()]);
                 }
                 let t_eval = Instant::now();
-                let ok = child(&opts.exe, &args, &log_path)?;
+                let ok = child(&opts.exe, &args, &log_path, &mut record.cpu_seconds)?;
                 record.eval_seconds = t_eval.elapsed().as_secs_f64();
                 record
                     .errors
@@ -265,8 +266,9 @@ fn benchmarks_of(entry: &super::config::Entry, opts: &NightOptions) -> Result<St
     Ok(names.join(","))
 }
 
-/// Runs `exe args`, appending its output to `log`; whether it exited 0.
-fn child(exe: &Path, args: &[String], log: &Path) -> Result<bool, String> {
+/// Runs `exe args`, appending its output to `log` and its CPU seconds to `cpu`; whether it
+/// exited 0.
+fn child(exe: &Path, args: &[String], log: &Path, cpu: &mut Option<f64>) -> Result<bool, String> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -276,6 +278,7 @@ fn child(exe: &Path, args: &[String], log: &Path) -> Result<bool, String> {
     let err = file
         .try_clone()
         .map_err(|e| format!("{}: {e}", log.display()))?;
+    let before = children_cpu_seconds();
     let status = Command::new(exe)
         .args(args)
         .stdin(Stdio::null())
@@ -283,7 +286,29 @@ fn child(exe: &Path, args: &[String], log: &Path) -> Result<bool, String> {
         .stderr(Stdio::from(err))
         .status()
         .map_err(|e| format!("{}: cannot start ({e})", exe.display()))?;
+    if let (Some(a), Some(b)) = (before, children_cpu_seconds()) {
+        *cpu = Some(cpu.unwrap_or(0.0) + (b - a).max(0.0));
+    }
     Ok(status.success())
+}
+
+/// CPU seconds (user + system) of every child this process has waited for, with theirs:
+/// the difference around one child is that child's. Written with libc because std exposes
+/// no resource usage of a child.
+#[cfg(unix)]
+fn children_cpu_seconds() -> Option<f64> {
+    // SAFETY: getrusage only writes the struct it is given, which is plain data.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return None;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Some(secs(u.ru_utime) + secs(u.ru_stime))
+}
+
+#[cfg(not(unix))]
+fn children_cpu_seconds() -> Option<f64> {
+    None
 }
 
 /// The last `error: …` line a child wrote to its log (what a person needs first).

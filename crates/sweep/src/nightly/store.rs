@@ -84,6 +84,11 @@ pub struct SeedRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_s: Option<f64>,
     pub eval_seconds: f64,
+    /// CPU seconds (user + system) of the seed's training and evaluation children
+    /// (`getrusage(RUSAGE_CHILDREN)` around them; none off Unix): over their wall seconds,
+    /// the share of the machine they had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
     /// Why the seed failed (training or a benchmark), when it did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,

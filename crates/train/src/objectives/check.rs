@@ -3,6 +3,7 @@
 
 use harness_recipe::check::{reference, Finding};
 use harness_recipe::de::{Path, Seg};
+use harness_recipe::schema::{Encoder, Features, Head};
 use harness_recipe::Recipe;
 
 /// The recipe and the task being checked.
@@ -43,24 +44,79 @@ impl CheckContext<'_> {
 
     /// `params.head` must name a head of `model.heads` of one of `kinds`.
     pub fn head(&self, out: &mut Vec<Finding>, objective: &str, head: &str, kinds: &[&str]) {
+        self.head_at(out, "head", objective, head, kinds);
+    }
+
+    /// `params.<key>` must name a head of `model.heads` of one of `kinds`.
+    pub fn head_at(
+        &self,
+        out: &mut Vec<Finding>,
+        key: &str,
+        objective: &str,
+        head: &str,
+        kinds: &[&str],
+    ) {
         let Some(model) = &self.recipe.model else {
             return;
         };
         let names: Vec<String> = model.heads.keys().cloned().collect();
-        if let Some(f) = reference(param("head"), "head", head, &names, " under `model.heads`") {
+        if let Some(f) = reference(param(key), "head", head, &names, " under `model.heads`") {
             out.push(f);
             return;
         }
         if let Some(h) = model.heads.get(head).filter(|h| !kinds.contains(&h.kind())) {
             let kinds: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
             out.push(Finding::new(
-                param("head"),
+                param(key),
                 format!(
                     "objective `{objective}` needs a head of kind {}, but `{head}` is `{}`",
                     kinds.join(", "),
                     h.kind()
                 ),
             ));
+        }
+    }
+
+    /// `params.<key>` must name a projection head (an `mlp` of one sentence, without
+    /// `classes`) whose output has the sentence vector's size, since a dot product ranks
+    /// the projected vector against an encoder's own.
+    pub fn projection_head(&self, out: &mut Vec<Finding>, key: &str, objective: &str, head: &str) {
+        let before = out.len();
+        self.head_at(out, key, objective, head, &["mlp"]);
+        if out.len() > before {
+            return;
+        }
+        let Some(model) = &self.recipe.model else {
+            return;
+        };
+        let Some(Head::Mlp(h)) = model.heads.get(head) else {
+            return;
+        };
+        let fix = |what: String| Finding::new(param(key), what);
+        if h.classes.is_some() || h.features == Features::Pair {
+            out.push(fix(format!(
+                "objective `{objective}` projects one sentence through `{head}`, which is a classifier \
+                 (`classes` or `features: pair`): remove them to make it a projection"
+            )));
+            return;
+        }
+        let Some(&last) = h.hidden.last() else {
+            out.push(fix(format!(
+                "head `{head}` has no `hidden` layers to project through"
+            )));
+            return;
+        };
+        let d = match &model.encoder {
+            Encoder::Transformer(e) => Some(e.d_model),
+            Encoder::Bilstm(e) => Some(2 * e.hidden),
+            Encoder::Cbow(e) => Some(e.embed),
+            _ => None,
+        };
+        if let Some(d) = d.filter(|&d| d != last) {
+            out.push(fix(format!(
+                "head `{head}` ends in {last} units but the sentence vectors have {d}: the dot \
+                 product needs equal sizes; make the head's last `hidden` size {d}"
+            )));
         }
     }
 

@@ -347,11 +347,11 @@ objectives! {
         l2_similarity::L2Similarity,
         ranking_softmax::RankingSoftmax,
         nli_classification::NliClassification,
-    ],
-    declared: [
         translation_ranking::TranslationRanking,
         response_ranking::ResponseRanking,
         quick_thought::QuickThought,
+    ],
+    declared: [
         l2_softmax::L2Softmax,
         center_loss::CenterLoss,
         adversarial_language::AdversarialLanguage,

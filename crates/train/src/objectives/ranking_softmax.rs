@@ -107,6 +107,7 @@ impl Loss for RankingSoftmax {
         let v = step.encode(Side::Second)?.sentence;
         let extra = step.hard_negatives()?;
         let p = Ranking {
+            cosine: true,
             scale: self.scale,
             margin: self.margin,
             bidirectional: self.bidirectional,
@@ -118,7 +119,10 @@ impl Loss for RankingSoftmax {
 /// Parameters of one ranking loss.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ranking {
-    /// Scale `s` of the cosine similarities (the softmax temperature's inverse).
+    /// Score by cosine (`true`) or by the raw dot product of the vectors (`false`: the dual
+    /// encoders of Henderson et al. 2017, Guo et al. 2018 and multilingual USE, eq. 2).
+    pub cosine: bool,
+    /// Scale `s` of the similarities (the softmax temperature's inverse).
     pub scale: f64,
     /// Additive margin subtracted from the positive's cosine.
     pub margin: f64,
@@ -223,8 +227,11 @@ pub fn ranking_softmax<B: Backend>(
 ) -> Tensor<B, 1> {
     let [n, _] = u.dims();
     let device = u.device();
-    let un = normalize(u);
-    let vn = normalize(v);
+    let (un, vn) = if p.cosine {
+        (normalize(u), normalize(v))
+    } else {
+        (u, v)
+    };
     let cos = un.clone().matmul(vn.clone().transpose()); // [n, n]
     let margin: Vec<f32> = (0..n * n)
         .map(|k| if k / n == k % n { p.margin as f32 } else { 0.0 })
@@ -236,7 +243,7 @@ pub fn ranking_softmax<B: Backend>(
         None => diagonal_ce(scores.clone(), same_t, &masks.valid),
         Some(extra) => {
             let [_, k, d] = extra.dims();
-            let en = normalize(extra);
+            let en = if p.cosine { normalize(extra) } else { extra };
             // [n, 1, d] · [n, d, k] → [n, 1, k]: each row against its own extra candidates.
             let extra_scores = un
                 .clone()
@@ -275,6 +282,7 @@ mod tests {
 
     fn p(scale: f64, margin: f64, bidirectional: bool) -> Ranking {
         Ranking {
+            cosine: true,
             scale,
             margin,
             bidirectional,
