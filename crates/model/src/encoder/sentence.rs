@@ -33,6 +33,9 @@ pub struct Encoded<B: Backend> {
 }
 
 /// A trainable sentence encoder of any kind.
+// A model holds one or two encoders, moved rarely: the variants' sizes do not matter (and a
+// boxed variant would need a `Module` impl for `Box`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum SentenceEncoder<B: Backend> {
     /// Stacked (Bi)LSTM (`bilstm`, `lstm`).

@@ -121,7 +121,7 @@ impl TransformerEncoderConfig {
     /// recipe first).
     pub fn init<B: Backend>(&self, device: &B::Device) -> TransformerEncoder<B> {
         assert!(
-            self.heads > 0 && self.d_model % self.heads == 0,
+            self.heads > 0 && self.d_model.is_multiple_of(self.heads),
             "d_model ({}) must be divisible by heads ({})",
             self.d_model,
             self.heads
@@ -406,7 +406,7 @@ mod tests {
         let dev = Default::default();
         let enc = encoder(&config(), 3);
         let short = vec![4, 7, 9];
-        let alone = enc.forward(&pad::<B>(&[short.clone()], &dev), None);
+        let alone = enc.forward(&pad::<B>(std::slice::from_ref(&short), &dev), None);
         let batch = enc.forward(
             &pad::<B>(&[vec![5, 6, 7, 8, 9, 10, 11], short.clone()], &dev),
             None,
