@@ -56,7 +56,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::{relu, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use harness_recipe::schema::{self, Pool};
+use harness_recipe::schema;
 
 /// What a padded key adds to its attention score before the softmax: exp(−10⁴ + s) is 0 in
 /// f32 for any score a real key has, and a row whose keys are all padding (an empty
@@ -355,11 +355,6 @@ fn fill<B: Backend, const D: usize>(param: Param<Tensor<B, D>>, value: f32) -> P
         fresh = fresh.require_grad();
     }
     Param::from_mapped_value(id, fresh, mapper)
-}
-
-/// `Pool` values a `transformer` encoder accepts (`last` means nothing without recurrence).
-pub fn accepts(pool: Pool) -> bool {
-    matches!(pool, Pool::Mean | Pool::Max | Pool::Cls)
 }
 
 #[cfg(test)]
