@@ -176,6 +176,37 @@ fn out_of_range_values_are_rejected() {
 }
 
 #[test]
+fn transformer_sizes_and_pooling_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = VALID.replace(
+        "{kind: bilstm, layers: 1, hidden: 32, embed: 16, pool: max}",
+        "{kind: transformer, layers: 1, d_model: 30, d_ff: 64, heads: 4, pool: last, embed: 0}",
+    );
+    let p = write(dir.path(), "transformer.yaml", &text);
+    let ps = problems(&p, &LoadOptions::default());
+    let heads = only(&ps, "model.encoder.heads");
+    assert!(
+        heads
+            .message
+            .contains("d_model (30) must be divisible by heads (4)"),
+        "{heads}"
+    );
+    let embed = only(&ps, "model.encoder.embed");
+    assert!(embed.message.contains("must be ≥ 1, found 0"), "{embed}");
+    let pool = only(&ps, "model.encoder.pool");
+    assert!(pool.message.contains("`mean`, `max` or `cls`"), "{pool}");
+    // `embed` is optional and written back only when set.
+    let text = VALID.replace(
+        "{kind: bilstm, layers: 1, hidden: 32, embed: 16, pool: max}",
+        "{kind: transformer, layers: 1, d_model: 32, d_ff: 64, heads: 4}",
+    );
+    let p = write(dir.path(), "ok.yaml", &text);
+    let loaded = recipe::load_with(&p, &LoadOptions::default(), &known()).unwrap();
+    let yaml = serde_yaml::to_string(&loaded.recipe.model.unwrap().encoder).unwrap();
+    assert!(!yaml.contains("embed"), "{yaml}");
+}
+
+#[test]
 fn every_problem_of_a_file_is_reported_not_just_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let text = VALID

@@ -121,14 +121,21 @@ impl SystemConfig {
         })
     }
 
-    /// Builds the model with harness's seeded uniform initialisation.
+    /// Builds the model with harness's seeded uniform initialisation (then each encoder's
+    /// fixed starts, [`SentenceEncoder::after_init`]: a transformer's LayerNorms at 1 and 0).
     pub fn init<B: Backend>(&self, seed: u64, device: &B::Device) -> System<B> {
         let system = System {
             encoders: self.encoders.iter().map(|(_, e)| e.init(device)).collect(),
             decoder: self.decoder.as_ref().map(|d| d.init(device)),
             heads: self.heads.iter().map(|(_, h)| h.init(device)).collect(),
         };
-        init_uniform(system, seed, INIT_SCALE)
+        let mut system = init_uniform(system, seed, INIT_SCALE);
+        system.encoders = system
+            .encoders
+            .into_iter()
+            .map(SentenceEncoder::after_init)
+            .collect();
+        system
     }
 
     /// The configuration of the encoder evaluation and export use.

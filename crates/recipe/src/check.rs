@@ -768,7 +768,16 @@ fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
                     ),
                 );
             }
+            if e.embed == Some(0) {
+                out.add(f("embed"), "embed must be ≥ 1, found 0");
+            }
             prob(out, f("dropout"), e.dropout);
+            if e.pool == Pool::Last {
+                out.add(
+                    f("pool"),
+                    "a transformer pools with `mean`, `max` or `cls` (`last` is for recurrent encoders)",
+                );
+            }
         }
         Encoder::Cbow(e) => at_least_1(out, f("embed"), e.embed, "embed"),
         Encoder::Hashed(e) => {

@@ -385,6 +385,11 @@ pub struct TransformerEncoder {
     /// Longest input in tokens; longer inputs are clipped.
     #[serde(default = "d64")]
     pub max_len: u32,
+    /// Token embedding size (word and character n-gram embeddings). Unset: `d_model`.
+    /// When set and different from `d_model`, a linear projection embed → d_model follows
+    /// the input layer (the paper's embeddings are 320 wide, its transformer 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed: Option<u32>,
 }
 
 /// Average of word embeddings (X-CBOW).

@@ -35,6 +35,7 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError>
     let saved = match system.encoder() {
         SentenceEncoder::Bilstm(e) => e.save_into(&mut store),
         SentenceEncoder::Cbow(e) => e.save_into(&mut store),
+        SentenceEncoder::Transformer(e) => e.save_into(&mut store),
     };
     saved.map_err(|e| TrainError::Export {
         path: tensors.clone(),

