@@ -14,6 +14,7 @@ const RUNNABLE: &[&str] = &[
     "hashed-ngrams.yaml",
     "all-MiniLM-L6-v2.yaml",
     "multilingual-e5-small.yaml",
+    "muse-xling.yaml",
 ];
 
 #[test]
