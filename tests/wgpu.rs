@@ -39,6 +39,10 @@ const CASES: &[(&str, &[&str])] = &[
         "cbow",
         &["model.encoder={kind: cbow, embed: 16, pool: mean}"],
     ),
+    (
+        "transformer",
+        &["model.encoder={kind: transformer, layers: 1, d_model: 16, d_ff: 32, heads: 2, pool: mean, dropout: 0.0}"],
+    ),
     // Input kind: words with hashed character n-grams (the n-gram sums go through
     // `select_assign` on the device).
     (
