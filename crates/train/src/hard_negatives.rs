@@ -6,6 +6,11 @@
 //! directory — the two-step recipe), excluding its own target text. They are fed to the
 //! objective's loss as extra candidates ([`crate::step::Step::hard_negatives`]).
 //!
+//! Targets are searched among the targets of the same language only: a negative in another
+//! language than the positive is told apart by its script or spelling alone, and the paper
+//! mines within each language pair (one model per pair). So a corpus of several pairs costs
+//! one search per target language, not one over every target.
+//!
 //! Deterministic (exact kNN, ties by index) and cached in the run directory:
 //! `hard-negatives/<task>.json` holds the key it was mined under (the miner's fingerprint,
 //! `k`, and the sha256 of every source and target text) and is reused only under that key.
@@ -141,8 +146,16 @@ pub fn mine(
         let (negatives, from_cache) = match cached {
             Some(c) => (c.negatives, true),
             None => {
+                harness_core::note!(
+                    "mining {} hard negatives per example of task `{}` ({} examples) with `{}`",
+                    spec.k,
+                    task.name,
+                    pairs.len(),
+                    spec.encoder
+                );
                 let cache = CachedEncoder::new(encoder, &settings.cache_dir);
-                let negatives = nearest_targets(&cache, &pairs, spec.k, &task.name)?;
+                let languages: Vec<u32> = examples.iter().map(|e| e.tgt_lang).collect();
+                let negatives = nearest_targets(&cache, &pairs, &languages, spec.k, &task.name)?;
                 let file = Cached {
                     key,
                     k: spec.k,
@@ -171,10 +184,36 @@ pub fn mine(
     Ok(out)
 }
 
-/// For each example, the examples holding its `k` nearest distinct target texts (cosine of
-/// the mining encoder's vectors of its source and of every target), its own target text
-/// excluded.
+/// For each example, the examples holding its `k` nearest distinct target texts of its own
+/// target language (`languages[i]`), by the cosine of the mining encoder's vectors of its
+/// source and of every such target, its own target text excluded.
 fn nearest_targets(
+    encoder: &dyn Encoder,
+    pairs: &[(&str, &str)],
+    languages: &[u32],
+    k: usize,
+    task: &str,
+) -> Result<Vec<Vec<u32>>, TrainError> {
+    let mut by_language: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, &l) in languages.iter().enumerate() {
+        by_language.entry(l).or_default().push(i);
+    }
+    let mut out = vec![Vec::new(); pairs.len()];
+    for members in by_language.values() {
+        let subset: Vec<(&str, &str)> = members.iter().map(|&i| pairs[i]).collect();
+        let near = nearest_in(encoder, &subset, k, task)?;
+        for (row, &i) in near.into_iter().zip(members) {
+            out[i] = row
+                .into_iter()
+                .map(|j| members[j as usize] as u32)
+                .collect();
+        }
+    }
+    Ok(out)
+}
+
+/// [`nearest_targets`] within one language: indices into `pairs`.
+fn nearest_in(
     encoder: &dyn Encoder,
     pairs: &[(&str, &str)],
     k: usize,

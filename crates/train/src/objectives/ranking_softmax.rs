@@ -456,6 +456,10 @@ train: {{steps: 1, batch_size: 6, max_len: 12}}
                 row.iter().all(|&j| ex[j as usize].tgt != ex[i].tgt),
                 "{i}: {row:?}"
             );
+            assert!(
+                row.iter().all(|&j| ex[j as usize].tgt_lang == ex[i].tgt_lang),
+                "{i}: a negative in another language: {row:?}"
+            );
         }
         // Again, from another directory: the same negatives; in the same one: the cache.
         let other = tempfile::tempdir().unwrap();
