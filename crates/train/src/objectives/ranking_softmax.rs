@@ -52,11 +52,12 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-fn hashed() -> String {
+/// The default miner of hard negatives.
+pub(crate) fn hashed() -> String {
     "hashed-ngrams".into()
 }
 
-fn is_hashed(s: &str) -> bool {
+pub(crate) fn is_hashed(s: &str) -> bool {
     s == "hashed-ngrams"
 }
 
@@ -99,21 +100,31 @@ impl Objective for RankingSoftmax {
 
 impl Loss for RankingSoftmax {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let ex = step.pairs()?;
-        let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
-        let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
-        let masks = RankingMasks::from_ids(&src, &tgt);
-        let u = step.encode(Side::First)?.sentence;
-        let v = step.encode(Side::Second)?.sentence;
-        let extra = step.hard_negatives()?;
         let p = Ranking {
             cosine: true,
             scale: self.scale,
             margin: self.margin,
             bidirectional: self.bidirectional,
         };
-        Ok(ranking_softmax(u, v, extra, p, &masks))
+        rank_pairs(step, p)
     }
+}
+
+/// The ranking loss of a batch of translation pairs: sources against targets and the
+/// task's mined hard negatives, copies of a row's positive masked (shared by
+/// `ranking_softmax` and `translation_ranking`).
+pub fn rank_pairs<B: AutodiffBackend>(
+    step: &mut Step<'_, B>,
+    p: Ranking,
+) -> Result<Tensor<B, 1>, TrainError> {
+    let ex = step.pairs()?;
+    let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
+    let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
+    let masks = RankingMasks::from_ids(&src, &tgt);
+    let u = step.encode(Side::First)?.sentence;
+    let v = step.encode(Side::Second)?.sentence;
+    let extra = step.hard_negatives()?;
+    Ok(ranking_softmax(u, v, extra, p, &masks))
 }
 
 /// Parameters of one ranking loss.

@@ -9,9 +9,9 @@
 //! each target; `margin` lowers the positive's score (Yang et al. 2019). The computation is
 //! `ranking_softmax.rs`'s, with dot-product scores.
 
-use crate::objectives::ranking_softmax::{ranking_softmax, Ranking, RankingMasks};
+use crate::objectives::ranking_softmax::{hashed, is_hashed, rank_pairs, Ranking};
 use crate::objectives::{CheckContext, ExampleKind, HardNegatives, Loss, Objective};
-use crate::step::{Side, Step};
+use crate::step::Step;
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
@@ -38,14 +38,6 @@ pub struct TranslationRanking {
     pub margin: f64,
 }
 
-fn hashed() -> String {
-    "hashed-ngrams".into()
-}
-
-fn is_hashed(s: &str) -> bool {
-    s == "hashed-ngrams"
-}
-
 impl Objective for TranslationRanking {
     const NAME: &'static str = "translation_ranking";
     const EXAMPLES: ExampleKind = ExampleKind::Pairs;
@@ -66,26 +58,20 @@ impl Objective for TranslationRanking {
 
 impl Loss for TranslationRanking {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let ex = step.pairs()?;
-        let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
-        let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
-        let masks = RankingMasks::from_ids(&src, &tgt);
-        let u = step.encode(Side::First)?.sentence;
-        let v = step.encode(Side::Second)?.sentence;
-        let extra = step.hard_negatives()?;
         let p = Ranking {
             cosine: false,
             scale: 1.0,
             margin: self.margin,
             bidirectional: self.bidirectional,
         };
-        Ok(ranking_softmax(u, v, extra, p, &masks))
+        rank_pairs(step, p)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objectives::ranking_softmax::{ranking_softmax, RankingMasks};
     use crate::objectives::gradcheck::{check_gradient, F64};
     use burn::backend::NdArray;
     use burn::tensor::TensorData;
