@@ -84,18 +84,27 @@ struct Uniform {
 
 impl<B: Backend> ModuleMapper<B> for Uniform {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, tensor, mapper) = param.consume();
-        let shape = tensor.shape();
-        let grad = tensor.is_require_grad();
-        let values: Vec<f32> = (0..shape.num_elements())
-            .map(|_| self.rng.random_range(-self.scale..self.scale))
-            .collect();
-        let mut fresh = Tensor::<B, D>::from_data(TensorData::new(values, shape), &tensor.device());
-        if grad {
-            fresh = fresh.require_grad();
-        }
-        Param::from_mapped_value(id, fresh, mapper)
+        replace_value(param, |t| {
+            let shape = t.shape();
+            let values: Vec<f32> = (0..shape.num_elements())
+                .map(|_| self.rng.random_range(-self.scale..self.scale))
+                .collect();
+            Tensor::from_data(TensorData::new(values, shape), &t.device())
+        })
     }
+}
+
+/// `param` with the value `fresh(old)`, keeping its id and whether it takes gradients.
+pub fn replace_value<B: Backend, const D: usize>(
+    param: Param<Tensor<B, D>>,
+    fresh: impl FnOnce(&Tensor<B, D>) -> Tensor<B, D>,
+) -> Param<Tensor<B, D>> {
+    let (id, tensor, mapper) = param.consume();
+    let mut value = fresh(&tensor);
+    if tensor.is_require_grad() {
+        value = value.require_grad();
+    }
+    Param::from_mapped_value(id, value, mapper)
 }
 
 #[cfg(test)]

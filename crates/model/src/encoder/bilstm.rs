@@ -122,13 +122,7 @@ impl BilstmEncoderConfig {
         }
         BilstmEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
-            ngrams: self.ngram_buckets.map(|buckets| {
-                CharNgramsConfig {
-                    buckets,
-                    d_embed: self.d_embed,
-                }
-                .init(device)
-            }),
+            ngrams: CharNgramsConfig::init_for(self.ngram_buckets, self.d_embed, device),
             forward,
             reverse,
             pool: self.pool.clone(),

@@ -40,13 +40,7 @@ impl CbowEncoderConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> CbowEncoder<B> {
         CbowEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
-            ngrams: self.ngram_buckets.map(|buckets| {
-                CharNgramsConfig {
-                    buckets,
-                    d_embed: self.d_embed,
-                }
-                .init(device)
-            }),
+            ngrams: CharNgramsConfig::init_for(self.ngram_buckets, self.d_embed, device),
             pool: self.pool.clone(),
             dropout: 0.0,
         }

@@ -31,6 +31,16 @@ pub struct CharNgramsConfig {
 }
 
 impl CharNgramsConfig {
+    /// The n-gram layer of an encoder with `d_embed`-wide embeddings, when its tokenizer
+    /// gives n-grams (`buckets`); none otherwise.
+    pub fn init_for<B: Backend>(
+        buckets: Option<usize>,
+        d_embed: usize,
+        device: &B::Device,
+    ) -> Option<CharNgrams<B>> {
+        buckets.map(|buckets| CharNgramsConfig { buckets, d_embed }.init(device))
+    }
+
     /// Builds the layer.
     pub fn init<B: Backend>(&self, device: &B::Device) -> CharNgrams<B> {
         CharNgrams {

@@ -130,13 +130,7 @@ impl TransformerEncoderConfig {
         let norm = || LayerNormConfig::new(d).with_epsilon(EPSILON).init(device);
         TransformerEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
-            ngrams: self.ngram_buckets.map(|buckets| {
-                CharNgramsConfig {
-                    buckets,
-                    d_embed: self.d_embed,
-                }
-                .init(device)
-            }),
+            ngrams: CharNgramsConfig::init_for(self.ngram_buckets, self.d_embed, device),
             projection: self
                 .projects()
                 .then(|| LinearConfig::new(self.d_embed, d).init(device)),
@@ -348,13 +342,7 @@ fn reset_norm<B: Backend>(mut norm: LayerNorm<B>) -> LayerNorm<B> {
 }
 
 fn fill<B: Backend, const D: usize>(param: Param<Tensor<B, D>>, value: f32) -> Param<Tensor<B, D>> {
-    let (id, tensor, mapper) = param.consume();
-    let grad = tensor.is_require_grad();
-    let mut fresh = Tensor::<B, D>::full(tensor.shape(), value, &tensor.device());
-    if grad {
-        fresh = fresh.require_grad();
-    }
-    Param::from_mapped_value(id, fresh, mapper)
+    crate::random::replace_value(param, |t| Tensor::full(t.shape(), value, &t.device()))
 }
 
 #[cfg(test)]
