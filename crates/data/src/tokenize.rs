@@ -188,6 +188,10 @@ pub struct TextTokenizer {
     languages: Vec<String>,
     /// `Some` for a `words` tokenizer.
     words: Option<WordsSpec>,
+    /// `inner`'s vocabulary size with added tokens, counted once: the library's
+    /// `get_vocab_size` copies the whole vocabulary map on every call, which made word
+    /// tokenization of each sentence cost a 30,000-entry map copy.
+    base_vocab: usize,
     json: String,
 }
 
@@ -382,6 +386,7 @@ impl TextTokenizer {
             })
             .transpose()?;
         let t = TextTokenizer {
+            base_vocab: inner.get_vocab_size(true),
             inner,
             languages,
             words,
@@ -447,7 +452,7 @@ impl TextTokenizer {
     /// Vocabulary size including special and language tokens (and a `words` tokenizer's
     /// out-of-vocabulary buckets).
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true) + self.words.as_ref().map_or(0, |w| w.oov_buckets as usize)
+        self.base_vocab + self.words.as_ref().map_or(0, |w| w.oov_buckets as usize)
     }
 
     /// Number of character n-gram ids [`Self::tokens`] can give, when it gives any.
@@ -512,7 +517,7 @@ impl TextTokenizer {
             .transpose()
             .map_err(|e| TokenizeError::Library(e.to_string()))?;
         let text = text.as_deref().unwrap_or(sentence);
-        let base = self.inner.get_vocab_size(true) as u64;
+        let base = self.base_vocab as u64;
         let sizes: Vec<usize> = spec.char_ngrams.iter().map(|&n| n as usize).collect();
         let mut out = Tokens {
             ids: Vec::new(),
