@@ -337,3 +337,75 @@ fn a_task_left_without_examples_is_a_recipe_error() {
     assert!(t.contains("tasks.nli-snli.corpus"), "{t}");
     assert!(t.contains("corpus `sick_nli` has no example left"), "{t}");
 }
+
+/// Multilingual USE's default profile end to end at tiny scale (`harness run`): the mined
+/// hard negatives, the four cycled tasks on the transformer, and the paper's own protocols
+/// (XNLI through the model's own NLI head, retrieval P@1 by dot product) on the real data.
+#[test]
+fn muse_xling_default_runs_end_to_end_at_tiny_scale() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("muse");
+    let recipe = repo().join("recipes/muse-xling.yaml");
+    let sets = [
+        "data.corpora.translation.max_examples=200",
+        "data.corpora.conversation.max_examples=100",
+        "data.corpora.running_text.max_examples=200",
+        "data.tokenizer.vocab=2000",
+        "data.tokenizer.hash_buckets=500",
+        "model.encoder={kind: transformer, layers: 1, d_model: 16, d_ff: 32, heads: 2, pool: mean, dropout: 0.1, max_len: 16}",
+        "model.heads.response.hidden=[24, 16]",
+        "model.heads.qt_input.hidden=[24, 16]",
+        "model.heads.qt_previous.hidden=[24, 16]",
+        "model.heads.qt_next.hidden=[24, 16]",
+        "model.heads.nli.hidden=[8]",
+        "train={steps: 40, batch_size: 8, max_len: 16, checkpoint_every: 40}",
+        "evaluate=[{name: xnli, params: {own_head: nli, eval_limit: 60}, languages: [en, fr]}, \
+         {name: retrieval-p1, params: {score: dot}, languages: [fra-eng]}, stsb-test]",
+    ];
+    let mut args = vec![
+        "run",
+        recipe.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ];
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let o = harness(home.path(), &args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("mining 5 hard negatives per example of task `translate`"),
+        "{}",
+        text(&o)
+    );
+    // Every task took optimisation steps.
+    let metrics = std::fs::read_to_string(run.join("train/metrics.jsonl")).unwrap();
+    for task in ["translate", "respond", "quick-thought", "nli-snli"] {
+        assert!(
+            metrics.contains(&format!("\"task\":\"{task}\"")),
+            "{task} never trained:\n{metrics}"
+        );
+    }
+    // XNLI went through the trained head: no classifier, no training pairs.
+    let results: Vec<serde_json::Value> = std::fs::read_dir(run.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect();
+    let xnli = results
+        .iter()
+        .find(|r| r["benchmark"] == "xnli")
+        .unwrap_or_else(|| panic!("no xnli result in {results:?}"));
+    assert_eq!(xnli["scores"]["own_head"], "nli", "{xnli}");
+    assert!(xnli["scores"].get("train_pairs").is_none(), "{xnli}");
+    let acc = xnli["scores"]["accuracy"]["fr"].as_f64().unwrap();
+    assert!((0.0..=100.0).contains(&acc), "{xnli}");
+    let retrieval = results
+        .iter()
+        .find(|r| r["benchmark"] == "retrieval-p1")
+        .unwrap_or_else(|| panic!("no retrieval-p1 result in {results:?}"));
+    assert_eq!(retrieval["protocol_params"]["score"], "dot", "{retrieval}");
+    assert!(run.join("report/report.html").is_file());
+}

@@ -429,6 +429,15 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
         self.inner.name()
     }
 
+    fn pair_logits(
+        &self,
+        head: &str,
+        u: &Matrix,
+        v: &Matrix,
+    ) -> Result<Option<Matrix>, EncodeError> {
+        self.inner.pair_logits(head, u, v)
+    }
+
     fn fingerprint(&self) -> String {
         self.fingerprint.clone()
     }

@@ -24,6 +24,19 @@ pub trait Encoder: Send + Sync {
     fn dim(&self) -> usize;
     /// Encodes a batch: an `n × d` matrix, row `i` for `sentences[i]`.
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError>;
+    /// The logits of the encoder's own trained pair classifier `head` (the NLI head of a
+    /// multi-task run) over the sentence vectors `u` and `v` that [`Self::encode`] gave:
+    /// one row per pair, one column per class. `Ok(None)`: the encoder has no such head
+    /// (every encoder but a trained run with that head).
+    fn pair_logits(
+        &self,
+        head: &str,
+        u: &Matrix,
+        v: &Matrix,
+    ) -> Result<Option<Matrix>, EncodeError> {
+        let _ = (head, u, v);
+        Ok(None)
+    }
 }
 
 impl<T: Encoder + ?Sized> Encoder for Box<T> {
@@ -38,6 +51,14 @@ impl<T: Encoder + ?Sized> Encoder for Box<T> {
     }
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
         (**self).encode(sentences)
+    }
+    fn pair_logits(
+        &self,
+        head: &str,
+        u: &Matrix,
+        v: &Matrix,
+    ) -> Result<Option<Matrix>, EncodeError> {
+        (**self).pair_logits(head, u, v)
     }
 }
 

@@ -86,6 +86,18 @@ impl Encoder for OnDevice {
             None => matrix,
         }
     }
+    fn pair_logits(
+        &self,
+        head: &str,
+        u: &Matrix,
+        v: &Matrix,
+    ) -> Result<Option<Matrix>, EncodeError> {
+        let logits = self.inner.pair_logits(head, u, v);
+        match harness_core::device::device_failure() {
+            Some(detail) => Err(self.device.failed(detail).into()),
+            None => logits,
+        }
+    }
 }
 
 /// Opens the encoder a spec names:

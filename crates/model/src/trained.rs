@@ -8,6 +8,7 @@
 //! `encoder/bilstm.rs`), so a row depends only on its sentence.
 
 use crate::encoder::SentenceEncoder;
+use crate::heads::Mlp;
 use crate::system::{LegacySystem, System, SystemConfig};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
@@ -34,6 +35,9 @@ pub struct TrainedEncoder<B: Backend> {
     tokenizer: TextTokenizer,
     dim: usize,
     device: B::Device,
+    /// The run's trained heads by name ([`Self::with_heads`]): `Encoder::pair_logits`
+    /// applies a pair-reading one.
+    heads: Vec<(String, Mlp<B>)>,
 }
 
 impl<B: Backend> TrainedEncoder<B> {
@@ -55,7 +59,15 @@ impl<B: Backend> TrainedEncoder<B> {
             tokenizer,
             dim,
             device,
+            heads: Vec::new(),
         }
+    }
+
+    /// The same encoder with the run's heads (trained with these encoder weights, in the
+    /// same checkpoint: the encoder's fingerprint identifies them too).
+    pub fn with_heads(mut self, heads: Vec<(String, Mlp<B>)>) -> Self {
+        self.heads = heads;
+        self
     }
 
     fn encode_batch(&self, rows: &[Tokens]) -> Result<Vec<f32>, EncodeError> {
@@ -86,6 +98,47 @@ where
 
     fn dim(&self) -> usize {
         self.dim
+    }
+
+    fn pair_logits(
+        &self,
+        head: &str,
+        u: &Matrix,
+        v: &Matrix,
+    ) -> Result<Option<Matrix>, EncodeError> {
+        let err = |detail: String| EncodeError::Encoder {
+            name: self.name.clone(),
+            detail,
+        };
+        let Some((_, mlp)) = self.heads.iter().find(|(name, _)| name == head) else {
+            return Ok(None);
+        };
+        if !mlp.pair || mlp.projection {
+            return Err(err(format!(
+                "head `{head}` is not a pair classifier (an `mlp` head with `classes` and \
+                 `features: pair`)"
+            )));
+        }
+        if (u.rows, u.cols) != (v.rows, v.cols) || u.cols != self.dim {
+            return Err(err(format!(
+                "pair_logits: {}×{} and {}×{} sentence vectors for a {}-d encoder",
+                u.rows, u.cols, v.rows, v.cols, self.dim
+            )));
+        }
+        let tensor = |m: &Matrix| {
+            Tensor::<B, 2>::from_data(
+                burn::tensor::TensorData::new(m.data.clone(), [m.rows, m.cols]),
+                &self.device,
+            )
+        };
+        let logits = mlp.forward(tensor(u), Some(tensor(v)), None);
+        let [rows, cols] = logits.dims();
+        let data = logits
+            .into_data()
+            .convert::<f32>()
+            .to_vec::<f32>()
+            .map_err(|e| err(format!("reading the logits back: {e:?}")))?;
+        Ok(Some(Matrix::from_vec(rows, cols, data)))
     }
 
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
@@ -295,7 +348,13 @@ pub fn open_run_on<B: Backend>(
 ) -> Result<TrainedEncoder<B>, EncodeError> {
     let files = run_files(dir)?;
     let (model, config, tokenizer) = load_system::<B>(&files, device)?;
-    let encoder = model.into_encoder();
+    let head_names: Vec<String> = config.heads.iter().map(|(n, _)| n.clone()).collect();
+    let heads: Vec<(String, Mlp<B>)> = head_names.into_iter().zip(model.heads).collect();
+    let encoder = model
+        .encoders
+        .into_iter()
+        .next()
+        .expect("a system has an encoder");
     let digest = weights_digest(&encoder);
     let name = format!(
         "run:{}",
@@ -311,7 +370,8 @@ pub fn open_run_on<B: Backend>(
         config.encoder().d_sentence(),
         tokenizer,
         device.clone(),
-    ))
+    )
+    .with_heads(heads))
 }
 
 #[cfg(test)]

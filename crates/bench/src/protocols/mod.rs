@@ -123,6 +123,14 @@ pub(crate) mod test_support {
         fn name(&self) -> &str {
             self.inner.name()
         }
+        fn pair_logits(
+            &self,
+            head: &str,
+            u: &Matrix,
+            v: &Matrix,
+        ) -> Result<Option<Matrix>, harness_embed::EncodeError> {
+            self.inner.pair_logits(head, u, v)
+        }
         fn fingerprint(&self) -> String {
             self.inner.fingerprint()
         }

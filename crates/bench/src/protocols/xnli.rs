@@ -23,6 +23,14 @@
 //! - The reference's seed is 159753 with PyTorch's generators; here every random choice
 //!   (initialisation, shuffles, dropout) derives from the benchmark seed (ChaCha8 streams).
 //!
+//! With `own_head: <name>` (multilingual USE Table 4, §3.6: XNLI "fed into" the model's own
+//! NLI task head, trained on English NLI with the encoder) no classifier is trained: the
+//! encoder's trained pair head of that name (`Encoder::pair_logits`, a run whose recipe
+//! has it) classifies raw (unnormalised, as in training) premise and hypothesis vectors;
+//! its classes are harness's NLI label order (entailment, neutral, contradiction), the
+//! one the `nli_classification` objective trains. The English dev accuracy is reported for
+//! information.
+//!
 //! Items: a `Correct` group per test language (`de`: right or wrong per test pair, weight 1:
 //! the headline is their mean) and, with `matrix`, one per off-diagonal cell
 //! (`<premise language>/<hypothesis language>`, weight 0).
@@ -99,6 +107,10 @@ impl NliSource {
 pub fn side_datasets(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
     let params: XnliParams = params_of(benchmark)?;
     let mut out: Vec<String> = Vec::new();
+    if params.own_head.is_some() {
+        // Nothing is trained: no English training set is read.
+        return Ok(out);
+    }
     for s in params.train {
         let folder = s.place().0.to_string();
         if !out.contains(&folder) {
@@ -135,6 +147,10 @@ pub struct XnliParams {
     /// Evaluate on only the first this many pairs of the dev set and of each test set (0:
     /// all). For quick smoke runs; the result's notes say so.
     pub eval_limit: usize,
+    /// Classify with the encoder's own trained pair head of this name instead of training
+    /// a classifier (module doc); `train`, the classifier settings and `normalize` are then
+    /// unused.
+    pub own_head: Option<String>,
 }
 
 impl Default for XnliParams {
@@ -156,6 +172,7 @@ impl Default for XnliParams {
             normalize: true,
             matrix: false,
             eval_limit: 0,
+            own_head: None,
         }
     }
 }
@@ -209,12 +226,63 @@ fn percent(x: f64) -> f64 {
     100.0 * x
 }
 
-/// Accuracy (%) of `model` on features `x`, with each row's right/wrong flag.
-fn test_outcomes(model: &Mlp, x: &Matrix, labels: &[usize]) -> (f64, Outcomes) {
-    let predicted = model.predict(x);
-    let acc = percent(crate::classify::accuracy(&predicted, labels));
-    let correct = predicted.iter().zip(labels).map(|(p, l)| p == l).collect();
-    (acc, Outcomes::correct(correct))
+/// What classifies a premise × hypothesis set.
+enum Classifier<'a> {
+    /// A classifier trained on the pair features here (LASER's protocol).
+    Trained(Mlp),
+    /// The encoder's own trained pair head of this name.
+    OwnHead(&'a str),
+}
+
+impl Classifier<'_> {
+    /// Predicted classes of the pairs `(p[i], h[i])`.
+    fn predict(&self, ctx: &Context, p: &Matrix, h: &Matrix) -> Result<Vec<usize>, BenchError> {
+        match self {
+            Classifier::Trained(model) => Ok(model.predict(&nli_features(p, h))),
+            Classifier::OwnHead(head) => {
+                let logits = ctx
+                    .encoder
+                    .pair_logits(head, p, h)
+                    .map_err(|e| ctx.error(e.to_string()))?
+                    .ok_or_else(|| {
+                        ctx.error(format!(
+                            "params.own_head: encoder `{}` has no trained head `{head}`; \
+                             evaluate a run whose recipe trains an NLI head of that name, \
+                             or drop `own_head` to train a classifier on its embeddings",
+                            ctx.encoder.name()
+                        ))
+                    })?;
+                if logits.cols != 3 || logits.rows != p.rows {
+                    return Err(ctx.error(format!(
+                        "params.own_head: head `{head}` gave {}×{} logits for {} pairs; an \
+                         NLI head has 3 classes",
+                        logits.rows, logits.cols, p.rows
+                    )));
+                }
+                Ok((0..logits.rows)
+                    .map(|r| {
+                        let row = logits.row(r);
+                        // The first of equal maxima, as `Mlp::predict`.
+                        (0..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best })
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// Accuracy (%) on `(p, h)` with `labels`, with each pair's right/wrong flag.
+    fn outcomes(
+        &self,
+        ctx: &Context,
+        p: &Matrix,
+        h: &Matrix,
+        labels: &[usize],
+    ) -> Result<(f64, Outcomes), BenchError> {
+        let predicted = self.predict(ctx, p, h)?;
+        let acc = percent(crate::classify::accuracy(&predicted, labels));
+        let correct = predicted.iter().zip(labels).map(|(p, l)| p == l).collect();
+        Ok((acc, Outcomes::correct(correct)))
+    }
 }
 
 /// `xnli-zero-shot`, defined once: [`super::ALL`] lists it.
@@ -228,7 +296,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: XnliParams = ctx.params()?;
-    if params.train.is_empty() {
+    if params.train.is_empty() && params.own_head.is_none() {
         return Err(ctx.error("params.train names no training set"));
     }
     if !(params.train_fraction > 0.0 && params.train_fraction <= 1.0) {
@@ -239,57 +307,110 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     }
     let languages = ctx.languages_or(xnli::LANGUAGES.iter().map(|s| s.to_string()).collect());
 
-    // English training data.
-    let mut train_pairs = Vec::new();
-    let mut train_counts = BTreeMap::new();
-    for source in &params.train {
-        let pairs = source.load(ctx)?;
-        train_counts.insert(source.name().to_string(), pairs.len());
-        train_pairs.extend(pairs);
-    }
-    let total = train_pairs.len();
-    let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
-    train_pairs.truncate(n_train);
-    let train_set = embed_pairs(ctx, &train_pairs, params.normalize)?;
-    let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
-    drop(train_pairs);
-
     let limit = |mut v: Vec<NliPair>| {
         if params.eval_limit > 0 {
             v.truncate(params.eval_limit);
         }
         v
     };
+    // The own head reads the vectors it was trained on: unnormalised.
+    let normalize = params.normalize && params.own_head.is_none();
     let dev_pairs = limit(xnli::load(
         ctx.dataset_dir,
         &params.dev_language,
         Split::Dev,
     )?);
-    let dev = embed_pairs(ctx, &dev_pairs, params.normalize)?;
-    let x_dev = nli_features(&dev.premises, &dev.hypotheses);
+    let dev = embed_pairs(ctx, &dev_pairs, normalize)?;
 
-    let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
-    let cfg = TrainConfig {
-        lr: params.lr,
-        batch_size: params.batch_size,
-        epochs: params.epochs,
-        selection: Selection::BestOnDev {
-            ties: TieBreak::Last,
-            tenacity: None,
-        },
-        seed: sub_seed(ctx.seed, "xnli/classifier"),
-        ..TrainConfig::default()
+    let mut scores = json!({});
+    let mut notes = Vec::new();
+    let (classifier, n_train, total) = match &params.own_head {
+        Some(head) => {
+            let classifier = Classifier::OwnHead(head);
+            let (dev_acc, _) =
+                classifier.outcomes(ctx, &dev.premises, &dev.hypotheses, &dev.labels)?;
+            scores["own_head"] = json!(head);
+            scores["dev_language"] = json!(params.dev_language);
+            scores["dev_accuracy"] = json!(dev_acc);
+            notes.push(format!(
+                "Classified by the encoder's own NLI head `{head}`, trained with it on the \
+                 recipe's English NLI task (multilingual USE Table 4); no classifier is trained \
+                 here. {} XNLI dev accuracy {dev_acc:.2}% (for information).",
+                params.dev_language
+            ));
+            (classifier, 0, 0)
+        }
+        None => {
+            // English training data.
+            let mut train_pairs = Vec::new();
+            let mut train_counts = BTreeMap::new();
+            for source in &params.train {
+                let pairs = source.load(ctx)?;
+                train_counts.insert(source.name().to_string(), pairs.len());
+                train_pairs.extend(pairs);
+            }
+            let total = train_pairs.len();
+            let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
+            train_pairs.truncate(n_train);
+            let train_set = embed_pairs(ctx, &train_pairs, normalize)?;
+            let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
+            drop(train_pairs);
+            let x_dev = nli_features(&dev.premises, &dev.hypotheses);
+
+            let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
+            let cfg = TrainConfig {
+                lr: params.lr,
+                batch_size: params.batch_size,
+                epochs: params.epochs,
+                selection: Selection::BestOnDev {
+                    ties: TieBreak::Last,
+                    tenacity: None,
+                },
+                seed: sub_seed(ctx.seed, "xnli/classifier"),
+                ..TrainConfig::default()
+            };
+            let (model, report) = train(
+                &spec,
+                &cfg,
+                &x_train,
+                &train_set.labels,
+                3,
+                Some((&x_dev, &dev.labels)),
+            )
+            .map_err(|e| ctx.error(e.to_string()))?;
+            scores["dev_language"] = json!(params.dev_language);
+            scores["dev_accuracy"] = json!(report.best_dev_accuracy.map(percent));
+            scores["chosen_epoch"] = json!(report.best_epoch);
+            scores["epochs_run"] = json!(report.epochs_run);
+            scores["dev_curve"] = json!(report
+                .dev_accuracy
+                .iter()
+                .map(|&(e, a)| json!([e, percent(a)]))
+                .collect::<Vec<_>>());
+            scores["train_pairs"] = json!(n_train);
+            scores["train_sets"] = json!(train_counts);
+            notes.push(format!(
+                "Trained on {} English pairs ({}), NOT on MultiNLI train as LASER and XNLI do: \
+                 MultiNLI (train and dev) and SNLI train are not available (datasets README, \
+                 Known gaps). Numbers are not comparable to the published ones.",
+                n_train,
+                params
+                    .train
+                    .iter()
+                    .map(|s| format!("{} {}", s.name(), train_counts[s.name()]))
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            ));
+            notes.push(format!(
+                "Epoch chosen by {} XNLI dev accuracy: epoch {} of {} ({:.2}%).",
+                params.dev_language,
+                report.best_epoch,
+                report.epochs_run,
+                report.best_dev_accuracy.map(percent).unwrap_or(f64::NAN)
+            ));
+            (Classifier::Trained(model), n_train, total)
+        }
     };
-    let (model, report) = train(
-        &spec,
-        &cfg,
-        &x_train,
-        &train_set.labels,
-        3,
-        Some((&x_dev, &dev.labels)),
-    )
-    .map_err(|e| ctx.error(e.to_string()))?;
-    drop(x_train);
 
     // Test: each language, premise and hypothesis in that language.
     let mut per_language = serde_json::Map::new();
@@ -298,9 +419,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut groups = Vec::new();
     for lang in &languages {
         let pairs = limit(xnli::load(ctx.dataset_dir, lang, Split::Test)?);
-        let e = embed_pairs(ctx, &pairs, params.normalize)?;
-        let (acc, outcomes) =
-            test_outcomes(&model, &nli_features(&e.premises, &e.hypotheses), &e.labels);
+        let e = embed_pairs(ctx, &pairs, normalize)?;
+        let (acc, outcomes) = classifier.outcomes(ctx, &e.premises, &e.hypotheses, &e.labels)?;
         groups.push(Group {
             name: lang.clone(),
             weight: 1.0,
@@ -317,18 +437,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     } else {
         sum / languages.len() as f64
     };
-
-    let mut scores = json!({
-        "accuracy": per_language,
-        "average": average,
-        "dev_language": params.dev_language,
-        "dev_accuracy": report.best_dev_accuracy.map(percent),
-        "chosen_epoch": report.best_epoch,
-        "epochs_run": report.epochs_run,
-        "dev_curve": report.dev_accuracy.iter().map(|&(e, a)| json!([e, percent(a)])).collect::<Vec<_>>(),
-        "train_pairs": n_train,
-        "train_sets": train_counts,
-    });
+    scores["accuracy"] = json!(per_language);
+    scores["average"] = json!(average);
     if params.matrix {
         // Rows: premise language; columns: hypothesis language (labels are aligned).
         let mut rows = Vec::with_capacity(languages.len());
@@ -338,8 +448,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                 if p.premises.rows != h.hypotheses.rows {
                     return Err(ctx.error("XNLI test sets of different sizes cannot be crossed"));
                 }
-                let x = nli_features(&p.premises, &h.hypotheses);
-                let (acc, outcomes) = test_outcomes(&model, &x, &h.labels);
+                let (acc, outcomes) =
+                    classifier.outcomes(ctx, &p.premises, &h.hypotheses, &h.labels)?;
                 row.push(acc);
                 // The diagonal holds the same items as the language's own group.
                 if i != j {
@@ -363,25 +473,6 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         });
     }
 
-    let mut notes = vec![format!(
-        "Trained on {} English pairs ({}), NOT on MultiNLI train as LASER and XNLI do: MultiNLI \
-         (train and dev) and SNLI train are not available (datasets README, Known gaps). \
-         Numbers are not comparable to the published ones.",
-        n_train,
-        params
-            .train
-            .iter()
-            .map(|s| format!("{} {}", s.name(), train_counts[s.name()]))
-            .collect::<Vec<_>>()
-            .join(" + ")
-    )];
-    notes.push(format!(
-        "Epoch chosen by {} XNLI dev accuracy: epoch {} of {} ({:.2}%).",
-        params.dev_language,
-        report.best_epoch,
-        report.epochs_run,
-        report.best_dev_accuracy.map(percent).unwrap_or(f64::NAN)
-    ));
     if params.eval_limit > 0 {
         notes.push(format!(
             "Smoke run: only the first {} pairs of the dev and test sets were evaluated.",
@@ -394,7 +485,6 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             params.train_fraction
         ));
     }
-
     Ok(Outcome {
         main_metric: "accuracy".into(),
         main_score: average,
@@ -546,6 +636,89 @@ mod tests {
         assert_eq!(items.groups[3].name, "en/de");
         let cell = items.groups[3].outcomes.metric(None) * 100.0;
         assert!((cell - o.scores["matrix"]["accuracy"][0][1].as_f64().unwrap()).abs() < 1e-9);
+    }
+
+    /// [`FakeEncoder`] with a hand-written NLI head `nli` over its vectors: contradiction
+    /// when the hypothesis has `neg`, entailment when both name the same concept, else
+    /// neutral (the synthetic data's rule); logits one-hot.
+    struct WithNliHead;
+
+    impl Encoder for WithNliHead {
+        fn name(&self) -> &str {
+            "fake-with-head"
+        }
+        fn fingerprint(&self) -> String {
+            "fake-with-head-v1".into()
+        }
+        fn dim(&self) -> usize {
+            FakeEncoder.dim()
+        }
+        fn encode(&self, sentences: &[&str]) -> Result<Matrix, harness_embed::EncodeError> {
+            FakeEncoder.encode(sentences)
+        }
+        fn pair_logits(
+            &self,
+            head: &str,
+            u: &Matrix,
+            v: &Matrix,
+        ) -> Result<Option<Matrix>, harness_embed::EncodeError> {
+            if head != "nli" {
+                return Ok(None);
+            }
+            let concept = |r: &[f32]| (0..8).fold(0, |b, j| if r[j] > r[b] { j } else { b });
+            let mut out = Matrix::zeros(u.rows, 3);
+            for i in 0..u.rows {
+                let (p, h) = (u.row(i), v.row(i));
+                // Unnormalised vectors: `neg` adds exactly 1 to dimension 8.
+                let class = if h[8] == 1.0 {
+                    2
+                } else if concept(p) == concept(h) {
+                    0
+                } else {
+                    1
+                };
+                out.row_mut(i)[class] = 1.0;
+            }
+            Ok(Some(out))
+        }
+    }
+
+    #[test]
+    fn own_head_classifies_without_training_or_side_datasets() {
+        let langs = ["en", "de"];
+        let tmp = synthetic_dir(&langs);
+        let b = bench(
+            "xnli",
+            "xnli",
+            "xnli-zero-shot",
+            &langs,
+            "{own_head: nli, matrix: true}",
+        );
+        assert!(side_datasets(&b).unwrap().is_empty());
+        let none = BTreeMap::new();
+        let dir = tmp.path().join("xnli");
+        let ctx = |encoder: &'static dyn Encoder| Context {
+            benchmark: &b,
+            dataset_dir: &dir,
+            side: &none,
+            encoder,
+            seed: 1,
+        };
+        let o = run(&ctx(&WithNliHead)).unwrap();
+        for l in langs {
+            assert_eq!(o.scores["accuracy"][l], 100.0, "{:?}", o.scores);
+        }
+        assert_eq!(o.scores["matrix"]["average"], 100.0);
+        assert_eq!(o.scores["own_head"], "nli");
+        assert_eq!(o.scores["dev_accuracy"], 100.0);
+        assert!(o.scores.get("train_pairs").is_none());
+        assert!(o.notes[0].contains("own NLI head `nli`"), "{:?}", o.notes);
+        // An encoder without that head: an error saying what to do.
+        let msg = run(&ctx(&FakeEncoder)).unwrap_err().to_string();
+        assert!(
+            msg.contains("no trained head `nli`") && msg.contains("drop `own_head`"),
+            "{msg}"
+        );
     }
 
     #[test]
