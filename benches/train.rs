@@ -1,16 +1,21 @@
 //! Training throughput of harness against a hand-written PyTorch trainer of the same model:
 //! `cargo bench --bench train`.
 //!
-//! For each recipe (the LASER default and the seq2seq-similarity default), the corpora and the
-//! tokenizer are prepared once into a scratch run directory, as `harness run` does (the run
-//! directory keeps the filtered corpora, `corpora/*.jsonl`, and the resolved recipe). Then,
-//! alternating in every round so that both see the same machine:
+//! For each recipe (by default the LASER default and the seq2seq-similarity default;
+//! `TRAIN_BENCH_RECIPES=recipes/muse-xling.yaml cargo bench --bench train` measures the
+//! multilingual-USE transformer), the corpora and the tokenizer are prepared once into a
+//! scratch run directory, as `harness run` does (the run directory keeps the filtered corpora,
+//! `corpora/*.jsonl`, the mined hard negatives, `hard-negatives/*.json`, and the resolved
+//! recipe). Then, alternating in every round so that both see the same machine:
 //!
 //! (a) harness trains the recipe's first `TRAIN_BENCH_STEPS` steps (burn-ndarray with harness's
 //!     fused CPU kernels) in a fresh directory;
-//! (b) `scripts/bench_torch_laser.py` trains the same model, objectives, batches-by-token-budget,
-//!     Adam and clipping on the same corpora and tokenizer, with as many threads as harness's
-//!     pool, for the same number of steps (its venv comes from `scripts/pyenv.py`).
+//! (b) a hand-written PyTorch trainer of the same model, objectives, batches, Adam and
+//!     clipping trains on the same corpora and tokenizer, with as many threads as harness's
+//!     pool, for the same number of steps (its venv comes from `scripts/pyenv.py`):
+//!     `scripts/bench_torch_muse.py` for a `transformer` encoder (PyTorch's own CPU
+//!     `nn.TransformerEncoderLayer`, the fair peer), `scripts/bench_torch_laser.py` for the
+//!     LSTM encoders.
 //!
 //! Tokens/s is each trainer's own count: real tokens over the seconds spent in training steps.
 //! The best round of each counts; the line `harness / pytorch = R` is the result. Without
@@ -67,9 +72,18 @@ where
     rate
 }
 
-/// Runs the PyTorch trainer on the prepared run directory; its tokens/s, or why not.
-fn pytorch_rate(run: &Path, steps: usize, threads: usize) -> Result<f64, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench_torch_laser.py");
+/// The PyTorch trainer of a recipe whose model encoder is of kind `encoder_kind`.
+fn pytorch_script(encoder_kind: Option<&str>) -> &'static str {
+    match encoder_kind {
+        Some("transformer") => "scripts/bench_torch_muse.py",
+        _ => "scripts/bench_torch_laser.py",
+    }
+}
+
+/// Runs the PyTorch trainer `script` (relative to the repository) on the prepared run
+/// directory; its tokens/s, or why not.
+fn pytorch_rate(script: &str, run: &Path, steps: usize, threads: usize) -> Result<f64, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let out = Command::new("python3")
         .arg(&script)
         .arg("--run")
@@ -126,14 +140,19 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
     .expect("writing the resolved recipe");
     let (plan, tokenizer, _) = prepare(&resolved, settings, &run).expect("corpora and tokenizer");
     let threads = rayon::current_num_threads();
+    let script = pytorch_script(resolved.recipe.model.as_ref().map(|m| m.encoder.kind()));
+    let train = resolved.recipe.train.as_ref();
+    let batches = match (
+        train.and_then(|t| t.batch_tokens),
+        train.and_then(|t| t.batch_size),
+    ) {
+        (Some(n), _) => format!("batches of up to {n} tokens"),
+        (None, Some(n)) => format!("batches of {n} examples"),
+        (None, None) => "default batches".to_string(),
+    };
     println!(
-        "{}: {steps} steps of up to {} tokens, {threads} threads",
+        "{}: {steps} steps, {batches}, {threads} threads; PyTorch peer {script}",
         recipe.display(),
-        resolved
-            .recipe
-            .train
-            .as_ref()
-            .map_or(0, |t| t.batch_tokens.unwrap_or(0)),
     );
 
     let (mut ours, mut theirs) = (0f64, None::<f64>);
@@ -160,7 +179,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
             ));
         }
         if skipped.is_none() {
-            match pytorch_rate(&run, steps, threads) {
+            match pytorch_rate(script, &run, steps, threads) {
                 Ok(r) => theirs = Some(theirs.map_or(r, |t: f64| t.max(r))),
                 Err(why) => skipped = Some(why),
             }

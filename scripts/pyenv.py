@@ -1,7 +1,8 @@
 """The Python environment of harness's scripts: one virtual environment, pinned versions.
 
-`scripts/bench_st.py`, `scripts/laser_torch.py` and `scripts/bench_torch_laser.py` run in
-one venv under ~/.cache/harness-bench/venv (or $HARNESS_BENCH_VENV). Each script names the
+`scripts/bench_st.py`, `scripts/laser_torch.py`, `scripts/bench_torch_laser.py` and
+`scripts/bench_torch_muse.py` run in one venv under ~/.cache/harness-bench/venv (or
+$HARNESS_BENCH_VENV). Each script names the
 packages it needs; the first run installs those that are missing at the versions pinned
 here, later runs reuse them. CPU-only torch comes from the PyTorch index where it answers,
 else from PyPI (run on the CPU either way); everything else comes from PyPI.
