@@ -222,9 +222,7 @@ impl<B: Backend> SelfAttention<B> {
         let [batch, time, d] = x.dims();
         let d_head = d / heads;
         // [batch, time, 3d] → [3, batch, heads, time, d_head] in one reshape and permute.
-        let qkv = self
-            .in_proj
-            .forward(x)
+        let qkv = linear_rows(&self.in_proj, x)
             .reshape([batch, time, 3, heads, d_head])
             .permute([2, 0, 3, 1, 4]);
         let part = |i: usize| {
@@ -239,8 +237,19 @@ impl<B: Backend> SelfAttention<B> {
             .matmul(v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);
-        self.out_proj.forward(context)
+        linear_rows(&self.out_proj, context)
     }
+}
+
+/// `linear` applied to `x: [batch, time, d_in]` as one `[batch·time, d_in]` matrix: the
+/// same values, but burn-ndarray's 3-D matmul (a broadcast weight) copies its transposed
+/// operands in the backward pass (`linear_weight_backward`'s reshape), which a 2-D one
+/// does not.
+fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let [batch, time, d_in] = x.dims();
+    let y = linear.forward(x.reshape([batch * time, d_in]));
+    let [_, d_out] = y.dims();
+    y.reshape([batch, time, d_out])
 }
 
 impl<B: Backend> EncoderLayer<B> {
@@ -256,8 +265,8 @@ impl<B: Backend> EncoderLayer<B> {
             .self_attn
             .forward(self.norm1.forward(x.clone()), key_bias, heads, noise, p);
         let x = x + dropout(noise, a, p);
-        let h = relu(self.linear1.forward(self.norm2.forward(x.clone())));
-        let h = self.linear2.forward(dropout(noise, h, p));
+        let h = relu(linear_rows(&self.linear1, self.norm2.forward(x.clone())));
+        let h = linear_rows(&self.linear2, dropout(noise, h, p));
         x + dropout(noise, h, p)
     }
 }
@@ -293,7 +302,7 @@ impl<B: Backend> TransformerEncoder<B> {
         };
         let time = time.min(self.max_len);
         let x = match &self.projection {
-            Some(proj) => proj.forward(embedded),
+            Some(proj) => linear_rows(proj, embedded),
             None => embedded,
         };
         let d = self.d_model;
