@@ -108,7 +108,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import random  # noqa: E402
+from bench_torch_common import Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num  # noqa: E402
 import re  # noqa: E402
 
 # harness's fixed ids (crates/data/src/tokenize.rs).
@@ -118,14 +118,8 @@ WORDS_PREFIX = "<words:"
 OBJECTIVES = ("translation_ranking", "response_ranking", "quick_thought", "nli_classification")
 
 
-def fail(message: str) -> None:
-    print(f"bench_torch_muse: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
-def num(x, default=None) -> float:
-    """A number of the resolved recipe (YAML 1.1 reads `1e-8` as a string)."""
-    return default if x is None else float(x)
 
 
 # ---------------------------------------------------------------- the words tokenizer
@@ -250,13 +244,6 @@ class Sentence:
 # ---------------------------------------------------------------- the run directory
 
 
-def load_recipe(run: Path) -> dict:
-    import yaml
-
-    path = run / "recipe.resolved.yaml"
-    if not path.is_file():
-        fail(f"{path}: missing; pass a run directory of `harness train`")
-    return yaml.safe_load(path.read_text())
 
 
 def read_jsonl(path: Path) -> list:
@@ -309,79 +296,10 @@ def cost(example) -> int:
     return max(len(s) for s in example if isinstance(s, Sentence)) + 1
 
 
-class TaskData:
-    """data.rs `TaskData`: length-bucketed batches and a per-epoch random order."""
-
-    def __init__(self, examples, batch_tokens, batch_size, seed):
-        self.examples = examples
-        self.seed = seed
-        rng = random.Random(f"ties:{seed}")
-        tie = [rng.random() for _ in examples]
-        costs = [cost(e) for e in examples]
-        order = sorted(range(len(examples)), key=lambda i: (costs[i], tie[i]))
-        self.batches, current, widest = [], [], 0
-        for i in order:
-            c = costs[i]
-            if batch_size is not None:
-                full = len(current) >= batch_size
-            elif batch_tokens is not None:
-                full = (len(current) + 1) * max(widest, c) > batch_tokens
-            else:
-                full = len(current) >= 32
-            if full and current:
-                self.batches.append(current)
-                current, widest = [], 0
-            widest = max(widest, c)
-            current.append(i)
-        if current:
-            self.batches.append(current)
-        self._orders = {}
-
-    def batch_at(self, pos):
-        n = max(1, len(self.batches))
-        epoch, cursor = pos[0] + pos[1] // n, pos[1] % n
-        if epoch not in self._orders:
-            order = list(range(len(self.batches)))
-            random.Random(f"epoch:{self.seed}:{epoch}").shuffle(order)
-            self._orders = {epoch: order}
-        batch = self.batches[self._orders[epoch][cursor]]
-        return batch, ((epoch + 1, 0) if cursor + 1 == n else (epoch, cursor + 1))
 
 
-class Mixture:
-    """mixture.rs: the task of each step, drawn by weight among the tasks with batches."""
-
-    def __init__(self, weights, seed):
-        self.tasks, acc = [], 0.0
-        for i, w in enumerate(weights):
-            if w is not None and w > 0.0:
-                acc += w
-                self.tasks.append((i, acc))
-        if not self.tasks:
-            fail("no task has batches and a positive weight")
-        self.seed = seed
-
-    def pick(self, step):
-        if len(self.tasks) == 1:
-            return self.tasks[0][0]
-        u = random.Random(f"mixture:{self.seed}:{step}").random() * self.tasks[-1][1]
-        return next((i for i, c in self.tasks if u < c), self.tasks[-1][0])
 
 
-def learning_rate(opt, step, total, steps_per_epoch) -> float:
-    """crates/train/src/optim.rs `learning_rate`."""
-    s = opt.get("schedule") or {}
-    base, warm = num(opt["lr"]), int(s.get("warmup") or 0)
-    if warm > 0 and step < warm:
-        return base * (step + 1) / warm
-    kind = s.get("kind", "constant")
-    if kind == "linear":
-        return base * max(0.0, 1.0 - (step - warm) / max(1, total - warm))
-    if kind == "inverse_sqrt":
-        return base * min(1.0, (max(1, warm) / (step + 1)) ** 0.5)
-    if kind == "exponential":
-        return base * num(s.get("decay"), 1.0) ** (step // max(1, steps_per_epoch))
-    return base
 
 
 # ---------------------------------------------------------------- the plan (crates/train/src/plan.rs)
@@ -428,7 +346,7 @@ def compile_plan(run, recipe, tok):
         batch_size = task.get("batch_size") or train.get("batch_size")
         batch_tokens = train.get("batch_tokens")
         data = TaskData(examples, None if batch_tokens is None else int(batch_tokens),
-                        None if batch_size is None else int(batch_size), seed * 31 + ti)
+                        None if batch_size is None else int(batch_size), seed * 31 + ti, cost)
         tasks.append({"name": task["name"], "objective": objective, "params": params,
                       "weight": num(task.get("weight"), 1.0), "data": data, "negatives": negatives})
     if not tasks:
@@ -693,19 +611,6 @@ def task_loss(system, task, index, with_grams):
     return torch.nn.functional.cross_entropy(logits, labels), a + b
 
 
-def make_optimizer(spec, params):
-    import torch
-
-    kind = spec.get("kind", "adam")
-    betas = tuple(num(b) for b in (spec.get("betas") or [0.9, 0.999]))
-    eps, wd, lr = num(spec.get("eps"), 1e-8), num(spec.get("weight_decay"), 0.0), num(spec["lr"])
-    if kind == "adam":
-        return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, weight_decay=wd)
-    if kind == "adamw":
-        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=wd)
-    if kind == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=wd)
-    fail(f"optimizer kind `{kind}` is not part of this trainer")
 
 
 def check_tokenizer() -> None:
