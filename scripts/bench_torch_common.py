@@ -6,6 +6,8 @@ its learning-rate schedule and optimizers (crates/train/src/optim.rs).
 Imported by those scripts after `pyenv.activate`; never run on its own.
 """
 
+import argparse
+import os
 import random
 import sys
 from pathlib import Path
@@ -120,3 +122,25 @@ class TaskData:
             self._orders = {epoch: order}
         batch = self.batches[self._orders[epoch][cursor]]
         return batch, ((epoch + 1, 0) if cursor + 1 == n else (epoch, cursor + 1))
+
+
+def start(doc: str):
+    """The trainers' command line (`--run`, `--steps`, `--threads`, `--seed`, `--log`,
+    `--setup-only`) and torch with `--threads` threads: `(args, torch)`."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--run", type=Path, help="a harness run directory (after `harness train`)")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, help="default: the recipe's seed")
+    ap.add_argument("--log", action="store_true", help="print every step on stderr")
+    ap.add_argument("--setup-only", action="store_true", help="create the venv and exit")
+    args = ap.parse_args()
+    if args.run is None:
+        ap.error("--run RUN_DIR is required")
+    # Thread counts must be fixed before torch starts its pools.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    return args, torch

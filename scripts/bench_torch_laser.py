@@ -60,7 +60,6 @@ kind but not identical; the logits are computed for real tokens only (harness al
 them at padded positions and masks them out of the loss).
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -74,10 +73,10 @@ if __name__ == "__main__":
 
     pyenv.activate(PACKAGES, setup_only="--setup-only" in sys.argv[1:])
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
-from bench_torch_common import Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num  # noqa: E402
+from bench_torch_common import (  # noqa: E402
+    Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num, start)
 
 # harness's fixed ids (crates/data/src/tokenize.rs).
 PAD, BOS, EOS = 0, 2, 3
@@ -440,27 +439,10 @@ def task_loss(system, task, index, first):
     return loss, tokens
 
 
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", type=Path, help="a harness run directory (after `harness train`)")
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, help="default: the recipe's seed")
-    ap.add_argument("--log", action="store_true", help="print every step on stderr")
-    ap.add_argument("--setup-only", action="store_true", help="create the venv and exit")
-    args = ap.parse_args()
-    if args.run is None:
-        ap.error("--run RUN_DIR is required")
-
-    # Thread counts must be fixed before torch starts its pools.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    import torch
+    args, torch = start(__doc__)
     from tokenizers import Tokenizer
 
-    torch.set_num_threads(args.threads)
     run = args.run
     recipe = load_recipe(run)
     if args.seed is not None:

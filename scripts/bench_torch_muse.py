@@ -91,7 +91,6 @@ compared one by one with harness's. Only what recipes/muse-xling.yaml trains is 
 (one stage, the four objectives above, `mlp` heads, no further named encoders).
 """
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -105,10 +104,10 @@ if __name__ == "__main__":
 
     pyenv.activate(PACKAGES, setup_only="--setup-only" in sys.argv[1:])
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-from bench_torch_common import Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num  # noqa: E402
+from bench_torch_common import (  # noqa: E402
+    Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num, start)
 import re  # noqa: E402
 
 # harness's fixed ids (crates/data/src/tokenize.rs).
@@ -625,23 +624,8 @@ def check_tokenizer() -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", type=Path, help="a harness run directory (after `harness train`)")
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, help="default: the recipe's seed")
-    ap.add_argument("--log", action="store_true", help="print every step on stderr")
-    ap.add_argument("--setup-only", action="store_true", help="create the venv and exit")
-    args = ap.parse_args()
-    if args.run is None:
-        ap.error("--run RUN_DIR is required")
+    args, torch = start(__doc__)
 
-    # Thread counts must be fixed before torch starts its pools.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    import torch
-
-    torch.set_num_threads(args.threads)
     check_tokenizer()
     run = args.run
     recipe = load_recipe(run)
