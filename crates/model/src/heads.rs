@@ -8,7 +8,7 @@ use crate::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::{relu, tanh};
+use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::schema::{Activation, Features, MlpHead};
@@ -119,12 +119,12 @@ impl<B: Backend> Mlp<B> {
         };
         let n = self.layers.len();
         for (i, layer) in self.layers.iter().enumerate() {
-            x = layer.forward(dropout(&mut noise, x, self.dropout));
+            x = crate::linear_fused::linear(layer, dropout(&mut noise, x, self.dropout));
             if i + 1 < n || self.projection {
                 x = if self.activation == "relu" {
                     relu(x)
                 } else {
-                    tanh(x)
+                    crate::tanh_fused::tanh(x)
                 };
             }
         }

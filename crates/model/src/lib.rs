@@ -5,17 +5,22 @@
 //! Uses: harness-core, harness-recipe (model specs), harness-data (tokenizers, model files),
 //! harness-embed; never a benchmark.
 
+pub mod attention_fused;
 pub mod decoder;
 pub mod encoder;
 pub mod error;
+pub mod gather_fused;
 pub mod heads;
 pub mod input;
+pub mod layer_norm_fused;
 pub mod limits;
+pub mod linear_fused;
 pub mod lstm;
 pub mod lstm_fused;
 pub mod output_ce;
 pub mod random;
 pub mod system;
+pub mod tanh_fused;
 #[doc(hidden)]
 pub mod test_support;
 pub mod trained;

@@ -32,24 +32,41 @@ impl Noise {
     /// Inverted dropout: zero each element with probability `p`, scale the rest by
     /// `1 / (1 - p)`.
     pub fn dropout<B: Backend, const D: usize>(&mut self, x: Tensor<B, D>, p: f64) -> Tensor<B, D> {
-        if p <= 0.0 {
-            return x;
-        }
         let shape = x.shape();
-        let n = shape.num_elements();
+        match self.mask(shape.num_elements(), p) {
+            Some(mask) => {
+                let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
+                x * mask
+            }
+            None => x,
+        }
+    }
+
+    /// The next `n` values of an inverted-dropout mask (`1 / (1 − p)` kept, 0 dropped), row
+    /// major, as [`Noise::dropout`] draws them; `None` (nothing drawn) when `p ≤ 0`.
+    pub fn mask(&mut self, n: usize, p: f64) -> Option<Vec<f32>> {
+        if p <= 0.0 {
+            return None;
+        }
         let keep = (1.0 - p) as f32;
         let scale = 1.0 / keep;
-        let mask: Vec<f32> = (0..n)
-            .map(|_| {
-                if self.rng.random::<f32>() < keep {
-                    scale
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, shape), &x.device());
-        x * mask
+        // The words `rng.random::<f32>()` would take one at a time, drawn in one block (the
+        // same stream: ChaCha's `fill` hands out the same 32-bit words in the same order),
+        // each turned into a float as rand does: the top 24 bits times 2⁻²⁴.
+        let mut words = vec![0u32; n];
+        self.rng.fill(&mut words[..]);
+        Some(
+            words
+                .into_iter()
+                .map(|w| {
+                    if ((w >> 8) as f32) * (1.0 / (1u32 << 24) as f32) < keep {
+                        scale
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        )
     }
 }
 
@@ -113,6 +130,28 @@ mod tests {
     use burn::backend::NdArray;
 
     type B = NdArray<f32>;
+
+    #[test]
+    fn masks_drawn_in_blocks_equal_masks_drawn_one_at_a_time() {
+        for (n, p) in [(1, 0.1), (7, 0.5), (1000, 0.1), (4099, 0.3)] {
+            let mut a = Noise::new(3, 9);
+            let mut b = Noise::new(3, 9);
+            let keep = (1.0 - p) as f32;
+            // Two masks in a row: the stream position after the first matches too.
+            for _ in 0..2 {
+                let one_by_one: Vec<f32> = (0..n)
+                    .map(|_| {
+                        if b.rng.random::<f32>() < keep {
+                            1.0 / keep
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                assert_eq!(a.mask(n, p).unwrap(), one_by_one, "n {n}, p {p}");
+            }
+        }
+    }
 
     #[test]
     fn dropout_streams_are_reproducible_and_scaled() {

@@ -6,12 +6,11 @@
 //! which the seq2seq paper's "max norm 5" means); burn's own `GradientClipping::Norm` clips
 //! each parameter tensor separately, which is a different update.
 
+use crate::fused_adam::FusedAdam;
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
-use burn::optim::{
-    Adam, AdamConfig, AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig,
-};
+use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder, RecorderError};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
@@ -20,7 +19,8 @@ use std::path::Path;
 
 /// One of the supported optimizers, behind one type.
 pub enum AnyOptimizer<M: AutodiffModule<B>, B: AutodiffBackend> {
-    Adam(OptimizerAdaptor<Adam, M, B>),
+    /// Adam with its fused CPU step ([`crate::fused_adam`]; burn's own elsewhere).
+    Adam(OptimizerAdaptor<FusedAdam, M, B>),
     AdamW(OptimizerAdaptor<AdamW, M, B>),
     Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, M, B>),
 }
@@ -35,12 +35,13 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
             (spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32));
         match spec.kind {
             OptimizerKind::Adam => AnyOptimizer::Adam(
-                AdamConfig::new()
-                    .with_beta_1(spec.betas[0] as f32)
-                    .with_beta_2(spec.betas[1] as f32)
-                    .with_epsilon(spec.eps as f32)
-                    .with_weight_decay(decay)
-                    .init(),
+                FusedAdam::new(
+                    spec.betas[0] as f32,
+                    spec.betas[1] as f32,
+                    spec.eps as f32,
+                    (spec.weight_decay > 0.0).then_some(spec.weight_decay as f32),
+                )
+                .init(),
             ),
             OptimizerKind::Adamw => AnyOptimizer::AdamW(
                 AdamWConfig::new()
@@ -94,9 +95,13 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     grads: &mut GradientsParams,
     max_norm: Option<f64>,
 ) -> f64 {
-    let mut sq = SquaredNorm::<B> { grads, total: None };
+    let mut sq = SquaredNorm::<B> {
+        grads,
+        host: 0.0,
+        total: None,
+    };
     module.visit(&mut sq);
-    let norm = sq.total.map_or(0.0, |t| t.into_scalar_f64().sqrt());
+    let norm = (sq.host + sq.total.map_or(0.0, |t| t.into_scalar_f64())).sqrt();
     if let Some(max) = max_norm {
         if norm > max && norm.is_finite() {
             let mut scale = Scale::<B> {
@@ -127,12 +132,19 @@ impl<B: burn::tensor::backend::Backend> ToF64 for Tensor<B, 1> {
 
 struct SquaredNorm<'a, B: AutodiffBackend> {
     grads: &'a GradientsParams,
+    /// Sums computed on the host (the CPU backend, [`crate::fused_adam::squared_sum`]).
+    host: f64,
+    /// Sums left on the device (other backends).
     total: Option<Tensor<B::InnerBackend, 1>>,
 }
 
 impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
+            if let Some(s) = crate::fused_adam::squared_sum(&g) {
+                self.host += s;
+                return;
+            }
             let s = (g.clone() * g).sum();
             self.total = Some(match self.total.take() {
                 Some(t) => t + s,

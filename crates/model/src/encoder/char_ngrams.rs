@@ -15,6 +15,7 @@
 //! Adding an input kind: its tensors in `crate::input::Padded`, what the tokenizer gives per
 //! token in `harness_data::tokenize::Tokens`, and its module and arm here.
 
+use crate::gather_fused::{self, gather_rows, Gather};
 use crate::input::Padded;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
@@ -65,18 +66,31 @@ impl<B: Backend> CharNgrams<B> {
         let [batch, time] = input.ids.dims();
         let [_, d] = self.table.weight.dims();
         let device = self.table.weight.device();
-        let sums = Tensor::<B, 2>::zeros([batch * time, d], &device);
         let sums = match &input.ngrams {
+            Some(g) if g.count > 0 && gather_fused::supported::<B>() => {
+                let gather = Gather {
+                    index: gather_fused::host_indices(&g.ids),
+                    position: Some(gather_fused::host_indices(&g.positions)),
+                    rows: batch * time,
+                };
+                gather_rows(&self.table.weight.val(), &gather).expect("a supported backend")
+            }
             Some(g) if g.count > 0 => {
                 let grams = self
                     .table
                     .forward(g.ids.clone().reshape([1, g.count]))
                     .reshape([g.count, d]);
-                sums.select_assign(0, g.positions.clone(), grams, IndexingUpdateOp::Add)
+                Tensor::<B, 2>::zeros([batch * time, d], &device).select_assign(
+                    0,
+                    g.positions.clone(),
+                    grams,
+                    IndexingUpdateOp::Add,
+                )
             }
-            _ => sums,
+            _ => Tensor::<B, 2>::zeros([batch * time, d], &device),
         };
-        self.layer.forward(sums).tanh().reshape([batch, time, d])
+        crate::tanh_fused::tanh(crate::linear_fused::linear(&self.layer, sums))
+            .reshape([batch, time, d])
     }
 }
 
@@ -88,7 +102,20 @@ pub fn embed_tokens<B: Backend>(
     ngrams: Option<&CharNgrams<B>>,
     input: &Padded<B>,
 ) -> Tensor<B, 3> {
-    let w = words.forward(input.ids.clone());
+    let w = if gather_fused::supported::<B>() {
+        let [batch, time] = input.ids.dims();
+        let [_, d] = words.weight.dims();
+        let gather = Gather {
+            index: gather_fused::host_indices(&input.ids),
+            position: None,
+            rows: batch * time,
+        };
+        gather_rows(&words.weight.val(), &gather)
+            .expect("a supported backend")
+            .reshape([batch, time, d])
+    } else {
+        words.forward(input.ids.clone())
+    };
     match ngrams {
         None => w,
         Some(c) => (w + c.forward(input)) * 0.5,

@@ -46,10 +46,13 @@
 //! LayerNorm gains and biases are then reset to 1 and 0 ([`TransformerEncoder::reset_norms`]),
 //! the identity they start from in every transformer.
 
+use crate::attention_fused;
 use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
 use crate::encoder::pool::pool;
 use crate::encoder::sentence::Encoded;
 use crate::input::Padded;
+use crate::layer_norm_fused;
+use crate::linear_fused;
 use crate::random::{dropout, Noise};
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
@@ -62,7 +65,7 @@ use harness_recipe::schema;
 /// f32 for any score a real key has, and a row whose keys are all padding (an empty
 /// sentence) stays finite (uniform) instead of NaN, as it would with −∞. (−10⁴ also fits
 /// f16.)
-const MASKED: f32 = -1.0e4;
+const MASKED: f32 = attention_fused::MASKED;
 
 /// LayerNorm ε (PyTorch's and tensor2tensor's default).
 const EPSILON: f64 = 1e-5;
@@ -152,6 +155,7 @@ impl TransformerEncoderConfig {
             max_len: self.max_len,
             pool: self.pool.clone(),
             dropout: self.dropout,
+            fused: true,
         }
     }
 }
@@ -181,6 +185,10 @@ pub struct TransformerEncoder<B: Backend> {
     pub pool: String,
     /// Dropout (training only).
     pub dropout: f64,
+    /// Whether attention takes the fused CPU path where the backend has it (always, but for
+    /// the tests that compare it with the generic path).
+    #[module(skip)]
+    pub fused: bool,
 }
 
 /// One pre-norm layer: self-attention and feed-forward sub-layers, each with its LayerNorm
@@ -208,21 +216,47 @@ pub struct SelfAttention<B: Backend> {
     pub out_proj: Linear<B>,
 }
 
+/// The attention's key mask, in the form each path needs.
+struct Keys<B: Backend> {
+    /// `[batch, 1, 1, time]`: 0 at real keys and [`MASKED`] at padded ones (generic path).
+    bias: Tensor<B, 4>,
+    /// `[batch·time]` on the host, 1 at real keys: the fused CPU path
+    /// ([`crate::attention_fused`]), where the backend has it.
+    host: Option<Vec<f32>>,
+}
+
 impl<B: Backend> SelfAttention<B> {
-    /// `x: [batch, time, d]`; `key_bias: [batch, 1, 1, time]`, 0 at real keys and
-    /// [`MASKED`] at padded ones.
+    /// `x: [batch, time, d]`.
     fn forward(
         &self,
         x: Tensor<B, 3>,
-        key_bias: Tensor<B, 4>,
+        keys: &Keys<B>,
         heads: usize,
         noise: &mut Option<&mut Noise>,
         p: f64,
     ) -> Tensor<B, 3> {
         let [batch, time, d] = x.dims();
+        let qkv = linear_fused::linear(&self.in_proj, x.reshape([batch * time, d]));
+        let qkv = match &keys.host {
+            Some(mask) => {
+                let shape = attention_fused::Shape {
+                    batch,
+                    time,
+                    heads,
+                    d,
+                };
+                match attention_fused::fused_attention(qkv, mask, shape, noise, p) {
+                    Ok(context) => {
+                        return linear_rows(&self.out_proj, context.reshape([batch, time, d]))
+                    }
+                    Err(qkv) => qkv,
+                }
+            }
+            None => qkv,
+        };
         let d_head = d / heads;
         // [batch, time, 3d] → [3, batch, heads, time, d_head] in one reshape and permute.
-        let qkv = linear_rows(&self.in_proj, x)
+        let qkv = qkv
             .reshape([batch, time, 3, heads, d_head])
             .permute([2, 0, 3, 1, 4]);
         let part = |i: usize| {
@@ -231,7 +265,8 @@ impl<B: Backend> SelfAttention<B> {
                 .reshape([batch, heads, time, d_head])
         };
         let (q, k, v) = (part(0), part(1), part(2));
-        let scores = q.matmul(k.swap_dims(2, 3)) * (1.0 / (d_head as f64).sqrt()) + key_bias;
+        let scores =
+            q.matmul(k.swap_dims(2, 3)) * (1.0 / (d_head as f64).sqrt()) + keys.bias.clone();
         let probs = dropout(noise, softmax(scores, 3), p);
         let context = probs
             .matmul(v) // [batch, heads, time, d_head]
@@ -242,30 +277,40 @@ impl<B: Backend> SelfAttention<B> {
 }
 
 /// `linear` applied to `x: [batch, time, d_in]` as one `[batch·time, d_in]` matrix: the
-/// same values, but burn-ndarray's 3-D matmul (a broadcast weight) copies its transposed
-/// operands in the backward pass (`linear_weight_backward`'s reshape), which a 2-D one
-/// does not.
+/// same values, through the fused CPU layer ([`crate::linear_fused`]) where the backend has
+/// it (burn-ndarray's matmul copies its transposed operands in the backward pass).
 fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, time, d_in] = x.dims();
-    let y = linear.forward(x.reshape([batch * time, d_in]));
+    let y = linear_fused::linear(linear, x.reshape([batch * time, d_in]));
     let [_, d_out] = y.dims();
     y.reshape([batch, time, d_out])
+}
+
+/// `norm` applied to `x: [batch, time, d]` as one `[batch·time, d]` matrix, through the
+/// fused CPU operation ([`crate::layer_norm_fused`]) where the backend has it.
+fn norm_rows<B: Backend>(norm: &LayerNorm<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let [batch, time, d] = x.dims();
+    layer_norm_fused::layer_norm(norm, x.reshape([batch * time, d]), EPSILON)
+        .reshape([batch, time, d])
 }
 
 impl<B: Backend> EncoderLayer<B> {
     fn forward(
         &self,
         x: Tensor<B, 3>,
-        key_bias: Tensor<B, 4>,
+        keys: &Keys<B>,
         heads: usize,
         noise: &mut Option<&mut Noise>,
         p: f64,
     ) -> Tensor<B, 3> {
         let a = self
             .self_attn
-            .forward(self.norm1.forward(x.clone()), key_bias, heads, noise, p);
+            .forward(norm_rows(&self.norm1, x.clone()), keys, heads, noise, p);
         let x = x + dropout(noise, a, p);
-        let h = relu(linear_rows(&self.linear1, self.norm2.forward(x.clone())));
+        let h = relu(linear_rows(
+            &self.linear1,
+            norm_rows(&self.norm2, x.clone()),
+        ));
         let h = linear_rows(&self.linear2, dropout(noise, h, p));
         x + dropout(noise, h, p)
     }
@@ -311,13 +356,22 @@ impl<B: Backend> TransformerEncoder<B> {
             Tensor::<B, 2>::from_data(TensorData::new(positions(time, d), [time, d]), &device);
         let x = x * (d as f64).sqrt() + table.unsqueeze::<3>();
         let mut x = dropout(&mut noise, x, p);
-        let key_bias = (mask.clone() - 1.0)
-            .mul_scalar(-MASKED)
-            .reshape([batch, 1, 1, time]);
+        let keys = Keys {
+            bias: (mask.clone() - 1.0)
+                .mul_scalar(-MASKED)
+                .reshape([batch, 1, 1, time]),
+            host: (self.fused && attention_fused::supported::<B>()).then(|| {
+                mask.clone()
+                    .into_data()
+                    .convert::<f32>()
+                    .into_vec::<f32>()
+                    .expect("f32 mask")
+            }),
+        };
         for layer in &self.layers {
-            x = layer.forward(x, key_bias.clone(), self.heads, &mut noise, p);
+            x = layer.forward(x, &keys, self.heads, &mut noise, p);
         }
-        let states = self.norm.forward(x) * mask.clone().unsqueeze_dim::<3>(2);
+        let states = norm_rows(&self.norm, x) * mask.clone().unsqueeze_dim::<3>(2);
         let sentence = pool(&self.pool, states.clone(), mask.clone(), Vec::new());
         Encoded {
             sentence,
@@ -505,6 +559,71 @@ mod tests {
         assert_eq!(run(0), run(0));
         assert_ne!(run(0), run(1));
         assert_ne!(run(0), values(enc.forward(&input, None).sentence));
+    }
+
+    #[test]
+    fn fused_attention_equals_the_generic_path_with_gradients() {
+        use burn::backend::Autodiff;
+        use burn::module::{ModuleVisitor, Param, ParamId};
+        type Ad = Autodiff<B>;
+        let dev = Default::default();
+        let c = TransformerEncoderConfig {
+            d_model: 12,
+            d_embed: 12,
+            d_ff: 16,
+            heads: 3,
+            ..config()
+        };
+        let fused = crate::random::init_uniform(c.init::<Ad>(&dev), 11, 0.3).reset_norms();
+        assert!(fused.fused);
+        let generic = TransformerEncoder {
+            fused: false,
+            ..fused.clone()
+        };
+        let input = pad::<Ad>(&[vec![1, 2, 3, 4, 5, 6], vec![7, 8], vec![9, 10, 11]], &dev);
+        struct Grads<'a> {
+            grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+            out: Vec<(ParamId, Vec<f32>)>,
+        }
+        impl ModuleVisitor<Ad> for Grads<'_> {
+            fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Ad, D>>) {
+                if let Some(g) = p.val().grad(self.grads) {
+                    self.out
+                        .push((p.id, g.into_data().to_vec::<f32>().unwrap()));
+                }
+            }
+        }
+        // With dropout (the same noise stream on both paths) and without.
+        for noisy in [true, false] {
+            let run = |e: &TransformerEncoder<Ad>| {
+                let mut noise = Noise::new(5, 2);
+                let out = e.forward(&input, noisy.then_some(&mut noise));
+                let w: Vec<f32> = (0..3 * 12).map(|i| (i as f32 * 0.7).cos()).collect();
+                let w = Tensor::<Ad, 2>::from_data(TensorData::new(w, [3, 12]), &dev);
+                let loss = (out.sentence.clone() * w).sum();
+                let grads = loss.backward();
+                let mut g = Grads {
+                    grads: &grads,
+                    out: Vec::new(),
+                };
+                e.visit(&mut g);
+                (out.sentence.into_data().to_vec::<f32>().unwrap(), g.out)
+            };
+            let (a, ga) = run(&fused);
+            let (b, gb) = run(&generic);
+            assert!(max_diff(&a, &b) <= 1e-5, "{a:?} vs {b:?}");
+            assert_eq!(ga.len(), gb.len());
+            assert!(ga.len() >= 10, "every parameter has a gradient");
+            for ((ia, x), (ib, y)) in ga.iter().zip(&gb) {
+                assert_eq!(ia, ib);
+                let scale = y.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+                assert!(
+                    max_diff(x, y) <= 1e-4 * scale,
+                    "{ia}: {} (scale {scale})",
+                    max_diff(x, y)
+                );
+            }
+        }
     }
 
     #[test]
