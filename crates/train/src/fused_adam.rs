@@ -93,22 +93,6 @@ impl<B: Backend> SimpleOptimizer<B> for FusedAdam {
     }
 }
 
-/// `Σ g²` of a CPU tensor in one pass without allocating (f64 sums of f32 squares, in a
-/// fixed order of chunks: deterministic), or `None` on another backend.
-pub fn squared_sum<B: Backend, const D: usize>(g: &Tensor<B, D>) -> Option<f64> {
-    let any: &dyn Any = g;
-    let g = any.downcast_ref::<Tensor<Cpu, D>>()?;
-    let p = g.clone().into_primitive().tensor();
-    let NdArrayTensor::F32(storage) = &p else {
-        return None;
-    };
-    let view = storage.view();
-    let values = view.as_slice()?;
-    let chunk = |c: &[f32]| c.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>();
-    let partial: Vec<f64> = values.par_chunks(CHUNK).map(chunk).collect();
-    Some(partial.iter().sum())
-}
-
 /// One chunk of the parameter, its gradient and both moments.
 type Chunk<'a> = (((&'a mut [f32], &'a [f32]), &'a mut [f32]), &'a mut [f32]);
 

@@ -95,13 +95,9 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     grads: &mut GradientsParams,
     max_norm: Option<f64>,
 ) -> f64 {
-    let mut sq = SquaredNorm::<B> {
-        grads,
-        host: 0.0,
-        total: None,
-    };
+    let mut sq = SquaredNorm::<B> { grads, total: None };
     module.visit(&mut sq);
-    let norm = (sq.host + sq.total.map_or(0.0, |t| t.into_scalar_f64())).sqrt();
+    let norm = sq.total.map_or(0.0, |t| t.into_scalar_f64().sqrt());
     if let Some(max) = max_norm {
         if norm > max && norm.is_finite() {
             let mut scale = Scale::<B> {
@@ -132,19 +128,12 @@ impl<B: burn::tensor::backend::Backend> ToF64 for Tensor<B, 1> {
 
 struct SquaredNorm<'a, B: AutodiffBackend> {
     grads: &'a GradientsParams,
-    /// Sums computed on the host (the CPU backend, [`crate::fused_adam::squared_sum`]).
-    host: f64,
-    /// Sums left on the device (other backends).
     total: Option<Tensor<B::InnerBackend, 1>>,
 }
 
 impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
-            if let Some(s) = crate::fused_adam::squared_sum(&g) {
-                self.host += s;
-                return;
-            }
             let s = (g.clone() * g).sum();
             self.total = Some(match self.total.take() {
                 Some(t) => t + s,
