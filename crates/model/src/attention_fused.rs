@@ -28,7 +28,7 @@
 //! [`fused_attention`] serves `burn-ndarray` (f32) and its autodiff; on any other backend it
 //! declines and the caller runs the generic path.
 
-use crate::lstm_fused::host_values;
+use crate::lstm_fused::{host_values, register_grad};
 use crate::random::Noise;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
@@ -210,11 +210,12 @@ impl Backward<Cpu, 1> for AttentionBackward {
         let Some(parent) = parent else { return };
         let dqkv = backward(&s, &dctx);
         let sh = s.shape;
-        let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-            TensorData::new(dqkv, [sh.batch * sh.time, 3 * sh.d]),
-            &Default::default(),
+        register_grad(
+            grads,
+            Some(parent.id),
+            dqkv,
+            vec![sh.batch * sh.time, 3 * sh.d],
         );
-        grads.register::<Cpu>(parent.id, p);
     }
 }
 

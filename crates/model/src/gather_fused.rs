@@ -15,12 +15,11 @@
 //! [`gather_rows`] serves `burn-ndarray` (f32) and its autodiff; on any other backend it
 //! returns `None` and the caller runs burn's own operations.
 
-use crate::lstm_fused::host_values;
+use crate::lstm_fused::{register_grad, with_values};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensorOps;
@@ -92,17 +91,6 @@ pub fn gather_rows<B: Backend>(weight: &Tensor<B, 2>, g: &Gather) -> Option<Tens
     None
 }
 
-/// Runs `f` on the primitive's values without copying them when they are contiguous (a
-/// table is tens of megabytes).
-fn with_values<R>(p: &NdArrayTensor, f: impl FnOnce(&[f32]) -> R) -> R {
-    if let NdArrayTensor::F32(storage) = p {
-        if let Some(values) = storage.view().as_slice() {
-            return f(values);
-        }
-    }
-    f(&host_values(p))
-}
-
 fn check(g: &Gather, n_rows: usize) {
     if let Some(p) = &g.position {
         assert_eq!(p.len(), g.index.len(), "one position per gathered row");
@@ -162,11 +150,7 @@ impl Backward<Cpu, 1> for GatherBackward {
                 }
             }
         });
-        let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-            TensorData::new(dw, [s.n_rows, d]),
-            &Default::default(),
-        );
-        grads.register::<Cpu>(parent.id, p);
+        register_grad(grads, Some(parent.id), dw, vec![s.n_rows, d]);
     }
 }
 

@@ -16,7 +16,7 @@
 //! [`layer_norm`] serves burn-ndarray (f32) and its autodiff; on any other backend it runs
 //! burn's own.
 
-use crate::lstm_fused::host_values;
+use crate::lstm_fused::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -133,16 +133,7 @@ impl Backward<Cpu, 3> for LayerNormBackward {
         let dy = host_values(&grads.consume::<Cpu>(&ops.node));
         let rows = s.sigma.len();
         let [p_x, p_gamma, p_beta] = ops.parents.map(|p| p.map(|n| n.id));
-        let mut put =
-            |id: Option<burn::backend::autodiff::NodeId>, v: Vec<f32>, shape: Vec<usize>| {
-                if let Some(id) = id {
-                    let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-                        TensorData::new(v, shape),
-                        &Default::default(),
-                    );
-                    grads.register::<Cpu>(id, p);
-                }
-            };
+        let mut put = |id, v, shape| register_grad(grads, id, v, shape);
         if p_x.is_some() {
             let mut dx = vec![0.0f32; rows * d];
             dx.par_chunks_mut(ROWS_PER_TASK * d)
@@ -242,25 +233,12 @@ fn autodiff_norm(norm: &LayerNorm<CpuAd>, x: Tensor<CpuAd, 2>, eps: f32) -> Tens
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::fused::{self, close, values};
     use burn::module::{AutodiffModule, Param};
     use burn::nn::LayerNormConfig;
 
     fn tensor<const D: usize>(n: usize, shape: [usize; D], salt: f32) -> Tensor<CpuAd, D> {
-        let v: Vec<f32> = (0..n)
-            .map(|i| (i as f32 * 0.83 + salt).sin() * 2.0)
-            .collect();
-        Tensor::from_data(TensorData::new(v, shape), &Default::default())
-    }
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
-    }
-
-    fn close(a: &[f32], b: &[f32]) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(b) {
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
-        }
+        fused::tensor(n, shape, 0.83, salt, 2.0)
     }
 
     #[test]

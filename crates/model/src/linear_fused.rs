@@ -11,7 +11,7 @@
 //! (the tests below compare values and all three gradients). [`linear`] serves burn-ndarray
 //! (f32) and its autodiff; on any other backend it runs burn's own `Linear::forward`.
 
-use crate::lstm_fused::host_values;
+use crate::lstm_fused::{register_grad, with_values};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -55,16 +55,6 @@ pub fn linear<B: Backend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
         return *out.downcast::<Tensor<B, 2>>().expect("the same backend");
     }
     layer.forward(x)
-}
-
-/// Runs `f` on the primitive's values, in place when they are contiguous.
-fn with_values<R>(p: &NdArrayTensor, f: impl FnOnce(&[f32]) -> R) -> R {
-    if let NdArrayTensor::F32(storage) = p {
-        if let Some(values) = storage.view().as_slice() {
-            return f(values);
-        }
-    }
-    f(&host_values(p))
 }
 
 fn forward(
@@ -116,16 +106,7 @@ impl Backward<Cpu, 3> for LinearBackward {
         let (rows, d_in, d_out) = (s.rows, s.d_in, s.d_out);
         let dy = grads.consume::<Cpu>(&ops.node);
         let [p_x, p_w, p_b] = ops.parents.map(|p| p.map(|n| n.id));
-        let mut put =
-            |id: Option<burn::backend::autodiff::NodeId>, v: Vec<f32>, shape: Vec<usize>| {
-                if let Some(id) = id {
-                    let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-                        TensorData::new(v, shape),
-                        &Default::default(),
-                    );
-                    grads.register::<Cpu>(id, p);
-                }
-            };
+        let mut put = |id, v, shape| register_grad(grads, id, v, shape);
         let (dx, dw, db) = with_values(&dy, |dy| {
             let dx = p_x.map(|_| {
                 let mut dx = vec![0.0f32; rows * d_in];
@@ -214,23 +195,12 @@ fn autodiff_linear(layer: &Linear<CpuAd>, x: Tensor<CpuAd, 2>) -> Tensor<CpuAd, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::fused::{self, close, values};
     use burn::module::{AutodiffModule, Param};
     use burn::nn::LinearConfig;
 
     fn tensor<const D: usize>(n: usize, shape: [usize; D], salt: f32) -> Tensor<CpuAd, D> {
-        let v: Vec<f32> = (0..n).map(|i| (i as f32 * 0.61 + salt).sin()).collect();
-        Tensor::from_data(TensorData::new(v, shape), &Default::default())
-    }
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
-    }
-
-    fn close(a: &[f32], b: &[f32]) {
-        assert_eq!(a.len(), b.len());
-        for (x, y) in a.iter().zip(b) {
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
-        }
+        fused::tensor(n, shape, 0.61, salt, 1.0)
     }
 
     #[test]

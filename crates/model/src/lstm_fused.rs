@@ -163,6 +163,37 @@ pub(crate) fn host_values(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
     }
 }
 
+/// Runs `f` on an f32 primitive's values without copying them when they are contiguous
+/// (the fused operations read tables and activations in place), else on a copy.
+pub(crate) fn with_values<R>(
+    p: &burn::tensor::ops::FloatTensor<Cpu>,
+    f: impl FnOnce(&[f32]) -> R,
+) -> R {
+    if let burn::backend::ndarray::NdArrayTensor::F32(storage) = p {
+        if let Some(values) = storage.view().as_slice() {
+            return f(values);
+        }
+    }
+    f(&host_values(p))
+}
+
+/// Adds host `values` of `shape` to the gradient of node `id` (nothing when `id` is `None`:
+/// that input takes no gradient).
+pub(crate) fn register_grad(
+    grads: &mut Gradients,
+    id: Option<burn::backend::autodiff::NodeId>,
+    values: Vec<f32>,
+    shape: Vec<usize>,
+) {
+    if let Some(id) = id {
+        let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
+            TensorData::new(values, shape),
+            &Default::default(),
+        );
+        grads.register::<Cpu>(id, p);
+    }
+}
+
 /// Appends the elements of the array at `ptr` with `shape` and element `strides` to `out`,
 /// in row-major order.
 unsafe fn strided_copy(ptr: *const f32, shape: &[usize], strides: &[isize], out: &mut Vec<f32>) {
@@ -275,16 +306,7 @@ impl Backward<Cpu, 7> for LstmBackward {
         let g = backward(&s, &dhs);
         let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] = ops.parents;
         let rows = d.time * d.batch;
-        let mut put =
-            |node: Option<burn::backend::autodiff::NodeId>, v: Vec<f32>, shape: Vec<usize>| {
-                if let Some(id) = node {
-                    let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-                        TensorData::new(v, shape),
-                        &Default::default(),
-                    );
-                    grads.register::<Cpu>(id, p);
-                }
-            };
+        let mut put = |id, v, shape| register_grad(grads, id, v, shape);
         let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] =
             [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0].map(|p| p.map(|n| n.id));
         if p_x.is_some() {

@@ -6,7 +6,7 @@
 //! [`tanh`] serves burn-ndarray (f32) and its autodiff; on any other backend it is burn's own
 //! `tanh`. The test below compares values and gradients with burn's.
 
-use crate::lstm_fused::host_values;
+use crate::lstm_fused::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -64,11 +64,7 @@ impl Backward<Cpu, 1> for TanhBackward {
         for (d, y) in dx.iter_mut().zip(y.iter()) {
             *d *= 1.0 - y * y;
         }
-        let p = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-            TensorData::new(dx, shape),
-            &Default::default(),
-        );
-        grads.register::<Cpu>(parent.id, p);
+        register_grad(grads, Some(parent.id), dx, shape);
     }
 }
 

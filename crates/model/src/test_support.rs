@@ -89,3 +89,42 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
     dot / (na * nb)
 }
+
+/// Helpers of the fused CPU operations' tests (each compares a fused operation with burn's
+/// own on the same values).
+#[cfg(test)]
+pub(crate) mod fused {
+    use burn::backend::{Autodiff, NdArray};
+    use burn::tensor::backend::Backend;
+    use burn::tensor::{Tensor, TensorData};
+
+    /// The autodiff CPU backend.
+    pub(crate) type CpuAd = Autodiff<NdArray<f32>>;
+
+    /// A tensor of `n` smooth, varied values (`scale · sin(i·step + salt)`).
+    pub(crate) fn tensor<const D: usize>(
+        n: usize,
+        shape: [usize; D],
+        step: f32,
+        salt: f32,
+        scale: f32,
+    ) -> Tensor<CpuAd, D> {
+        let v: Vec<f32> = (0..n)
+            .map(|i| (i as f32 * step + salt).sin() * scale)
+            .collect();
+        Tensor::from_data(TensorData::new(v, shape), &Default::default())
+    }
+
+    /// A tensor's values.
+    pub(crate) fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
+        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
+    }
+
+    /// Asserts that `a` and `b` agree to float rounding (1e-5 relative).
+    pub(crate) fn close(a: &[f32], b: &[f32]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+}
