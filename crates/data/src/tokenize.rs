@@ -21,8 +21,12 @@
 //! one of `oov_buckets` ids after the vocabulary (or `<unk>` without buckets), and, with
 //! `char_ngrams`, each word's character n-grams ([`crate::words::char_ngrams`]) hashed with
 //! FNV-1a into `hash_buckets` ids: [`TextTokenizer::tokens`] gives them beside the word ids
-//! ([`Tokens`]). Its settings are kept in `tokenizer.json` as one added token,
-//! `<words:oov=…;ngrams=…;buckets=…>`, so the file alone says how to tokenize.
+//! ([`Tokens`]). A tokenizer trained by this version splits CJK ideographs into words of
+//! one character ([`crate::words::tokens_cjk`]: Chinese has no spaces to split at). Its
+//! settings are kept in `tokenizer.json` as one added token,
+//! `<words:oov=…;ngrams=…;buckets=…;cjk=chars>`, so the file alone says how to tokenize;
+//! a file without `cjk=chars` (written before) keeps unspaced clauses whole, as it was
+//! trained.
 
 use crate::words;
 use crate::DataError;
@@ -135,6 +139,8 @@ pub struct WordsSpec {
     pub char_ngrams: Vec<u32>,
     /// Hash buckets of the n-grams.
     pub hash_buckets: u32,
+    /// Every CJK ideograph is a word of its own ([`words::tokens_cjk`]).
+    pub cjk_chars: bool,
 }
 
 impl WordsSpec {
@@ -144,12 +150,22 @@ impl WordsSpec {
     fn token(&self) -> String {
         let sizes: Vec<String> = self.char_ngrams.iter().map(u32::to_string).collect();
         format!(
-            "{}oov={};ngrams={};buckets={}>",
+            "{}oov={};ngrams={};buckets={}{}>",
             Self::PREFIX,
             self.oov_buckets,
             sizes.join(","),
-            self.hash_buckets
+            self.hash_buckets,
+            if self.cjk_chars { ";cjk=chars" } else { "" }
         )
+    }
+
+    /// The words of `text` under these settings.
+    fn words<'a>(&self, text: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
+        if self.cjk_chars {
+            Box::new(words::tokens_cjk(text))
+        } else {
+            Box::new(words::tokens(text))
+        }
     }
 
     /// Reads [`Self::token`] back.
@@ -159,12 +175,14 @@ impl WordsSpec {
             oov_buckets: 0,
             char_ngrams: Vec::new(),
             hash_buckets: 0,
+            cjk_chars: false,
         };
         for part in body.split(';') {
             let (k, v) = part.split_once('=')?;
             match k {
                 "oov" => spec.oov_buckets = v.parse().ok()?,
                 "buckets" => spec.hash_buckets = v.parse().ok()?,
+                "cjk" if v == "chars" => spec.cjk_chars = true,
                 "ngrams" if v.is_empty() => {}
                 "ngrams" => {
                     spec.char_ngrams = v
@@ -341,6 +359,7 @@ impl TextTokenizer {
             oov_buckets: spec.oov_buckets.unwrap_or(0),
             char_ngrams: spec.char_ngrams.clone(),
             hash_buckets,
+            cjk_chars: true,
         };
         specials.push(AddedToken::from(settings.token(), true));
         let normalizer = normalizer(spec.lowercase);
@@ -354,7 +373,7 @@ impl TextTokenizer {
         trainer
             .feed(sentences, |s| {
                 let n = normalized(&normalizer, s)?;
-                Ok(words::tokens(&n).map(String::from).collect())
+                Ok(settings.words(&n).map(String::from).collect())
             })
             .map_err(lib)?;
         let mut model = WordLevel::builder()
@@ -523,7 +542,7 @@ impl TextTokenizer {
             ids: Vec::new(),
             ngrams: (ngrams && !sizes.is_empty()).then(Ngrams::default),
         };
-        for word in words::tokens(text).take(max_len) {
+        for word in spec.words(text).take(max_len) {
             let id = match self.inner.token_to_id(word) {
                 Some(id) => id,
                 None if spec.oov_buckets > 0 => {
@@ -745,5 +764,28 @@ mod tests {
         bad.char_ngrams = vec![3, 4];
         let err = TextTokenizer::train(&bad, &[], ["a b"].into_iter()).unwrap_err();
         assert!(err.to_string().contains("hash_buckets"), "{err}");
+    }
+
+    /// A new `words` tokenizer reads Chinese one ideograph at a time and says so in its
+    /// file; a file written before `cjk=chars` keeps reading an unspaced clause whole.
+    #[test]
+    fn words_split_cjk_ideographs_and_old_files_do_not() {
+        let sp = spec(TokenizerKind::Words, 10);
+        let text = ["我爱北京", "北京 好", "我 好"].repeat(3);
+        let t = TextTokenizer::train(&sp, &[], text.into_iter()).unwrap();
+        let ids = t.encode("我爱北京", 64).unwrap();
+        assert_eq!(ids.len(), 4);
+        assert!(!ids.contains(&ids::UNK), "{ids:?}");
+        assert_eq!(ids[2], t.encode("北", 64).unwrap()[0]);
+        // The same file with the settings of a tokenizer trained before the split.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        t.save(&path).unwrap();
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(json.contains(";cjk=chars>"));
+        std::fs::write(&path, json.replace(";cjk=chars>", ">")).unwrap();
+        let old = TextTokenizer::load(&path).unwrap();
+        assert_eq!(old.encode("我爱北京", 64).unwrap(), vec![ids::UNK]);
+        assert_eq!(old.encode("我 北", 64).unwrap(), vec![ids[0], ids[2]]);
     }
 }

@@ -10,6 +10,11 @@
 //!   Greek; see `is_punct`) is a token of its own, as treebank-style tokenisation does.
 //!   Every other character belongs to the token around it: `"Hello, world!"` is `Hello`
 //!   `,` `world` `!`, and a Chinese clause with no spaces is one token.
+//! - **CJK characters** ([`tokens_cjk`], what the `words` tokenizer uses since its settings
+//!   say `cjk=chars`): as [`tokens`], and every CJK ideograph is also a token of its own,
+//!   the rule of BERT's `BasicTokenizer._tokenize_chinese_chars` (google-research/bert,
+//!   `tokenization.py`, same code-point ranges; kana and Hangul are not split). Chinese has
+//!   no spaces, so without it a whole clause is one out-of-vocabulary word.
 //! - **Character n-grams**: the token wrapped in boundary markers, `<token>`, gives its
 //!   character (Unicode scalar value) n-grams of each asked size in order of size, then of
 //!   start; a token shorter than n gives none of that size (`<a>` is one 3-gram).
@@ -18,14 +23,24 @@
 
 /// The tokens of `text` (see the module doc).
 pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    split(text, false)
+}
+
+/// The tokens of `text` with every CJK ideograph a token of its own (see the module doc).
+pub fn tokens_cjk(text: &str) -> impl Iterator<Item = &str> {
+    split(text, true)
+}
+
+fn split(text: &str, cjk: bool) -> impl Iterator<Item = &str> {
+    let alone = move |c: char| is_punct(c) || (cjk && is_cjk_ideograph(c));
     let mut rest = text;
     std::iter::from_fn(move || {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c.is_control());
         let first = rest.chars().next()?;
-        let len = if is_punct(first) {
+        let len = if alone(first) {
             first.len_utf8()
         } else {
-            rest.find(|c: char| c.is_whitespace() || c.is_control() || is_punct(c))
+            rest.find(|c: char| c.is_whitespace() || c.is_control() || alone(c))
                 .unwrap_or(rest.len())
         };
         let (tok, tail) = rest.split_at(len);
@@ -65,6 +80,14 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// CJK Unified Ideographs and their extensions and compatibility blocks: the ranges of
+/// BERT's `_is_chinese_char` (google-research/bert, `tokenization.py`).
+fn is_cjk_ideograph(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
 /// Punctuation characters that form tokens of their own.
 fn is_punct(c: char) -> bool {
     if c.is_ascii() {
@@ -98,6 +121,32 @@ mod tests {
         let t: Vec<_> = tokens("नमस्ते दुनिया।").collect();
         assert_eq!(t, vec!["नमस्ते", "दुनिया", "।"]);
         assert_eq!(tokens(" \t\n").count(), 0);
+    }
+
+    /// Ideographs split, kana, Hangul, Latin and punctuation as in [`tokens`].
+    #[test]
+    fn tokens_cjk_split_ideographs_only() {
+        let t: Vec<_> = tokens_cjk("我爱北京。ok abc汉字 ひらがな한국어").collect();
+        assert_eq!(
+            t,
+            vec![
+                "我",
+                "爱",
+                "北",
+                "京",
+                "。",
+                "ok",
+                "abc",
+                "汉",
+                "字",
+                "ひらがな한국어"
+            ]
+        );
+        // Extension B (outside the Basic Multilingual Plane) and a compatibility ideograph.
+        let t: Vec<_> = tokens_cjk("𠀀x豈").collect();
+        assert_eq!(t, vec!["𠀀", "x", "豈"]);
+        let t: Vec<_> = tokens_cjk("hello, world!").collect();
+        assert_eq!(t, tokens("hello, world!").collect::<Vec<_>>());
     }
 
     /// By hand: `<cat>` has the 3-grams `<ca`, `cat`, `at>` and the 4-grams `<cat`, `cat>`;

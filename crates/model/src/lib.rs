@@ -19,6 +19,8 @@ pub mod lstm;
 pub mod lstm_fused;
 pub mod output_ce;
 pub mod random;
+pub mod relu_fused;
+pub mod reshape_fused;
 pub mod system;
 pub mod tanh_fused;
 #[doc(hidden)]

@@ -134,13 +134,59 @@ struct SquaredNorm<'a, B: AutodiffBackend> {
 impl<B: AutodiffBackend> ModuleVisitor<B> for SquaredNorm<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
-            let s = (g.clone() * g).sum();
+            let s = squared_sum_cpu(&g).unwrap_or_else(|| (g.clone() * g).sum());
             self.total = Some(match self.total.take() {
                 Some(t) => t + s,
                 None => s,
             });
         }
     }
+}
+
+/// `(g * g).sum()` in one read of `g` on burn-ndarray (f32), with the bits burn gives: each
+/// product rounded to f32, then summed in memory order by ndarray's `sum`, whose eightfold
+/// unrolled fold (`numeric_util::unrolled_fold`, ndarray 0.17) this repeats. burn's path
+/// copies `g` (shared, so `mul` cannot work in place), multiplies, then sums: three passes
+/// over the embedding tables' gradients every step. `None` on other backends or layouts.
+fn squared_sum_cpu<IB: burn::tensor::backend::Backend, const D: usize>(
+    g: &Tensor<IB, D>,
+) -> Option<Tensor<IB, 1>> {
+    use burn::backend::ndarray::{NdArray, NdArrayTensor};
+    use burn::tensor::TensorPrimitive;
+    type Cpu = NdArray<f32>;
+    let any: &dyn std::any::Any = g;
+    let g = any.downcast_ref::<Tensor<Cpu, D>>()?;
+    let total = match g.clone().into_primitive() {
+        TensorPrimitive::Float(NdArrayTensor::F32(storage)) => {
+            unrolled_squared_sum(storage.view().as_slice_memory_order()?)
+        }
+        _ => return None,
+    };
+    let out: Box<dyn std::any::Any> = Box::new(Tensor::<Cpu, 1>::from_data(
+        burn::tensor::TensorData::new(vec![total], [1]),
+        &g.device(),
+    ));
+    out.downcast::<Tensor<IB, 1>>().ok().map(|t| *t)
+}
+
+/// ndarray 0.17's `unrolled_fold(xs, zero, add)` over `x * x` for `x` in `xs`.
+fn unrolled_squared_sum(xs: &[f32]) -> f32 {
+    let mut p = [0.0f32; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (acc, x) in p.iter_mut().zip(c) {
+            *acc += x * x;
+        }
+    }
+    let mut acc = 0.0f32;
+    acc += p[0] + p[4];
+    acc += p[1] + p[5];
+    acc += p[2] + p[6];
+    acc += p[3] + p[7];
+    for x in chunks.remainder() {
+        acc += x * x;
+    }
+    acc
 }
 
 /// Multiplies the gradients of the parameters `visit` walks by `factor`: multilingual USE's
@@ -206,6 +252,44 @@ pub fn learning_rate(spec: &OptimSpec, step: u64, total: u64, steps_per_epoch: u
 
 #[cfg(test)]
 mod tests {
+    /// The one-pass squared sum equals burn's `(g * g).sum()` bit for bit, at lengths
+    /// around the unrolled fold's 8 and with values of very different sizes.
+    #[test]
+    fn squared_sum_equals_burns_bit_for_bit() {
+        use burn::backend::NdArray;
+        use burn::tensor::TensorData;
+        type Cpu = NdArray<f32>;
+        for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 1001] {
+            let v: Vec<f32> = (0..n)
+                .map(|i| (i as f32 * 0.731).sin() * 10f32.powi(i as i32 % 7 - 3))
+                .collect();
+            let g = Tensor::<Cpu, 2>::from_data(TensorData::new(v, [1, n]), &Default::default());
+            let burns = (g.clone() * g.clone()).sum().into_data();
+            let ours = super::squared_sum_cpu(&g).unwrap().into_data();
+            assert_eq!(
+                ours.to_vec::<f32>().unwrap(),
+                burns.to_vec::<f32>().unwrap(),
+                "n = {n}"
+            );
+        }
+        // A transposed view is not in memory order's standard layout, but its memory is
+        // contiguous: the same sum either way.
+        let g = Tensor::<Cpu, 2>::from_data(
+            TensorData::new(
+                (0..12).map(|i| i as f32 * 0.3 - 1.0).collect::<Vec<_>>(),
+                [3, 4],
+            ),
+            &Default::default(),
+        )
+        .transpose();
+        let burns = (g.clone() * g.clone()).sum().into_data();
+        let ours = super::squared_sum_cpu(&g).unwrap().into_data();
+        assert_eq!(
+            ours.to_vec::<f32>().unwrap(),
+            burns.to_vec::<f32>().unwrap()
+        );
+    }
+
     use super::*;
     use burn::backend::{Autodiff, NdArray};
     use burn::module::Module;

@@ -89,8 +89,8 @@ impl<B: Backend> CharNgrams<B> {
             }
             _ => Tensor::<B, 2>::zeros([batch * time, d], &device),
         };
-        crate::tanh_fused::tanh(crate::linear_fused::linear(&self.layer, sums))
-            .reshape([batch, time, d])
+        let y = crate::tanh_fused::tanh(crate::linear_fused::linear(&self.layer, sums));
+        crate::reshape_fused::reshape(y, [batch, time, d])
     }
 }
 
@@ -110,9 +110,8 @@ pub fn embed_tokens<B: Backend>(
             position: None,
             rows: batch * time,
         };
-        gather_rows(&words.weight.val(), &gather)
-            .expect("a supported backend")
-            .reshape([batch, time, d])
+        let w = gather_rows(&words.weight.val(), &gather).expect("a supported backend");
+        crate::reshape_fused::reshape(w, [batch, time, d])
     } else {
         words.forward(input.ids.clone())
     };

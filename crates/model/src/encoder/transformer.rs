@@ -54,9 +54,11 @@ use crate::input::Padded;
 use crate::layer_norm_fused;
 use crate::linear_fused;
 use crate::random::{dropout, Noise};
+use crate::relu_fused::relu;
+use crate::reshape_fused::reshape;
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::{relu, softmax};
+use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use harness_recipe::schema;
@@ -236,7 +238,7 @@ impl<B: Backend> SelfAttention<B> {
         p: f64,
     ) -> Tensor<B, 3> {
         let [batch, time, d] = x.dims();
-        let qkv = linear_fused::linear(&self.in_proj, x.reshape([batch * time, d]));
+        let qkv = linear_fused::linear(&self.in_proj, reshape(x, [batch * time, d]));
         let qkv = match &keys.host {
             Some(mask) => {
                 let shape = attention_fused::Shape {
@@ -247,7 +249,7 @@ impl<B: Backend> SelfAttention<B> {
                 };
                 match attention_fused::fused_attention(qkv, mask, shape, noise, p) {
                     Ok(context) => {
-                        return linear_rows(&self.out_proj, context.reshape([batch, time, d]))
+                        return linear_rows(&self.out_proj, reshape(context, [batch, time, d]))
                     }
                     Err(qkv) => qkv,
                 }
@@ -278,20 +280,21 @@ impl<B: Backend> SelfAttention<B> {
 
 /// `linear` applied to `x: [batch, time, d_in]` as one `[batch·time, d_in]` matrix: the
 /// same values, through the fused CPU layer ([`crate::linear_fused`]) where the backend has
-/// it (burn-ndarray's matmul copies its transposed operands in the backward pass).
+/// it (burn-ndarray's matmul copies its transposed operands in the backward pass), and
+/// reshaped without copies ([`crate::reshape_fused`]).
 fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, time, d_in] = x.dims();
-    let y = linear_fused::linear(linear, x.reshape([batch * time, d_in]));
+    let y = linear_fused::linear(linear, reshape(x, [batch * time, d_in]));
     let [_, d_out] = y.dims();
-    y.reshape([batch, time, d_out])
+    reshape(y, [batch, time, d_out])
 }
 
 /// `norm` applied to `x: [batch, time, d]` as one `[batch·time, d]` matrix, through the
 /// fused CPU operation ([`crate::layer_norm_fused`]) where the backend has it.
 fn norm_rows<B: Backend>(norm: &LayerNorm<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, time, d] = x.dims();
-    layer_norm_fused::layer_norm(norm, x.reshape([batch * time, d]), EPSILON)
-        .reshape([batch, time, d])
+    let y = layer_norm_fused::layer_norm(norm, reshape(x, [batch * time, d]), EPSILON);
+    reshape(y, [batch, time, d])
 }
 
 impl<B: Backend> EncoderLayer<B> {
