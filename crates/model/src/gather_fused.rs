@@ -269,24 +269,17 @@ mod tests {
         t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
     }
 
-    /// The same loss (a weighted sum of the output) through the fused and the generic
-    /// path: equal outputs and equal table gradients.
-    fn compare(g: Gather) {
+    /// burn's own path for `g`: `embedding`, then `select_assign(Add)` into positions.
+    fn generic_gather(w: &Tensor<CpuAd, 2>, g: &Gather) -> Tensor<CpuAd, 2> {
         let dev = Default::default();
-        let weights: Vec<f32> = (0..g.rows * 3).map(|i| (i as f32 * 0.37).sin()).collect();
-        let weights = Tensor::<CpuAd, 2>::from_data(TensorData::new(weights, [g.rows, 3]), &dev);
-        let w = table();
-        let fused = gather_rows(&w, &g).expect("the CPU backend");
-        let grad_fused = (fused.clone() * weights.clone()).sum().backward();
-        let w2 = table();
         let index: Vec<i64> = g.index.iter().map(|&i| i as i64).collect();
         let n = index.len();
         let picked = burn::tensor::module::embedding(
-            w2.clone(),
+            w.clone(),
             Tensor::<CpuAd, 2, Int>::from_data(TensorData::new(index, [1, n]), &dev),
         )
         .reshape([n, 3]);
-        let generic = match &g.position {
+        match &g.position {
             None => picked,
             Some(p) => {
                 let p: Vec<i64> = p.iter().map(|&i| i as i64).collect();
@@ -297,7 +290,20 @@ mod tests {
                     IndexingUpdateOp::Add,
                 )
             }
-        };
+        }
+    }
+
+    /// The same loss (a weighted sum of the output) through the fused and the generic
+    /// path: equal outputs and equal table gradients.
+    fn compare(g: Gather) {
+        let dev = Default::default();
+        let weights: Vec<f32> = (0..g.rows * 3).map(|i| (i as f32 * 0.37).sin()).collect();
+        let weights = Tensor::<CpuAd, 2>::from_data(TensorData::new(weights, [g.rows, 3]), &dev);
+        let w = table();
+        let fused = gather_rows(&w, &g).expect("the CPU backend");
+        let grad_fused = (fused.clone() * weights.clone()).sum().backward();
+        let w2 = table();
+        let generic = generic_gather(&w2, &g);
         let grad_generic = (generic.clone() * weights).sum().backward();
         assert_eq!(values(fused), values(generic));
         assert_eq!(
@@ -357,34 +363,13 @@ mod tests {
                 .collect();
             Tensor::<CpuAd, 2>::from_data(TensorData::new(v, [rows, 3]), &dev)
         };
-        let generic = |w: &Tensor<CpuAd, 2>, g: &Gather| {
-            let index: Vec<i64> = g.index.iter().map(|&i| i as i64).collect();
-            let n = index.len();
-            let picked = burn::tensor::module::embedding(
-                w.clone(),
-                Tensor::<CpuAd, 2, Int>::from_data(TensorData::new(index, [1, n]), &dev),
-            )
-            .reshape([n, 3]);
-            match &g.position {
-                None => picked,
-                Some(p) => {
-                    let p: Vec<i64> = p.iter().map(|&i| i as i64).collect();
-                    Tensor::<CpuAd, 2>::zeros([g.rows, 3], &dev).select_assign(
-                        0,
-                        Tensor::from_data(TensorData::new(p, [n]), &dev),
-                        picked,
-                        IndexingUpdateOp::Add,
-                    )
-                }
-            }
-        };
         let run = |fused: bool| {
             let w = table();
             let outs: Vec<_> = lookups
                 .iter()
                 .map(|g| match fused {
                     true => gather_rows(&w, g).unwrap(),
-                    false => generic(&w, g),
+                    false => generic_gather(&w, g),
                 })
                 .collect();
             let loss = (outs[0].clone() * weights(5, 0.0)).sum()

@@ -26,5 +26,6 @@ pub mod tanh_fused;
 #[doc(hidden)]
 pub mod test_support;
 pub mod trained;
+pub mod unary_fused;
 
 pub use error::ModelError;

@@ -9,96 +9,45 @@
 //! [`relu`] serves burn-ndarray (f32) and its autodiff; on any other backend it is burn's own
 //! `relu`.
 
-use crate::lstm_fused::{host_values, register_grad, with_values};
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::{Autodiff, NdArray};
+use crate::unary_fused::{apply, Rule};
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::FloatTensorOps;
-use burn::tensor::{Tensor, TensorData, TensorPrimitive};
-use std::any::Any;
-use std::sync::Arc;
-
-type Cpu = NdArray<f32>;
-type CpuAd = Autodiff<Cpu>;
-
-/// burn-ndarray's `clamp_min(x, 0)`.
-fn forward(x: &[f32]) -> Vec<f32> {
-    x.iter().map(|&x| if x < 0.0 { 0.0 } else { x }).collect()
-}
+use burn::tensor::Tensor;
 
 /// `relu(x)`, element by element.
 pub fn relu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    let any: Box<dyn Any> = Box::new(x);
-    let any = match any.downcast::<Tensor<CpuAd, D>>() {
-        Ok(x) => {
-            let out: Box<dyn Any> = Box::new(autodiff_relu(*x));
-            return *out.downcast::<Tensor<B, D>>().expect("the same backend");
-        }
-        Err(other) => other,
-    };
-    match any.downcast::<Tensor<Cpu, D>>() {
-        Ok(x) => {
-            let shape = x.shape();
-            let y = with_values(&x.into_primitive().tensor(), forward);
-            let out: Box<dyn Any> = Box::new(Tensor::<Cpu, D>::from_data(
-                TensorData::new(y, shape),
-                &Default::default(),
-            ));
-            *out.downcast::<Tensor<B, D>>().expect("the same backend")
-        }
-        Err(other) => {
-            burn::tensor::activation::relu(*other.downcast::<Tensor<B, D>>().expect("its own type"))
-        }
-    }
+    apply::<Relu, B, D>(x)
 }
 
 #[derive(Debug)]
-struct ReluBackward;
+struct Relu;
 
-impl Backward<Cpu, 1> for ReluBackward {
-    /// The output `y` and its shape.
-    type State = (Arc<Vec<f32>>, Vec<usize>);
+impl Rule for Relu {
+    /// burn-ndarray's `clamp_min(x, 0)`.
+    fn forward(x: &[f32]) -> Vec<f32> {
+        x.iter().map(|&x| if x < 0.0 { 0.0 } else { x }).collect()
+    }
 
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let (y, shape) = ops.state;
-        let mut dx = host_values(&grads.consume::<Cpu>(&ops.node));
-        let [parent] = ops.parents;
-        let Some(parent) = parent else { return };
-        // burn's `mask_fill(dy, y <= 0, 0)`.
-        for (d, &y) in dx.iter_mut().zip(y.iter()) {
+    /// burn's `mask_fill(dy, y <= 0, 0)`.
+    fn backward(d: &mut [f32], y: &[f32]) {
+        for (d, &y) in d.iter_mut().zip(y) {
             if y <= 0.0 {
                 *d = 0.0;
             }
         }
-        register_grad(grads, Some(parent.id), dx, shape);
     }
-}
 
-fn autodiff_relu<const D: usize>(x: Tensor<CpuAd, D>) -> Tensor<CpuAd, D> {
-    let shape = x.shape();
-    let x = x.into_primitive().tensor();
-    let y = with_values(&x.primitive, forward);
-    let out = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-        TensorData::new(y.clone(), shape.clone()),
-        &Default::default(),
-    );
-    let result = match ReluBackward
-        .prepare::<NoCheckpointing>([x.node.clone()])
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => prep.finish((Arc::new(y), shape.to_vec()), out),
-        OpsKind::UnTracked(prep) => prep.finish(out),
-    };
-    Tensor::from_primitive(TensorPrimitive::Float(result))
+    fn generic<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+        burn::tensor::activation::relu(x)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::backend::{Autodiff, NdArray};
+    use burn::tensor::TensorData;
+
+    type CpuAd = Autodiff<NdArray<f32>>;
 
     fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
         t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
