@@ -23,8 +23,13 @@ struct Relu;
 
 impl Rule for Relu {
     /// burn-ndarray's `clamp_min(x, 0)`.
-    fn forward(x: &[f32]) -> Vec<f32> {
-        x.iter().map(|&x| if x < 0.0 { 0.0 } else { x }).collect()
+    fn forward(mut x: Vec<f32>) -> Vec<f32> {
+        for v in &mut x {
+            if *v < 0.0 {
+                *v = 0.0;
+            }
+        }
+        x
     }
 
     /// burn's `mask_fill(dy, y <= 0, 0)`.

@@ -21,8 +21,9 @@ type CpuAd = Autodiff<Cpu>;
 
 /// An element-wise operation `y = f(x)` whose gradient is a function of `y` and `dy`.
 pub trait Rule: std::fmt::Debug + Send + Sync + 'static {
-    /// `f` over the input's values (row-major), giving the output's.
-    fn forward(x: &[f32]) -> Vec<f32>;
+    /// `f` over the input's values (row-major, a host copy the rule may overwrite), giving
+    /// the output's.
+    fn forward(x: Vec<f32>) -> Vec<f32>;
     /// `dx` from `dy` (in `d`, in place) and the saved output `y`.
     fn backward(d: &mut [f32], y: &[f32]);
     /// burn's own operation, for every other backend.
@@ -42,7 +43,7 @@ pub fn apply<R: Rule, B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, 
     match any.downcast::<Tensor<Cpu, D>>() {
         Ok(x) => {
             let shape = x.shape();
-            let y = R::forward(&host_values(&x.into_primitive().tensor()));
+            let y = R::forward(host_values(&x.into_primitive().tensor()));
             let out: Box<dyn Any> = Box::new(Tensor::<Cpu, D>::from_data(
                 TensorData::new(y, shape),
                 &Default::default(),
@@ -73,7 +74,7 @@ impl<R: Rule> Backward<Cpu, 1> for UnaryBackward<R> {
 fn autodiff<R: Rule, const D: usize>(x: Tensor<CpuAd, D>) -> Tensor<CpuAd, D> {
     let shape = x.shape();
     let x = x.into_primitive().tensor();
-    let y = R::forward(&host_values(&x.primitive));
+    let y = R::forward(host_values(&x.primitive));
     let out = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
         TensorData::new(y.clone(), shape.clone()),
         &Default::default(),
