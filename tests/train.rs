@@ -409,3 +409,94 @@ fn muse_xling_default_runs_end_to_end_at_tiny_scale() {
     assert_eq!(retrieval["protocol_params"]["score"], "dot", "{retrieval}");
     assert!(run.join("report/report.html").is_file());
 }
+
+/// The XNLI alignment baseline's default profile end to end at tiny scale (`harness run`):
+/// stage 1 trains the English encoder and NLI head, stage 2 starts the target encoders as
+/// copies of it and aligns two of them, and XNLI reads each language through its own
+/// encoder into the English head, beside the same languages through the English encoder.
+#[test]
+fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("xnli");
+    let recipe = repo().join("recipes/xnli-align.yaml");
+    let tiny = "{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}";
+    let targets = [
+        "ar", "bg", "de", "es", "fr", "hi", "ru", "th", "tr", "ur", "vi", "zh",
+    ];
+    let mut sets: Vec<String> = vec![
+        "data.tokenizer.vocab=3000".into(),
+        "data.corpora.snli.max_examples=300".into(),
+        format!("model.encoder={tiny}"),
+        "model.heads.nli.hidden=[8]".into(),
+        "tasks=[{name: nli-snli, objective: nli_classification, corpus: snli, params: {head: nli}}, \
+         {name: align-fr, stage: 2, objective: alignment_l2, corpus: pairs_fr, encoder: fr, reads: encoder}, \
+         {name: align-de, stage: 2, objective: alignment_l2, corpus: pairs_de, encoder: de, reads: encoder}]"
+            .into(),
+        "train={steps: 20, batch_size: 8, max_len: 16, eval_every: 20, best_metric: xnli-dev.average}"
+            .into(),
+        "stages.2.steps=20".into(),
+        "evaluate=[{name: xnli, params: {own_head: nli, eval_limit: 60}, languages: [en, fr, de, el]}, \
+         {name: xnli-dev, params: {own_head: nli, eval_limit: 60, unaligned: false}, languages: [en, fr, de]}]"
+            .into(),
+    ];
+    for t in targets {
+        sets.push(format!("model.encoders.{t}={tiny}"));
+        sets.push(format!("data.corpora.pairs_{t}.max_examples=200"));
+    }
+    let mut args = vec![
+        "run",
+        recipe.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ];
+    for s in &sets {
+        args.extend(["--set", s.as_str()]);
+    }
+    let o = harness(home.path(), &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let metrics = std::fs::read_to_string(run.join("train/metrics.jsonl")).unwrap();
+    for task in ["nli-snli", "align-fr", "align-de"] {
+        assert!(
+            metrics.contains(&format!("\"task\":\"{task}\"")),
+            "{task} never trained:\n{metrics}"
+        );
+    }
+    // The best checkpoint was chosen on the validation sets, whose per-language scores
+    // (and alignment distances) along training are in `train/evals.jsonl`.
+    assert!(metrics.contains("xnli-dev.average"), "{metrics}");
+    let evals = std::fs::read_to_string(run.join("train/evals.jsonl")).unwrap();
+    let evals: Vec<serde_json::Value> = evals
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(evals.len(), 2, "{evals:?}");
+    assert_eq!(evals[1]["step"], 40);
+    assert!(evals[1]["scores"]["alignment_distance"]["aligned"]["fr"].is_number());
+    let result = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(run.join(format!("results/{name}.json"))).unwrap())
+            .unwrap()
+    };
+    let xnli = result("xnli");
+    let s = &xnli["scores"];
+    assert_eq!(s["own_head"], "nli", "{xnli}");
+    assert_eq!(s["own_encoders"], serde_json::json!(["fr", "de"]), "{xnli}");
+    for l in ["en", "fr", "de", "el"] {
+        let a = s["accuracy"][l].as_f64().unwrap();
+        let u = s["unaligned"]["accuracy"][l].as_f64().unwrap();
+        assert!(
+            (0.0..=100.0).contains(&a) && (0.0..=100.0).contains(&u),
+            "{xnli}"
+        );
+        if l == "en" || l == "el" {
+            // Read by the English encoder either way.
+            assert_eq!(a, u, "{l}: {xnli}");
+        }
+    }
+    assert!(s["alignment_distance"]["aligned"]["fr"].as_f64().unwrap() > 0.0);
+    let dev = result("xnli-dev");
+    assert_eq!(dev["scores"]["split"], "dev", "{dev}");
+    assert!(dev["scores"].get("unaligned").is_none(), "{dev}");
+    let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
+    assert!(report.contains("aligned vs unaligned"), "{report}");
+}

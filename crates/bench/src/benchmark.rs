@@ -23,6 +23,18 @@ pub struct Benchmark {
     /// Protocol-specific parameters.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, serde_yaml::Value>,
+    /// Whether the group `all` includes it; `false` for a benchmark that only serves a
+    /// recipe's model selection (`xnli-dev`: XNLI's validation sets).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub in_all: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(v: &bool) -> bool {
+    *v
 }
 
 /// Changes to a benchmark's declaration for one run (a recipe's `evaluate:` entry, or

@@ -175,7 +175,12 @@ impl Registry {
                 }
             }
         }
-        groups.insert(ALL.to_string(), benchmarks.keys().cloned().collect());
+        let all = benchmarks
+            .values()
+            .filter(|b| b.in_all)
+            .map(|b| b.name.clone())
+            .collect();
+        groups.insert(ALL.to_string(), all);
         tables.sort();
         Ok(Registry {
             benchmarks,
@@ -296,9 +301,11 @@ mod tests {
         ] {
             assert!(r.get(n).is_some(), "{n} missing");
         }
-        assert_eq!(r.names().len(), 30);
+        assert_eq!(r.names().len(), 31);
         assert_eq!(r.group("senteval").unwrap().len(), 8);
+        // `xnli-dev` only serves model selection.
         assert_eq!(r.group(ALL).unwrap().len(), 30);
+        assert!(!r.group(ALL).unwrap().iter().any(|n| n == "xnli-dev"));
         assert_eq!(r.get("bucc").unwrap().dataset, "bucc2018");
         assert!(
             r.tables().iter().any(|t| t == "laser-xnli"),

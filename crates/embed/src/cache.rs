@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 const MAGIC: &[u8; 8] = b"HEMBSEG1";
 const FORMAT_VERSION: u32 = 1;
@@ -300,6 +300,10 @@ impl Index {
 pub struct CachedEncoder<E> {
     inner: E,
     fingerprint: String,
+    /// The cache root (`cache_dir`), for the encoders of single languages.
+    root: PathBuf,
+    /// The cached encoders of single languages handed out so far ([`Encoder::for_language`]).
+    languages: Mutex<HashMap<String, Option<Arc<dyn Encoder>>>>,
     dir: PathBuf,
     batch_size: usize,
     index: Mutex<Index>,
@@ -317,6 +321,8 @@ impl<E: Encoder> CachedEncoder<E> {
         CachedEncoder {
             inner,
             fingerprint,
+            root: cache_dir.to_path_buf(),
+            languages: Mutex::new(HashMap::new()),
             dir,
             batch_size: 1024,
             index: Mutex::new(Index::default()),
@@ -436,6 +442,21 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
         v: &Matrix,
     ) -> Result<Option<Matrix>, EncodeError> {
         self.inner.pair_logits(head, u, v)
+    }
+
+    /// The inner encoder's encoder of `language`, cached the same way (under its own
+    /// fingerprint).
+    fn for_language(&self, language: &str) -> Option<Arc<dyn Encoder>> {
+        let mut known = self.languages.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .entry(language.to_string())
+            .or_insert_with(|| {
+                self.inner.for_language(language).map(|e| {
+                    Arc::new(CachedEncoder::new(e, &self.root).with_batch_size(self.batch_size))
+                        as Arc<dyn Encoder>
+                })
+            })
+            .clone()
     }
 
     fn fingerprint(&self) -> String {

@@ -6,6 +6,7 @@
 use crate::error::EncodeError;
 use crate::matrix::Matrix;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A sentence encoder as the benchmark runner sees it.
 ///
@@ -37,30 +38,50 @@ pub trait Encoder: Send + Sync {
         let _ = (head, u, v);
         Ok(None)
     }
+    /// The encoder that reads sentences of `language` (a benchmark's language code), when
+    /// this one hands that language to an encoder of its own (`model.languages`: the XNLI
+    /// alignment baselines read each target language through the encoder aligned to the
+    /// English one). `None`: this encoder reads `language` itself (every encoder but such a
+    /// trained run).
+    fn for_language(&self, language: &str) -> Option<Arc<dyn Encoder>> {
+        let _ = language;
+        None
+    }
 }
 
-impl<T: Encoder + ?Sized> Encoder for Box<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn fingerprint(&self) -> String {
-        (**self).fingerprint()
-    }
-    fn dim(&self) -> usize {
-        (**self).dim()
-    }
-    fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
-        (**self).encode(sentences)
-    }
-    fn pair_logits(
-        &self,
-        head: &str,
-        u: &Matrix,
-        v: &Matrix,
-    ) -> Result<Option<Matrix>, EncodeError> {
-        (**self).pair_logits(head, u, v)
-    }
+/// `Encoder` for a smart pointer to an encoder: every method forwarded.
+macro_rules! forward_encoder {
+    ($ptr:ident) => {
+        impl<T: Encoder + ?Sized> Encoder for $ptr<T> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn fingerprint(&self) -> String {
+                (**self).fingerprint()
+            }
+            fn dim(&self) -> usize {
+                (**self).dim()
+            }
+            fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
+                (**self).encode(sentences)
+            }
+            fn pair_logits(
+                &self,
+                head: &str,
+                u: &Matrix,
+                v: &Matrix,
+            ) -> Result<Option<Matrix>, EncodeError> {
+                (**self).pair_logits(head, u, v)
+            }
+            fn for_language(&self, language: &str) -> Option<Arc<dyn Encoder>> {
+                (**self).for_language(language)
+            }
+        }
+    };
 }
+
+forward_encoder!(Box);
+forward_encoder!(Arc);
 
 /// Reads a sentence list: one sentence per line, UTF-8, `\n` or `\r\n` line ends; a final
 /// line end does not start another sentence; empty lines are (empty) sentences, so line

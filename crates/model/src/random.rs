@@ -42,6 +42,11 @@ impl Noise {
         }
     }
 
+    /// A uniform draw from `0..n` (`n` ≥ 1), from the same stream (random negatives).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.rng.random_range(0..n.max(1))
+    }
+
     /// The next `n` values of an inverted-dropout mask (`1 / (1 − p)` kept, 0 dropped), row
     /// major, as [`Noise::dropout`] draws them; `None` (nothing drawn) when `p ≤ 0`.
     pub fn mask(&mut self, n: usize, p: f64) -> Option<Vec<f32>> {

@@ -28,6 +28,9 @@ pub struct SystemConfig {
     pub decoder: Option<LstmDecoderConfig>,
     /// Heads by name (sorted).
     pub heads: Vec<(String, MlpConfig)>,
+    /// Languages evaluation reads through an encoder of their own (`model.languages`):
+    /// language code → encoder index.
+    pub languages: Vec<(String, usize)>,
 }
 
 /// The trainable model.
@@ -114,10 +117,23 @@ impl SystemConfig {
                 })?;
             heads.push((name.clone(), c));
         }
+        let mut languages = Vec::new();
+        for (language, name) in &model.languages {
+            let i = encoders
+                .iter()
+                .position(|(n, _)| n == name)
+                .ok_or_else(|| ModelError::Unsupported {
+                    key: format!("model.languages.{language}"),
+                    detail: format!("no encoder `{name}`"),
+                    fix: "name a key of `model.encoders`".into(),
+                })?;
+            languages.push((language.clone(), i));
+        }
         Ok(SystemConfig {
             encoders,
             decoder,
             heads,
+            languages,
         })
     }
 
@@ -207,6 +223,36 @@ impl<B: Backend> ModuleMapper<B> for Trainable {
     }
 }
 
+/// Every float parameter's values, in visiting order.
+struct Values(Vec<burn::tensor::TensorData>);
+
+impl<B: Backend> burn::module::ModuleVisitor<B> for Values {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0.push(param.val().into_data());
+    }
+}
+
+/// Sets every float parameter, in visiting order, to the next of the values (a module of
+/// the same architecture as the one they were read from).
+struct Fill(std::vec::IntoIter<burn::tensor::TensorData>);
+
+impl<B: Backend> ModuleMapper<B> for Fill {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let data = self
+            .0
+            .next()
+            .expect("encoders of one architecture have the same parameters");
+        crate::random::replace_value(param, |t| {
+            assert_eq!(
+                data.num_elements(),
+                t.shape().num_elements(),
+                "encoders of one architecture have parameters of the same sizes"
+            );
+            Tensor::from_data(data, &t.device())
+        })
+    }
+}
+
 /// Clips every weight to `[−c, c]`, keeping whether it takes gradients.
 struct Clamp(f64);
 
@@ -272,6 +318,20 @@ impl<B: Backend> System<B> {
         self
     }
 
+    /// The model with encoder `target`'s weights set to a copy of encoder `source`'s (the
+    /// same architecture: [`SystemConfig`] checks it). The target keeps its own parameter
+    /// ids and whether each takes gradients, and gets its own copy of the values, so
+    /// training it never moves the source.
+    pub fn copy_encoder(mut self, target: usize, source: usize) -> Self {
+        let mut values = Values(Vec::new());
+        self.encoders[source].visit(&mut values);
+        let encoder = self.encoders.remove(target);
+        let mut fill = Fill(values.0.into_iter());
+        let copied = encoder.map(&mut fill);
+        self.encoders.insert(target, copied);
+        self
+    }
+
     /// The encoder evaluation and export use (the first).
     pub fn encoder(&self) -> &SentenceEncoder<B> {
         &self.encoders[0]
@@ -317,5 +377,80 @@ impl<B: Backend> LegacySystem<B> {
             decoder: self.decoder,
             heads: self.heads,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoder::bilstm::{BilstmEncoderConfig, LayerSpec};
+    use crate::encoder::SentenceEncoderConfig;
+    use burn::backend::{Autodiff, NdArray};
+    use burn::module::ParamId;
+
+    type B = Autodiff<NdArray<f32>>;
+
+    struct Ids(Vec<ParamId>, Vec<f32>);
+    impl<Bk: Backend> burn::module::ModuleVisitor<Bk> for Ids {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Bk, D>>) {
+            self.0.push(p.id);
+            self.1.extend(
+                p.val()
+                    .into_data()
+                    .convert::<f32>()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            );
+        }
+    }
+
+    fn read(e: &SentenceEncoder<B>) -> Ids {
+        let mut ids = Ids(Vec::new(), Vec::new());
+        e.visit(&mut ids);
+        ids
+    }
+
+    /// The copy has the source's values and keeps its own parameter ids (so the optimizer
+    /// and the gradients never mix the two), and frozen-ness.
+    #[test]
+    fn a_copied_encoder_has_the_values_and_keeps_its_ids() {
+        let bilstm = || {
+            SentenceEncoderConfig::Bilstm(BilstmEncoderConfig::new(
+                12,
+                4,
+                vec![LayerSpec::new(6, true)],
+                "max".into(),
+            ))
+        };
+        let cfg = SystemConfig {
+            encoders: vec![("encoder".into(), bilstm()), ("xx".into(), bilstm())],
+            decoder: None,
+            heads: Vec::new(),
+            languages: Vec::new(),
+        };
+        let m = cfg
+            .init::<B>(4, &Default::default())
+            .with_frozen(&[Group::Encoder(0)]);
+        let (source, target) = (read(&m.encoders[0]), read(&m.encoders[1]));
+        assert_ne!(source.1, target.1);
+        let m = m.copy_encoder(1, 0);
+        let copied = read(&m.encoders[1]);
+        assert_eq!(copied.1, source.1);
+        assert_eq!(copied.0, target.0);
+        assert!(copied.0.iter().all(|id| !source.0.contains(id)));
+        assert_eq!(read(&m.encoders[0]).1, source.1);
+        // The source stays frozen, the copy trainable.
+        struct Grad(Vec<bool>);
+        impl burn::module::ModuleVisitor<B> for Grad {
+            fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<B, D>>) {
+                self.0.push(p.val().is_require_grad());
+            }
+        }
+        let mut g = Grad(Vec::new());
+        m.encoders[0].visit(&mut g);
+        assert!(g.0.iter().all(|r| !r));
+        let mut g = Grad(Vec::new());
+        m.encoders[1].visit(&mut g);
+        assert!(g.0.iter().all(|r| *r));
     }
 }

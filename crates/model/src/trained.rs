@@ -21,6 +21,7 @@ use harness_embed::Encoder;
 use harness_recipe::schema::Recipe;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Longest input in tokens at evaluation (longer sentences are clipped).
 pub const EVAL_MAX_LEN: usize = 256;
@@ -38,6 +39,9 @@ pub struct TrainedEncoder<B: Backend> {
     /// The run's trained heads by name ([`Self::with_heads`]): `Encoder::pair_logits`
     /// applies a pair-reading one.
     heads: Vec<(String, Mlp<B>)>,
+    /// The encoders of the languages the run reads through encoders of their own
+    /// (`model.languages`).
+    languages: Vec<(String, Arc<dyn Encoder>)>,
 }
 
 impl<B: Backend> TrainedEncoder<B> {
@@ -60,7 +64,55 @@ impl<B: Backend> TrainedEncoder<B> {
             dim,
             device,
             heads: Vec::new(),
+            languages: Vec::new(),
         }
+    }
+
+    /// The encoder of a whole trained model: its first encoder with the model's heads and,
+    /// for each language of `config.languages`, that language's encoder (named
+    /// `<name>[<language>]`, with the same heads). `weights_id(i)` identifies encoder `i`'s
+    /// weights (see [`Self::new`]).
+    pub fn of_system(
+        name: &str,
+        weights_id: impl Fn(usize, &SentenceEncoder<B>) -> String,
+        model: System<B>,
+        config: &SystemConfig,
+        tokenizer: TextTokenizer,
+        device: &B::Device,
+    ) -> Self
+    where
+        B::Device: Sync,
+        SentenceEncoder<B>: Sync,
+    {
+        let heads: Vec<(String, Mlp<B>)> = config
+            .heads
+            .iter()
+            .map(|(n, _)| n.clone())
+            .zip(model.heads)
+            .collect();
+        let encoders = model.encoders;
+        let make = |i: usize, name: String| {
+            TrainedEncoder::new(
+                name,
+                &weights_id(i, &encoders[i]),
+                encoders[i].clone(),
+                config.encoders[i].1.d_sentence(),
+                tokenizer.clone(),
+                device.clone(),
+            )
+            .with_heads(heads.clone())
+        };
+        let languages = config
+            .languages
+            .iter()
+            .map(|(language, i)| {
+                let e = make(*i, format!("{name}[{language}]"));
+                (language.clone(), Arc::new(e) as Arc<dyn Encoder>)
+            })
+            .collect();
+        let mut main = make(0, name.to_string());
+        main.languages = languages;
+        main
     }
 
     /// The same encoder with the run's heads (trained with these encoder weights, in the
@@ -139,6 +191,13 @@ where
             .to_vec::<f32>()
             .map_err(|e| err(format!("reading the logits back: {e:?}")))?;
         Ok(Some(Matrix::from_vec(rows, cols, data)))
+    }
+
+    fn for_language(&self, language: &str) -> Option<Arc<dyn Encoder>> {
+        self.languages
+            .iter()
+            .find(|(l, _)| l == language)
+            .map(|(_, e)| e.clone())
     }
 
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
@@ -348,14 +407,6 @@ pub fn open_run_on<B: Backend>(
 ) -> Result<TrainedEncoder<B>, EncodeError> {
     let files = run_files(dir)?;
     let (model, config, tokenizer) = load_system::<B>(&files, device)?;
-    let head_names: Vec<String> = config.heads.iter().map(|(n, _)| n.clone()).collect();
-    let heads: Vec<(String, Mlp<B>)> = head_names.into_iter().zip(model.heads).collect();
-    let encoder = model
-        .encoders
-        .into_iter()
-        .next()
-        .expect("a system has an encoder");
-    let digest = weights_digest(&encoder);
     let name = format!(
         "run:{}",
         dir.file_name().map_or_else(
@@ -363,15 +414,14 @@ pub fn open_run_on<B: Backend>(
             |n| n.to_string_lossy().into_owned()
         )
     );
-    Ok(TrainedEncoder::new(
-        name,
-        &digest,
-        encoder,
-        config.encoder().d_sentence(),
+    Ok(TrainedEncoder::of_system(
+        &name,
+        |_, e| weights_digest(e),
+        model,
+        &config,
         tokenizer,
-        device.clone(),
-    )
-    .with_heads(heads))
+        device,
+    ))
 }
 
 #[cfg(test)]
@@ -418,6 +468,7 @@ mod tests {
             )],
             decoder: None,
             heads: Vec::new(),
+            languages: Vec::new(),
         };
         let trained = cfg.init::<B>(5, &dev);
         let digest = weights_digest(&trained);

@@ -579,6 +579,28 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                 out.add(with(&base, &[k("lr")]), format!("must be > 0, found {lr}"));
             }
         }
+        let encoders = encoder_names(recipe);
+        for (target, source) in &stage.init {
+            for (name, what) in [
+                (target, "encoder to initialise"),
+                (source, "encoder to copy"),
+            ] {
+                refer(
+                    out,
+                    with(&base, &[k("init"), k(target)]),
+                    what,
+                    name,
+                    &encoders,
+                    " (`encoder` and the keys of `model.encoders`)",
+                );
+            }
+            if target == source {
+                out.add(
+                    with(&base, &[k("init"), k(target)]),
+                    "an encoder cannot start as a copy of itself",
+                );
+            }
+        }
         let groups = parameter_groups(recipe);
         for (i, g) in stage.frozen.iter().enumerate() {
             refer(
@@ -710,6 +732,18 @@ fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
             p(&["model", "encoders", "encoder"]),
             "`encoder` names `model.encoder`; give this encoder another name",
         );
+    }
+    let further: Vec<String> = m.encoders.keys().cloned().collect();
+    for (language, name) in &m.languages {
+        if let Some(f) = reference(
+            p(&["model", "languages", language]),
+            "further encoder",
+            name,
+            &further,
+            " (the keys of `model.encoders`)",
+        ) {
+            out.add_suggest(f.path, f.message, f.suggestion);
+        }
     }
     for (name, e) in &m.encoders {
         if matches!(e, Encoder::Pretrained(_) | Encoder::Hashed(_)) {

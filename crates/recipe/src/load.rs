@@ -209,11 +209,28 @@ pub fn apply(root: &mut Value, key: &str, value: Value) -> Result<Path, String> 
         }
         cur = match cur {
             Value::Mapping(m) => {
+                // A number names a numeric key: stages are numbered (`stages.2.steps`).
+                let stages = path == [Seg::Key("stages".into())];
                 path.push(Seg::Key(seg.clone()));
-                if !m.contains_key(seg.as_str()) {
-                    m.insert(Value::String(seg.clone()), Value::Null);
+                let numeric = seg
+                    .parse::<u64>()
+                    .ok()
+                    .map(|n| Value::Number(n.into()))
+                    .filter(|n| m.contains_key(n) || (stages && !m.contains_key(seg.as_str())));
+                match numeric {
+                    Some(n) => {
+                        if !m.contains_key(&n) {
+                            m.insert(n.clone(), Value::Null);
+                        }
+                        m.get_mut(&n).expect("inserted above")
+                    }
+                    None => {
+                        if !m.contains_key(seg.as_str()) {
+                            m.insert(Value::String(seg.clone()), Value::Null);
+                        }
+                        m.get_mut(seg.as_str()).expect("inserted above")
+                    }
                 }
-                m.get_mut(seg.as_str()).expect("inserted above")
             }
             Value::Sequence(s) => {
                 let named = |item: &Value| {
@@ -515,6 +532,25 @@ mod tests {
         );
         std::fs::write(&path, "name: small\n").unwrap();
         assert!(read_chain(&path).is_ok());
+    }
+
+    /// Stages are numbered: `stages.2.steps` sets the stage the file keys as the number 2,
+    /// and a stage the file lacks is created under a number too.
+    #[test]
+    fn a_stage_is_set_by_its_number() {
+        let mut root: Value = serde_yaml::from_str("stages: {2: {steps: 5}}").unwrap();
+        apply(&mut root, "stages.2.steps", Value::from(7)).unwrap();
+        apply(&mut root, "stages.3.lr", Value::from(0.5)).unwrap();
+        let stages = root.get("stages").unwrap().as_mapping().unwrap();
+        assert_eq!(stages.len(), 2, "{stages:?}");
+        assert_eq!(stages[&Value::from(2)]["steps"], Value::from(7));
+        assert_eq!(stages[&Value::from(3)]["lr"], Value::from(0.5));
+        let mut fresh: Value = serde_yaml::from_str("name: x").unwrap();
+        apply(&mut fresh, "stages.1.steps", Value::from(3)).unwrap();
+        assert_eq!(fresh["stages"][&Value::from(1)]["steps"], Value::from(3));
+        // Elsewhere a number stays a string key.
+        apply(&mut fresh, "data.corpora.7.dataset", Value::from("snli")).unwrap();
+        assert!(fresh["data"]["corpora"].get("7").is_some());
     }
 
     #[test]

@@ -258,6 +258,12 @@ pub struct Model {
     /// (`reads:`), e.g. a target-language encoder aligned to a frozen English one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub encoders: BTreeMap<String, Encoder>,
+    /// Languages that evaluation reads through an encoder of their own (a benchmark's
+    /// language code → a key of `model.encoders`), e.g. each XNLI language through the
+    /// target encoder aligned to the English one; every other language goes through
+    /// `encoder`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub languages: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decoder: Option<Decoder>,
     /// Named heads on top of the sentence embedding; objectives refer to them by name.
@@ -778,6 +784,11 @@ pub struct Stage {
     /// `decoder`, a head (`heads.<name>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frozen: Vec<String>,
+    /// Encoders that start this stage as a copy of another one's weights (`target: source`,
+    /// both `encoder` or keys of `model.encoders`, of the same architecture); e.g. each
+    /// XNLI target encoder starting from the English encoder trained in stage 1.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub init: BTreeMap<String, String>,
 }
 
 // ---------------------------------------------------------------------------------------

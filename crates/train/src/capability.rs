@@ -186,7 +186,23 @@ mod tests {
                 Vec::<String>::new()
             );
         }
-        for name in ["xnli-align.yaml", "emu.yaml"] {
+        // xnli-align trains: alignment_l2, stages with copies, several encoders, X-CBOW.
+        for profile in [
+            None,
+            Some("paper"),
+            Some("x-bilstm-last"),
+            Some("x-cbow"),
+            Some("no-negatives"),
+            Some("lambda-0.5"),
+            Some("fixed-embeddings"),
+        ] {
+            assert_eq!(
+                keys(&recipe("xnli-align.yaml", profile)),
+                Vec::<String>::new(),
+                "{profile:?}"
+            );
+        }
+        for name in ["emu.yaml"] {
             let found = keys(&recipe(name, None));
             assert!(!found.is_empty(), "{name}: nothing reported");
             assert!(

@@ -87,6 +87,8 @@ pub struct StagePlan {
     pub lr: Option<f64>,
     /// Parameter groups out of the backward pass in this stage.
     pub frozen: Vec<Group>,
+    /// Encoders that start the stage as a copy of another: `(target, source)` indices.
+    pub init: Vec<(usize, usize)>,
 }
 
 impl Plan {
@@ -161,6 +163,27 @@ fn compile_stages(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let index = |name: &String| {
+            system.encoder_index(name).ok_or_else(|| {
+                TrainError::recipe(
+                    format!("stages.{n}.init"),
+                    format!("no encoder `{name}`"),
+                    "name `encoder` or a key of `model.encoders`",
+                )
+            })
+        };
+        let mut init = Vec::new();
+        for (target, source) in &own.init {
+            let (t, s) = (index(target)?, index(source)?);
+            if system.encoders[t].1.describe() != system.encoders[s].1.describe() {
+                return Err(TrainError::recipe(
+                    format!("stages.{n}.init.{target}"),
+                    format!("encoder `{target}` cannot start as a copy of `{source}`: their architectures differ"),
+                    "give both the same kind and sizes in `model`",
+                ));
+            }
+            init.push((t, s));
+        }
         stages.push(StagePlan {
             number: n,
             mixture,
@@ -169,6 +192,7 @@ fn compile_stages(
             steps_per_epoch,
             lr: own.lr,
             frozen,
+            init,
         });
         start += steps;
     }

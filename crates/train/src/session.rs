@@ -182,6 +182,32 @@ fn metric_value(r: &BenchResult, sub: Option<&str>) -> Option<(String, f64)> {
     }
 }
 
+/// Appends an in-training evaluation's scores to `train/evals.jsonl` (one line per
+/// evaluation: `step`, `benchmark`, `main_score`, `scores`; e.g. XNLI's per-language
+/// validation accuracies and alignment distances along training, the XNLI paper's Figure
+/// 2), dropping lines of this step or later that a resumed run measures again.
+fn record_evaluation(path: &Path, step: u64, r: &BenchResult) -> Result<(), TrainError> {
+    let kept: String = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()
+                .and_then(|v| v.get("step").and_then(|s| s.as_u64()))
+                .is_some_and(|s| s < step)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let line = serde_json::json!({
+        "step": step,
+        "benchmark": r.benchmark,
+        "main_score": r.main_score,
+        "scores": r.scores,
+    });
+    let text = format!("{kept}{line}\n");
+    harness_core::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| TrainError::io(path, e))
+}
+
 /// Trains a prepared plan on backend `B`.
 pub fn train_on<B: AutodiffBackend>(
     plan: &Plan,
@@ -208,13 +234,13 @@ where
             return Ok(None);
         };
         let (bench, sub) = split_metric(metric);
-        let enc = TrainedEncoder::new(
-            format!("{}@{step}", plan.recipe.name),
-            &format!("{}:{step}", run_dir.display()),
-            model.encoder().clone(),
-            plan.system.encoder().d_sentence(),
+        let enc = TrainedEncoder::of_system(
+            &format!("{}@{step}", plan.recipe.name),
+            |i, _| format!("{}:{step}:{i}", run_dir.display()),
+            model.clone(),
+            &plan.system,
             tokenizer.clone(),
-            model.encoder().device(),
+            &model.encoder().device(),
         );
         let cache_dir = run_dir.join(".eval-cache");
         let boxed: Box<dyn Encoder> = Box::new(enc);
@@ -237,6 +263,7 @@ where
             harness_core::note!("evaluation at step {step} failed: {e}");
             return Ok(None);
         }
+        record_evaluation(&run_dir.join("train").join("evals.jsonl"), step, &r)?;
         Ok(metric_value(&r, sub).map(|(n, v)| {
             let lower = lower_is_better(&n);
             (format!("{bench}.{n}"), v, lower)

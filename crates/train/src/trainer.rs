@@ -332,6 +332,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             self.optim = AnyOptimizer::from_spec(&self.spec);
         }
         self.state.stage = stage.number;
+        // The stage's copies happen before its first update (a run resumed from the
+        // checkpoint at the end of the previous stage makes them here too).
+        if step == stage.start {
+            for &(target, source) in &stage.init {
+                self.model = self.model.take().map(|m| m.copy_encoder(target, source));
+            }
+        }
         if plan.freezes() {
             self.model = self.model.take().map(|m| m.with_frozen(&stage.frozen));
         }
@@ -1038,6 +1045,69 @@ stages:
         );
     }
 
+    /// Weights of the model's head `i` in a checkpoint directory.
+    fn head_weights_of(plan: &Plan, ck: &Path, i: usize) -> Vec<f32> {
+        let dev = Default::default();
+        let m =
+            checkpoint::load_model(ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
+        let mut c = Collect(Vec::new());
+        m.heads[i].visit(&mut c);
+        c.0
+    }
+
+    /// The XNLI alignment shape (X-BiLSTM): stage 1 trains the English encoder and its NLI
+    /// head; stage 2 starts target encoder `xx` as a copy of it and aligns it with
+    /// `alignment_l2`, the English encoder and the head frozen. Both are bit-identical after
+    /// stage 2; `xx` starts as the English encoder and then moves; the alignment loss falls.
+    #[test]
+    fn the_english_encoder_and_head_stay_bit_identical_through_alignment() {
+        let tasks = "  - {name: nli, objective: nli_classification, corpus: nli, params: {head: nli}}
+  - {name: align, stage: 2, objective: alignment_l2, corpus: pairs, encoder: xx, reads: encoder, params: {lambda: 0.25}}
+stages:
+  2: {steps: 30, frozen: [encoder, heads.nli], init: {xx: encoder}}";
+        let mut r = recipe(tasks, "{steps: 6, batch_size: 4, max_len: 20}", 0.1);
+        r.model.as_mut().unwrap().decoder = None;
+        r.model.as_mut().unwrap().encoders.insert(
+            "xx".into(),
+            serde_yaml::from_str("{kind: bilstm, layers: 2, hidden: 8, embed: 8, pool: max}")
+                .unwrap(),
+        );
+        let dev = Default::default();
+        let ck = |dir: &Path, step| checkpoint::step_dir(&dir.join("checkpoints"), step);
+        // Stage 1 alone, and the two stages.
+        let a = tempfile::tempdir().unwrap();
+        let pa = plan(&r, 16, a.path());
+        train::<B>(&pa, &dev, opts(a.path(), Some(6))).unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let pb = plan(&r, 16, b.path());
+        assert_eq!(pb.stages[1].init, vec![(1, 0)]);
+        train::<B>(&pb, &dev, opts(b.path(), None)).unwrap();
+        let nli = pb.system.head_index("nli").unwrap();
+        let english = encoder_weights(&pa, &ck(a.path(), 6), 0);
+        assert_eq!(english, encoder_weights(&pb, &ck(b.path(), 36), 0));
+        assert_eq!(
+            head_weights_of(&pa, &ck(a.path(), 6), nli),
+            head_weights_of(&pb, &ck(b.path(), 36), nli)
+        );
+        // Before stage 2, `xx` is untouched and unlike the English encoder; after it, it
+        // has moved away from its copy of the English weights.
+        let xx_before = encoder_weights(&pa, &ck(a.path(), 6), 1);
+        assert_ne!(xx_before, english);
+        let xx_after = encoder_weights(&pb, &ck(b.path(), 36), 1);
+        assert_ne!(xx_after, english);
+        let moved = xx_after
+            .iter()
+            .zip(&english)
+            .map(|(x, e)| (x - e).abs())
+            .fold(0f32, f32::max);
+        // 30 Adam steps of lr 0.01 move a weight by at most about 0.3.
+        assert!(moved > 0.0 && moved < 0.5, "{moved}");
+        let l = losses(b.path());
+        let head: f64 = l[6..11].iter().sum::<f64>() / 5.0;
+        let tail: f64 = l[l.len() - 5..].iter().sum::<f64>() / 5.0;
+        assert!(tail < head, "alignment loss {head} → {tail}: {l:?}");
+    }
+
     /// A test objective with an inner loop (the shape of Emu's adversarial training): the
     /// inner updates train head `head` to call every pair class 0; the main update pulls the
     /// pair together and pushes the (then fixed) head away from class 0.
@@ -1127,12 +1197,7 @@ stages:
     }
 
     fn head_weights(plan: &Plan, ck: &Path) -> Vec<f32> {
-        let dev = Default::default();
-        let m =
-            checkpoint::load_model(ck, plan.system.init::<NdArray<f32>>(0, &dev), &dev).unwrap();
-        let mut c = Collect(Vec::new());
-        m.heads[0].visit(&mut c);
-        c.0
+        head_weights_of(plan, ck, 0)
     }
 
     /// The issue's inner-loop test: the inner updates train only their group and clip it;

@@ -89,6 +89,28 @@ impl Context<'_> {
         Ok(self.encoder.encode(&refs)?)
     }
 
+    /// Embeds sentences of `language` through the encoder that reads it
+    /// ([`Encoder::for_language`]: a run that keeps an encoder per language), else as
+    /// [`Self::embed`].
+    pub fn embed_in<S: AsRef<str>>(
+        &self,
+        language: &str,
+        sentences: &[S],
+    ) -> Result<Matrix, BenchError> {
+        match self.encoder.for_language(language) {
+            Some(own) => {
+                let refs: Vec<&str> = sentences.iter().map(AsRef::as_ref).collect();
+                Ok(own.encode(&refs)?)
+            }
+            None => self.embed(sentences),
+        }
+    }
+
+    /// Whether `language` is read by an encoder of its own ([`Self::embed_in`]).
+    pub fn has_own_encoder(&self, language: &str) -> bool {
+        self.encoder.for_language(language).is_some()
+    }
+
     /// An error of this benchmark.
     pub fn error(&self, detail: impl Into<String>) -> BenchError {
         BenchError::Protocol {

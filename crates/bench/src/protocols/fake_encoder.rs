@@ -131,6 +131,7 @@ pub(crate) fn bench(
         serde_yaml::from_str(params_yaml).unwrap()
     };
     Benchmark {
+        in_all: true,
         name: name.into(),
         description: "test".into(),
         dataset: dataset.into(),

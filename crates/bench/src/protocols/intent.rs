@@ -441,6 +441,7 @@ mod tests {
             ),
         );
         let bench = Benchmark {
+            in_all: true,
             name: "tiny-xsid".into(),
             description: String::new(),
             dataset: "xsid".into(),

@@ -290,6 +290,7 @@ mod tests {
         }
         std::fs::write(dir.path().join("other.txt"), "x\n").unwrap();
         let bench = Benchmark {
+            in_all: true,
             name: "toy".into(),
             description: String::new(),
             dataset: "toy".into(),

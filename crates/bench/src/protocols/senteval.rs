@@ -493,6 +493,7 @@ mod tests {
     fn benchmark(name: &str, params: &str) -> Benchmark {
         let params: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(params).unwrap();
         Benchmark {
+            in_all: true,
             name: name.into(),
             description: String::new(),
             dataset: "senteval".into(),

@@ -794,6 +794,7 @@ mod tests {
 
     fn bench(dataset: &str, split: &str, params: &str) -> Benchmark {
         Benchmark {
+            in_all: true,
             name: "synthetic".into(),
             description: String::new(),
             dataset: dataset.into(),

@@ -31,6 +31,17 @@
 //! one the `nli_classification` objective trains. The English dev accuracy is reported for
 //! information.
 //!
+//! A run that reads some languages through encoders of their own (`model.languages`,
+//! [`harness_embed::Encoder::for_language`]: the XNLI paper's X-BiLSTM and X-CBOW, one
+//! target encoder per language aligned to the frozen English one, §4.2.2) has each
+//! language's sets embedded by its own encoder; with `unaligned` (default) each such
+//! language is also read through the main (English) encoder (`scores.unaligned`: the target
+//! encoder before alignment, a copy of the English one) and the mean L2 distance between
+//! its embeddings and those of the English sentences they translate is reported for both
+//! (`scores.alignment_distance`; Figure 2's alignment loss without its negative terms).
+//! The declaration's `split` picks the evaluated sets: `test` (`xnli`, Table 4) or `dev`
+//! (`xnli-dev`: the validation sets the paper selects models on, §5.1, and Table 5).
+//!
 //! Items: a `Correct` group per test language (`de`: right or wrong per test pair, weight 1:
 //! the headline is their mean) and, with `matrix`, one per off-diagonal cell
 //! (`<premise language>/<hypothesis language>`, weight 0).
@@ -151,6 +162,9 @@ pub struct XnliParams {
     /// a classifier (module doc); `train`, the classifier settings and `normalize` are then
     /// unused.
     pub own_head: Option<String>,
+    /// Also read each language that has an encoder of its own through the main encoder
+    /// (`scores.unaligned`; the XNLI alignment baselines' target encoders before alignment).
+    pub unaligned: bool,
 }
 
 impl Default for XnliParams {
@@ -173,6 +187,7 @@ impl Default for XnliParams {
             matrix: false,
             eval_limit: 0,
             own_head: None,
+            unaligned: true,
         }
     }
 }
@@ -184,11 +199,22 @@ struct Embedded {
     labels: Vec<usize>,
 }
 
-fn embed_pairs(ctx: &Context, pairs: &[NliPair], normalize: bool) -> Result<Embedded, BenchError> {
+/// Embeds the pairs of `language` through the encoder that reads it (`own`: its own
+/// encoder when the run has one, [`Context::embed_in`]; else the main encoder).
+fn embed_pairs(
+    ctx: &Context,
+    language: &str,
+    own: bool,
+    pairs: &[NliPair],
+    normalize: bool,
+) -> Result<Embedded, BenchError> {
     let p: Vec<&str> = pairs.iter().map(|x| x.premise.as_str()).collect();
     let h: Vec<&str> = pairs.iter().map(|x| x.hypothesis.as_str()).collect();
-    let mut premises = ctx.embed(&p)?;
-    let mut hypotheses = ctx.embed(&h)?;
+    let (mut premises, mut hypotheses) = if own {
+        (ctx.embed_in(language, &p)?, ctx.embed_in(language, &h)?)
+    } else {
+        (ctx.embed(&p)?, ctx.embed(&h)?)
+    };
     if normalize {
         premises.l2_normalize_rows();
         hypotheses.l2_normalize_rows();
@@ -198,6 +224,32 @@ fn embed_pairs(ctx: &Context, pairs: &[NliPair], normalize: bool) -> Result<Embe
         hypotheses,
         labels: pairs.iter().map(|x| x.label.index()).collect(),
     })
+}
+
+/// Mean L2 distance between the premise embeddings of `a` and `b` and between their
+/// hypothesis embeddings, row by row (translations of each other); `None` when the sets
+/// differ in size (not parallel).
+fn mean_distance(a: &Embedded, b: &Embedded) -> Option<f64> {
+    if (a.premises.rows, a.premises.cols) != (b.premises.rows, b.premises.cols)
+        || a.premises.rows == 0
+    {
+        return None;
+    }
+    let dist = |x: &[f32], y: &[f32]| -> f64 {
+        x.iter()
+            .zip(y)
+            .map(|(p, q)| ((p - q) as f64).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let n = a.premises.rows;
+    let total: f64 = (0..n)
+        .map(|r| {
+            dist(a.premises.row(r), b.premises.row(r))
+                + dist(a.hypotheses.row(r), b.hypotheses.row(r))
+        })
+        .sum();
+    Some(total / (2 * n) as f64)
 }
 
 /// `[p, h, |p − h|, p ∗ h]`, one row per pair.
@@ -315,12 +367,21 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     };
     // The own head reads the vectors it was trained on: unnormalised.
     let normalize = params.normalize && params.own_head.is_none();
+    let split = match ctx.benchmark.split.as_str() {
+        "test" => Split::Test,
+        "dev" | "validation" => Split::Dev,
+        other => {
+            return Err(ctx.error(format!(
+                "split `{other}`: XNLI has `dev` and `test` here (no train split)"
+            )))
+        }
+    };
     let dev_pairs = limit(xnli::load(
         ctx.dataset_dir,
         &params.dev_language,
         Split::Dev,
     )?);
-    let dev = embed_pairs(ctx, &dev_pairs, normalize)?;
+    let dev = embed_pairs(ctx, &params.dev_language, true, &dev_pairs, normalize)?;
 
     let mut scores = json!({});
     let mut notes = Vec::new();
@@ -352,7 +413,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             let total = train_pairs.len();
             let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
             train_pairs.truncate(n_train);
-            let train_set = embed_pairs(ctx, &train_pairs, normalize)?;
+            let train_set = embed_pairs(ctx, "en", true, &train_pairs, normalize)?;
             let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
             drop(train_pairs);
             let x_dev = nli_features(&dev.premises, &dev.hypotheses);
@@ -412,15 +473,53 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         }
     };
 
-    // Test: each language, premise and hypothesis in that language.
+    // Languages read by encoders of their own (the XNLI alignment baselines): each is also
+    // measured through the main (English) encoder, the target encoder as it was before
+    // alignment, and both are compared with the English sentences they translate.
+    let own: Vec<&String> = languages
+        .iter()
+        .filter(|l| ctx.has_own_encoder(l))
+        .collect();
+    let english = if own.is_empty() {
+        None
+    } else {
+        let pairs = limit(xnli::load(ctx.dataset_dir, "en", split)?);
+        Some(embed_pairs(ctx, "en", true, &pairs, normalize)?)
+    };
+    let mut unaligned = serde_json::Map::new();
+    let mut unaligned_sum = 0.0;
+    let mut distance = serde_json::Map::new();
+    let mut unaligned_distance = serde_json::Map::new();
+
+    // Each language, premise and hypothesis in that language.
     let mut per_language = serde_json::Map::new();
     let mut embedded: Vec<Embedded> = Vec::new();
     let mut sum = 0.0;
     let mut groups = Vec::new();
     for lang in &languages {
-        let pairs = limit(xnli::load(ctx.dataset_dir, lang, Split::Test)?);
-        let e = embed_pairs(ctx, &pairs, normalize)?;
+        let pairs = limit(xnli::load(ctx.dataset_dir, lang, split)?);
+        let e = embed_pairs(ctx, lang, true, &pairs, normalize)?;
         let (acc, outcomes) = classifier.outcomes(ctx, &e.premises, &e.hypotheses, &e.labels)?;
+        if let Some(en) = english.as_ref().filter(|_| own.contains(&lang)) {
+            if let Some(d) = mean_distance(&e, en) {
+                distance.insert(lang.clone(), json!(d));
+            }
+        }
+        if let Some(en) = english.as_ref().filter(|_| params.unaligned) {
+            let before = if own.contains(&lang) {
+                let b = embed_pairs(ctx, lang, false, &pairs, normalize)?;
+                if let Some(d) = mean_distance(&b, en) {
+                    unaligned_distance.insert(lang.clone(), json!(d));
+                }
+                classifier
+                    .outcomes(ctx, &b.premises, &b.hypotheses, &b.labels)?
+                    .0
+            } else {
+                acc
+            };
+            unaligned.insert(lang.clone(), json!(before));
+            unaligned_sum += before;
+        }
         groups.push(Group {
             name: lang.clone(),
             weight: 1.0,
@@ -439,6 +538,39 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     };
     scores["accuracy"] = json!(per_language);
     scores["average"] = json!(average);
+    scores["split"] = json!(ctx.benchmark.split);
+    if !own.is_empty() {
+        scores["own_encoders"] = json!(own);
+    }
+    if english.is_some() {
+        let mut d = json!({ "aligned": distance });
+        if params.unaligned {
+            scores["unaligned"] = json!({
+                "accuracy": unaligned,
+                "average": unaligned_sum / languages.len().max(1) as f64,
+            });
+            d["unaligned"] = json!(unaligned_distance);
+        }
+        scores["alignment_distance"] = d;
+        notes.push(format!(
+            "{} read through encoders of their own (the run's `model.languages`), every other \
+             language through the main encoder.{} `alignment_distance`: mean L2 distance \
+             between the {} embeddings of each language's sentences and of the English \
+             sentences they translate (XNLI Figure 2's alignment loss without its negative \
+             terms).",
+            own.iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if params.unaligned {
+                " `unaligned` reads each of them through the main (English) encoder instead: \
+                 the target encoder as it starts alignment, a copy of the English one."
+            } else {
+                ""
+            },
+            ctx.benchmark.split
+        ));
+    }
     if params.matrix {
         // Rows: premise language; columns: hypothesis language (labels are aligned).
         let mut rows = Vec::with_capacity(languages.len());
@@ -719,6 +851,101 @@ mod tests {
             msg.contains("no trained head `nli`") && msg.contains("drop `own_head`"),
             "{msg}"
         );
+    }
+
+    /// A run with an encoder of its own for German (the XNLI alignment baselines): its
+    /// main encoder reads only English (every other sentence is the zero vector), German
+    /// goes through [`WithNliHead`], which reads every language alike.
+    struct Routed;
+
+    impl Encoder for Routed {
+        fn name(&self) -> &str {
+            "routed"
+        }
+        fn fingerprint(&self) -> String {
+            "routed-v1".into()
+        }
+        fn dim(&self) -> usize {
+            FakeEncoder.dim()
+        }
+        fn encode(&self, sentences: &[&str]) -> Result<Matrix, harness_embed::EncodeError> {
+            let mut m = FakeEncoder.encode(sentences)?;
+            for (i, s) in sentences.iter().enumerate() {
+                if !s.starts_with("en:") {
+                    m.row_mut(i).fill(0.0);
+                }
+            }
+            Ok(m)
+        }
+        fn pair_logits(
+            &self,
+            head: &str,
+            u: &Matrix,
+            v: &Matrix,
+        ) -> Result<Option<Matrix>, harness_embed::EncodeError> {
+            WithNliHead.pair_logits(head, u, v)
+        }
+        fn for_language(&self, language: &str) -> Option<std::sync::Arc<dyn Encoder>> {
+            (language == "de")
+                .then(|| std::sync::Arc::new(WithNliHead) as std::sync::Arc<dyn Encoder>)
+        }
+    }
+
+    /// Own head, own encoders: German through its own encoder is classified perfectly;
+    /// through the English-only main encoder every German vector is zero, so the head says
+    /// entailment (the same concept, no `neg`) for all 90 test pairs, right for the 30 of
+    /// label 0: 33.33 %. The German encoder's vectors equal the English ones (distance 0);
+    /// the main encoder's do not. The dev split is read with `split: dev`.
+    #[test]
+    fn own_encoders_read_their_languages_and_are_compared_with_the_main_one() {
+        let langs = ["en", "de"];
+        let tmp = synthetic_dir(&langs);
+        let none = BTreeMap::new();
+        let dir = tmp.path().join("xnli");
+        let mut b = bench("xnli", "xnli", "xnli-zero-shot", &langs, "{own_head: nli}");
+        let o = run(&Context {
+            benchmark: &b,
+            dataset_dir: &dir,
+            side: &none,
+            encoder: &Routed,
+            seed: 1,
+        })
+        .unwrap();
+        let s = &o.scores;
+        assert_eq!(s["accuracy"]["en"], 100.0, "{s:?}");
+        assert_eq!(s["accuracy"]["de"], 100.0, "{s:?}");
+        assert_eq!(s["own_encoders"], json!(["de"]));
+        assert_eq!(s["unaligned"]["accuracy"]["en"], 100.0);
+        let before = s["unaligned"]["accuracy"]["de"].as_f64().unwrap();
+        assert!((before - 100.0 / 3.0).abs() < 1e-9, "{before}");
+        let avg = s["unaligned"]["average"].as_f64().unwrap();
+        assert!((avg - (100.0 + 100.0 / 3.0) / 2.0).abs() < 1e-9, "{avg}");
+        assert_eq!(s["alignment_distance"]["aligned"]["de"], 0.0);
+        assert!(s["alignment_distance"]["unaligned"]["de"].as_f64().unwrap() > 0.5);
+        assert_eq!(s["split"], "test");
+        // The dev split: 60 pairs per language, 20 of each label.
+        b.split = "dev".into();
+        let o = run(&Context {
+            benchmark: &b,
+            dataset_dir: &dir,
+            side: &none,
+            encoder: &Routed,
+            seed: 1,
+        })
+        .unwrap();
+        let before = o.scores["unaligned"]["accuracy"]["de"].as_f64().unwrap();
+        assert!((before - 100.0 / 3.0).abs() < 1e-9, "{before}");
+        assert_eq!(o.scores["split"], "dev");
+        b.split = "train".into();
+        let e = run(&Context {
+            benchmark: &b,
+            dataset_dir: &dir,
+            side: &none,
+            encoder: &Routed,
+            seed: 1,
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("split `train`"), "{e}");
     }
 
     #[test]

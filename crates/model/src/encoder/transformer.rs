@@ -512,6 +512,7 @@ mod tests {
             )],
             decoder: None,
             heads: vec![],
+            languages: Vec::new(),
         }
         .init::<B>(7, &Default::default());
         let SentenceEncoder::Transformer(e) = system.encoder() else {

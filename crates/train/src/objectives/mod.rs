@@ -350,12 +350,12 @@ objectives! {
         translation_ranking::TranslationRanking,
         response_ranking::ResponseRanking,
         quick_thought::QuickThought,
+        alignment_l2::AlignmentL2,
     ],
     declared: [
         l2_softmax::L2Softmax,
         center_loss::CenterLoss,
         adversarial_language::AdversarialLanguage,
-        alignment_l2::AlignmentL2,
     ],
 }
 
