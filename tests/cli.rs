@@ -15,6 +15,7 @@ const RUNNABLE: &[&str] = &[
     "all-MiniLM-L6-v2.yaml",
     "multilingual-e5-small.yaml",
     "muse-xling.yaml",
+    "xnli-align.yaml",
 ];
 
 #[test]

@@ -445,7 +445,11 @@ fn the_sweep_report_is_laid_out_in_headless_chromium() {
 #[test]
 fn the_shipped_grids_resolve_in_every_profile() {
     let env = Env::new();
-    for grid in ["grids/laser-depth.yaml", "grids/seq2seq-alpha.yaml"] {
+    for grid in [
+        "grids/laser-depth.yaml",
+        "grids/seq2seq-alpha.yaml",
+        "grids/xnli-lambda.yaml",
+    ] {
         for profile in [None, Some("paper")] {
             let mut args = vec!["sweep", grid, "--dry-run"];
             if let Some(p) = profile {
