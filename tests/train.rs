@@ -338,6 +338,13 @@ fn a_task_left_without_examples_is_a_recipe_error() {
     assert!(t.contains("corpus `sick_nli` has no example left"), "{t}");
 }
 
+/// The result file of benchmark `name` in a run directory (`results/<name>.json`).
+fn result(run: &Path, name: &str) -> serde_json::Value {
+    let path = run.join(format!("results/{name}.json"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 /// Multilingual USE's default profile end to end at tiny scale (`harness run`): the mined
 /// hard negatives, the four cycled tasks on the transformer, and the paper's own protocols
 /// (XNLI through the model's own NLI head, retrieval P@1 by dot product) on the real data.
@@ -388,24 +395,14 @@ fn muse_xling_default_runs_end_to_end_at_tiny_scale() {
         );
     }
     // XNLI went through the trained head: no classifier, no training pairs.
-    let results: Vec<serde_json::Value> = std::fs::read_dir(run.join("results"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
-        .collect();
-    let xnli = results
-        .iter()
-        .find(|r| r["benchmark"] == "xnli")
-        .unwrap_or_else(|| panic!("no xnli result in {results:?}"));
+    let xnli = result(&run, "xnli");
+    assert_eq!(xnli["benchmark"], "xnli", "{xnli}");
     assert_eq!(xnli["scores"]["own_head"], "nli", "{xnli}");
     assert!(xnli["scores"].get("train_pairs").is_none(), "{xnli}");
     let acc = xnli["scores"]["accuracy"]["fr"].as_f64().unwrap();
     assert!((0.0..=100.0).contains(&acc), "{xnli}");
-    let retrieval = results
-        .iter()
-        .find(|r| r["benchmark"] == "retrieval-p1")
-        .unwrap_or_else(|| panic!("no retrieval-p1 result in {results:?}"));
+    let retrieval = result(&run, "retrieval-p1");
+    assert_eq!(retrieval["benchmark"], "retrieval-p1", "{retrieval}");
     assert_eq!(retrieval["protocol_params"]["score"], "dot", "{retrieval}");
     assert!(run.join("report/report.html").is_file());
 }
@@ -473,11 +470,7 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
     assert_eq!(evals.len(), 2, "{evals:?}");
     assert_eq!(evals[1]["step"], 40);
     assert!(evals[1]["scores"]["alignment_distance"]["aligned"]["fr"].is_number());
-    let result = |name: &str| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(run.join(format!("results/{name}.json"))).unwrap())
-            .unwrap()
-    };
-    let xnli = result("xnli");
+    let xnli = result(&run, "xnli");
     let s = &xnli["scores"];
     assert_eq!(s["own_head"], "nli", "{xnli}");
     assert_eq!(s["own_encoders"], serde_json::json!(["fr", "de"]), "{xnli}");
@@ -494,7 +487,7 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
         }
     }
     assert!(s["alignment_distance"]["aligned"]["fr"].as_f64().unwrap() > 0.0);
-    let dev = result("xnli-dev");
+    let dev = result(&run, "xnli-dev");
     assert_eq!(dev["scores"]["split"], "dev", "{dev}");
     assert!(dev["scores"].get("unaligned").is_none(), "{dev}");
     let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
