@@ -430,7 +430,7 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
          {name: align-fr, stage: 2, objective: alignment_l2, corpus: pairs_fr, encoder: fr, reads: encoder}, \
          {name: align-de, stage: 2, objective: alignment_l2, corpus: pairs_de, encoder: de, reads: encoder}]"
             .into(),
-        "train={steps: 20, batch_size: 8, max_len: 16, eval_every: 20, best_metric: xnli-dev.average}"
+        "train={steps: 20, batch_size: 8, max_len: 16, eval_every: 10, best_metric: xnli-dev.average, best_per_language: xnli-dev.accuracy}"
             .into(),
         "stages.2.steps=20".into(),
         "evaluate=[{name: xnli, params: {own_head: nli, eval_limit: 60}, languages: [en, fr, de, el]}, \
@@ -467,9 +467,19 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(evals.len(), 2, "{evals:?}");
-    assert_eq!(evals[1]["step"], 40);
-    assert!(evals[1]["scores"]["alignment_distance"]["aligned"]["fr"].is_number());
+    assert_eq!(evals.len(), 4, "{evals:?}");
+    assert_eq!(evals[3]["step"], 40);
+    assert!(evals[3]["scores"]["alignment_distance"]["aligned"]["fr"].is_number());
+    // Each aligned encoder was selected on its own language's validation accuracy, among
+    // the stage-2 evaluations (steps 30 and 40), and evaluation reads it with those weights:
+    // its final validation accuracy is the one it was selected with.
+    let list: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("checkpoints/best-encoders.json")).unwrap(),
+    )
+    .unwrap();
+    let selected = list["encoders"].as_object().unwrap();
+    assert_eq!(selected.keys().collect::<Vec<_>>(), ["de", "fr"], "{list}");
+    let dev = result(&run, "xnli-dev");
     let xnli = result(&run, "xnli");
     let s = &xnli["scores"];
     assert_eq!(s["own_head"], "nli", "{xnli}");
@@ -487,9 +497,22 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
         }
     }
     assert!(s["alignment_distance"]["aligned"]["fr"].as_f64().unwrap() > 0.0);
-    let dev = result(&run, "xnli-dev");
     assert_eq!(dev["scores"]["split"], "dev", "{dev}");
     assert!(dev["scores"].get("unaligned").is_none(), "{dev}");
+    for (name, b) in selected {
+        assert_eq!(b["language"], name.as_str(), "{list}");
+        let step = b["step"].as_u64().unwrap();
+        assert!(step == 30 || step == 40, "{list}");
+        let at = evals.iter().find(|e| e["step"] == step).unwrap();
+        assert_eq!(b["value"], at["scores"]["accuracy"][name], "{list}");
+        for e in &evals[2..] {
+            assert!(
+                e["scores"]["accuracy"][name].as_f64() <= b["value"].as_f64(),
+                "{list}"
+            );
+        }
+        assert_eq!(dev["scores"]["accuracy"][name], b["value"], "{dev}\n{list}");
+    }
     let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
     assert!(report.contains("aligned vs unaligned"), "{report}");
 }

@@ -22,11 +22,11 @@
 //! `char_ngrams`, each word's character n-grams ([`crate::words::char_ngrams`]) hashed with
 //! FNV-1a into `hash_buckets` ids: [`TextTokenizer::tokens`] gives them beside the word ids
 //! ([`Tokens`]). A tokenizer trained by this version splits CJK ideographs into words of
-//! one character ([`crate::words::tokens_cjk`]: Chinese has no spaces to split at). Its
-//! settings are kept in `tokenizer.json` as one added token,
-//! `<words:oov=…;ngrams=…;buckets=…;cjk=chars>`, so the file alone says how to tokenize;
-//! a file without `cjk=chars` (written before) keeps unspaced clauses whole, as it was
-//! trained.
+//! one character and Thai into character clusters ([`crate::words::tokens_split`]: neither
+//! script has spaces between words). Its settings are kept in `tokenizer.json` as one added
+//! token, `<words:oov=…;ngrams=…;buckets=…;cjk=chars;thai=clusters>`, so the file alone
+//! says how to tokenize; a file without `cjk=chars` or `thai=clusters` (written before)
+//! keeps those unspaced clauses whole, as it was trained.
 
 use crate::words;
 use crate::DataError;
@@ -141,6 +141,8 @@ pub struct WordsSpec {
     pub hash_buckets: u32,
     /// Every CJK ideograph is a word of its own ([`words::tokens_cjk`]).
     pub cjk_chars: bool,
+    /// Every Thai character cluster is a word of its own ([`words::tokens_split`]).
+    pub thai_clusters: bool,
 }
 
 impl WordsSpec {
@@ -150,22 +152,27 @@ impl WordsSpec {
     fn token(&self) -> String {
         let sizes: Vec<String> = self.char_ngrams.iter().map(u32::to_string).collect();
         format!(
-            "{}oov={};ngrams={};buckets={}{}>",
+            "{}oov={};ngrams={};buckets={}{}{}>",
             Self::PREFIX,
             self.oov_buckets,
             sizes.join(","),
             self.hash_buckets,
-            if self.cjk_chars { ";cjk=chars" } else { "" }
+            if self.cjk_chars { ";cjk=chars" } else { "" },
+            if self.thai_clusters {
+                ";thai=clusters"
+            } else {
+                ""
+            }
         )
     }
 
     /// The words of `text` under these settings.
     fn words<'a>(&self, text: &'a str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
-        if self.cjk_chars {
-            Box::new(words::tokens_cjk(text))
-        } else {
-            Box::new(words::tokens(text))
-        }
+        Box::new(words::tokens_split(
+            text,
+            self.cjk_chars,
+            self.thai_clusters,
+        ))
     }
 
     /// Reads [`Self::token`] back.
@@ -176,6 +183,7 @@ impl WordsSpec {
             char_ngrams: Vec::new(),
             hash_buckets: 0,
             cjk_chars: false,
+            thai_clusters: false,
         };
         for part in body.split(';') {
             let (k, v) = part.split_once('=')?;
@@ -183,6 +191,7 @@ impl WordsSpec {
                 "oov" => spec.oov_buckets = v.parse().ok()?,
                 "buckets" => spec.hash_buckets = v.parse().ok()?,
                 "cjk" if v == "chars" => spec.cjk_chars = true,
+                "thai" if v == "clusters" => spec.thai_clusters = true,
                 "ngrams" if v.is_empty() => {}
                 "ngrams" => {
                     spec.char_ngrams = v
@@ -360,6 +369,7 @@ impl TextTokenizer {
             char_ngrams: spec.char_ngrams.clone(),
             hash_buckets,
             cjk_chars: true,
+            thai_clusters: true,
         };
         specials.push(AddedToken::from(settings.token(), true));
         let normalizer = normalizer(spec.lowercase);
@@ -782,10 +792,30 @@ mod tests {
         let path = dir.path().join("tokenizer.json");
         t.save(&path).unwrap();
         let json = std::fs::read_to_string(&path).unwrap();
-        assert!(json.contains(";cjk=chars>"));
-        std::fs::write(&path, json.replace(";cjk=chars>", ">")).unwrap();
+        assert!(json.contains(";cjk=chars;thai=clusters>"));
+        std::fs::write(&path, json.replace(";cjk=chars;thai=clusters>", ">")).unwrap();
         let old = TextTokenizer::load(&path).unwrap();
         assert_eq!(old.encode("我爱北京", 64).unwrap(), vec![ids::UNK]);
         assert_eq!(old.encode("我 北", 64).unwrap(), vec![ids[0], ids[2]]);
+    }
+
+    /// A new `words` tokenizer reads Thai one character cluster at a time and says so in its
+    /// file; a file written before `thai=clusters` keeps reading an unspaced clause whole.
+    #[test]
+    fn words_split_thai_clusters_and_old_files_do_not() {
+        let sp = spec(TokenizerKind::Words, 10);
+        let text = ["ภาษาไทย", "ไทย ดี"].repeat(3);
+        let t = TextTokenizer::train(&sp, &[], text.into_iter()).unwrap();
+        let ids = t.encode("ภาษาไทย", 64).unwrap();
+        assert_eq!(ids.len(), 7);
+        assert!(!ids.contains(&ids::UNK), "{ids:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        t.save(&path).unwrap();
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(json.contains(";cjk=chars;thai=clusters>"), "{json}");
+        std::fs::write(&path, json.replace(";thai=clusters>", ">")).unwrap();
+        let old = TextTokenizer::load(&path).unwrap();
+        assert_eq!(old.encode("ภาษาไทย", 64).unwrap(), vec![ids::UNK]);
     }
 }

@@ -15,6 +15,12 @@
 //!   the rule of BERT's `BasicTokenizer._tokenize_chinese_chars` (google-research/bert,
 //!   `tokenization.py`, same code-point ranges; kana and Hangul are not split). Chinese has
 //!   no spaces, so without it a whole clause is one out-of-vocabulary word.
+//! - **Thai clusters** ([`tokens_split`] with `thai`, what the `words` tokenizer uses since
+//!   its settings say `thai=clusters`): Thai is written without spaces between words, and
+//!   no word segmenter (the XNLI paper uses pythainlp's dictionary matcher) is at hand
+//!   offline, so each Thai character with the combining vowel and tone marks that follow
+//!   it (U+0E31, U+0E34–U+0E3A, U+0E47–U+0E4E) is a token of its own: an unspaced clause
+//!   becomes a sequence a model can read instead of one out-of-vocabulary word.
 //! - **Character n-grams**: the token wrapped in boundary markers, `<token>`, gives its
 //!   character (Unicode scalar value) n-grams of each asked size in order of size, then of
 //!   start; a token shorter than n gives none of that size (`<a>` is one 3-gram).
@@ -23,21 +29,33 @@
 
 /// The tokens of `text` (see the module doc).
 pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    split(text, false)
+    split(text, false, false)
 }
 
 /// The tokens of `text` with every CJK ideograph a token of its own (see the module doc).
 pub fn tokens_cjk(text: &str) -> impl Iterator<Item = &str> {
-    split(text, true)
+    split(text, true, false)
 }
 
-fn split(text: &str, cjk: bool) -> impl Iterator<Item = &str> {
-    let alone = move |c: char| is_punct(c) || (cjk && is_cjk_ideograph(c));
+/// The tokens of `text`, with every CJK ideograph (`cjk`) and every Thai character cluster
+/// (`thai`) a token of its own (see the module doc).
+pub fn tokens_split(text: &str, cjk: bool, thai: bool) -> impl Iterator<Item = &str> {
+    split(text, cjk, thai)
+}
+
+fn split(text: &str, cjk: bool, thai: bool) -> impl Iterator<Item = &str> {
+    let thai_cluster = move |c: char| thai && is_thai(c) && !is_punct(c);
+    let alone = move |c: char| is_punct(c) || (cjk && is_cjk_ideograph(c)) || thai_cluster(c);
     let mut rest = text;
     std::iter::from_fn(move || {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c.is_control());
         let first = rest.chars().next()?;
-        let len = if alone(first) {
+        let len = if thai_cluster(first) {
+            let marks = rest[first.len_utf8()..]
+                .find(|c: char| !is_thai_mark(c))
+                .unwrap_or(rest.len() - first.len_utf8());
+            first.len_utf8() + marks
+        } else if alone(first) {
             first.len_utf8()
         } else {
             rest.find(|c: char| c.is_whitespace() || c.is_control() || alone(c))
@@ -86,6 +104,16 @@ fn is_cjk_ideograph(c: char) -> bool {
     matches!(c as u32,
         0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
         | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+/// The Thai block's letters, vowels, marks and digits.
+fn is_thai(c: char) -> bool {
+    matches!(c as u32, 0x0E01..=0x0E5B)
+}
+
+/// Thai combining vowel and tone marks: they belong to the character before them.
+fn is_thai_mark(c: char) -> bool {
+    matches!(c as u32, 0x0E31 | 0x0E34..=0x0E3A | 0x0E47..=0x0E4E)
 }
 
 /// Punctuation characters that form tokens of their own.
@@ -147,6 +175,27 @@ mod tests {
         assert_eq!(t, vec!["𠀀", "x", "豈"]);
         let t: Vec<_> = tokens_cjk("hello, world!").collect();
         assert_eq!(t, tokens("hello, world!").collect::<Vec<_>>());
+    }
+
+    /// Thai splits into characters with their combining marks; other scripts as before.
+    #[test]
+    fn thai_splits_into_clusters_with_their_marks() {
+        // เป็น ("to be"): เ, ป + ็ (a combining mark), น; ภาษาไทย: ภ, า, ษ, า, ไ, ท, ย.
+        let t: Vec<_> = tokens_split("เป็น ภาษาไทย, ok!", true, true).collect();
+        assert_eq!(
+            t,
+            vec![
+                "เ", "ป็", "น", "ภ", "า", "ษ", "า", "ไ", "ท", "ย", ",", "ok", "!"
+            ]
+        );
+        // A tone mark over a vowel mark: น + ี + ้ is one cluster; Thai punctuation ๏
+        // stays alone; CJK as `cjk` says.
+        let t: Vec<_> = tokens_split("นี้๏汉字", false, true).collect();
+        assert_eq!(t, vec!["นี้", "๏", "汉字"]);
+        assert_eq!(
+            tokens_split("ภาษาไทย 汉字", true, false).collect::<Vec<_>>(),
+            vec!["ภาษาไทย", "汉", "字"]
+        );
     }
 
     /// By hand: `<cat>` has the 3-grams `<ca`, `cat`, `at>` and the 4-grams `<cat`, `cat>`;

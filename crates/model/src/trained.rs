@@ -308,7 +308,8 @@ fn best_or_latest(checkpoints: &Path) -> Option<PathBuf> {
     steps.pop().map(|(_, p)| p)
 }
 
-/// Loads the whole trained model of a run on `device`.
+/// Loads the whole trained model of a run on `device`: its checkpoint's weights, with the
+/// encoders it selected per language (`best_encoders`) over them.
 pub fn load_system<B: Backend>(
     files: &RunFiles,
     device: &B::Device,
@@ -335,6 +336,9 @@ pub fn load_system<B: Backend>(
     })?;
     let model = config.init::<B>(files.recipe.seed, device);
     let model = load_weights(model, &files.checkpoint.join("model"), device)?;
+    // Encoders selected per language (`train.best_per_language`) replace the checkpoint's.
+    let checkpoints = harness_core::fsutil::parent_dir(&files.checkpoint);
+    let (model, _) = crate::best_encoders::apply(model, &config, checkpoints, device)?;
     Ok((model, config, tokenizer))
 }
 

@@ -1033,4 +1033,21 @@ fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings)
             );
         }
     }
+    if let Some(m) = &t.best_per_language {
+        let (bench, path) = m.split_once('.').unwrap_or((m.as_str(), ""));
+        if path.is_empty() || !bench_names.iter().any(|b| b == bench) {
+            let cands: Vec<&str> = bench_names.iter().map(String::as_str).collect();
+            out.add_suggest(
+                f("best_per_language"),
+                format!("`{m}`: expected `<benchmark>.<scores path>` to a score per language (e.g. `xnli-dev.accuracy`)"),
+                suggest(bench, &cands),
+            );
+        }
+        if recipe.model.as_ref().is_none_or(|m| m.languages.is_empty()) {
+            out.add(
+                f("best_per_language"),
+                "selects an encoder per language, and `model.languages` gives none: add `model.languages: {fr: fr, ...}` or drop `best_per_language`",
+            );
+        }
+    }
 }

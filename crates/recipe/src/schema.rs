@@ -886,6 +886,12 @@ pub struct Train {
     /// `<benchmark>` or `<benchmark>.<metric>` used to keep the best checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_metric: Option<String>,
+    /// Model selection per language (XNLI §5.1): `<benchmark>.<path>` to a map of language
+    /// → score (e.g. `xnli-dev.accuracy`). Each `model.languages` encoder keeps its own
+    /// weights from the evaluation where its language scored best, among those made while
+    /// a stage trains it; evaluation reads it with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_per_language: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -101,6 +101,21 @@ impl Plan {
             .expect("a plan has a stage")
     }
 
+    /// Whether the update of step `step` (the `step`-th, counting from 1) trains encoder
+    /// `i`: a task of its stage reads through it and the stage does not freeze it.
+    pub fn trains_encoder(&self, step: u64, i: usize) -> bool {
+        if step == 0 {
+            return false;
+        }
+        let stage = self.stage_at(step - 1);
+        !stage.frozen.contains(&Group::Encoder(i))
+            && self
+                .tasks
+                .iter()
+                .zip(&self.recipe.tasks)
+                .any(|(t, r)| r.stage == stage.number && t.encoders.contains(&i))
+    }
+
     /// Whether any stage freezes a parameter group, or any task has an inner loop (whose
     /// groups the main update leaves alone).
     pub fn freezes(&self) -> bool {

@@ -6,7 +6,7 @@ use crate::corpora::{load_corpora, CorpusCounts};
 use crate::plan::compile_plan;
 use crate::plan::Plan;
 use crate::tokenizer::tokenizer_for;
-use crate::trainer::{self, Options, Outcome};
+use crate::trainer::{self, Evaluation, Options, Outcome};
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::registry::Registry;
@@ -19,6 +19,7 @@ use harness_embed::Encoder;
 use harness_model::system::System;
 use harness_model::trained::TrainedEncoder;
 use harness_recipe::Resolved;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Loads the corpora, learns (or reloads) the tokenizer and compiles the training plan,
@@ -182,6 +183,24 @@ fn metric_value(r: &BenchResult, sub: Option<&str>) -> Option<(String, f64)> {
     }
 }
 
+/// The numbers under a result's `scores.<path>` by key (a score per language).
+fn language_values(r: &BenchResult, path: &str) -> BTreeMap<String, f64> {
+    let mut v = &r.scores;
+    for seg in path.split('.') {
+        match v.get(seg) {
+            Some(x) => v = x,
+            None => return BTreeMap::new(),
+        }
+    }
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, x)| Some((k.clone(), x.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Appends an in-training evaluation's scores to `train/evals.jsonl` (one line per
 /// evaluation: `step`, `benchmark`, `main_score`, `scores`; e.g. XNLI's per-language
 /// validation accuracies and alignment distances along training, the XNLI paper's Figure
@@ -221,54 +240,78 @@ where
     burn::tensor::Device<B::InnerBackend>: Sync,
     harness_model::encoder::SentenceEncoder<B::InnerBackend>: Sync,
 {
-    let best_metric = plan
-        .recipe
-        .train
-        .as_ref()
-        .and_then(|t| t.best_metric.clone());
-    let registry = Registry::load()?;
-    let mut eval_fn = |model: &System<B::InnerBackend>,
-                       step: u64|
-     -> Result<Option<(String, f64, bool)>, TrainError> {
-        let Some(metric) = &best_metric else {
-            return Ok(None);
-        };
-        let (bench, sub) = split_metric(metric);
-        let enc = TrainedEncoder::of_system(
-            &format!("{}@{step}", plan.recipe.name),
-            |i, _| format!("{}:{step}:{i}", run_dir.display()),
-            model.clone(),
-            &plan.system,
-            tokenizer.clone(),
-            &model.encoder().device(),
-        );
-        let cache_dir = run_dir.join(".eval-cache");
-        let boxed: Box<dyn Encoder> = Box::new(enc);
-        let cached = CachedEncoder::new(boxed, &cache_dir);
-        let overrides = harness_bench::runner::entries(&plan.recipe)
-            .into_iter()
-            .find(|(n, _)| n == bench)
-            .map(|(_, o)| o)
-            .unwrap_or_default();
-        let r = run_benchmark(
-            bench,
-            &overrides,
-            &registry,
-            &cached,
-            settings,
-            plan.recipe.seed,
-        );
-        let _ = std::fs::remove_dir_all(&cache_dir);
-        if let Some(e) = r.error {
-            harness_core::note!("evaluation at step {step} failed: {e}");
-            return Ok(None);
+    let train_spec = plan.recipe.train.as_ref();
+    let best_metric = train_spec.and_then(|t| t.best_metric.clone());
+    let per_language = train_spec.and_then(|t| t.best_per_language.clone());
+    // The benchmarks the two metrics name, each run once per evaluation.
+    let mut benches: Vec<&str> = Vec::new();
+    for m in best_metric.iter().chain(&per_language) {
+        let (bench, _) = split_metric(m);
+        if !benches.contains(&bench) {
+            benches.push(bench);
         }
-        record_evaluation(&run_dir.join("train").join("evals.jsonl"), step, &r)?;
-        Ok(metric_value(&r, sub).map(|(n, v)| {
-            let lower = lower_is_better(&n);
-            (format!("{bench}.{n}"), v, lower)
-        }))
-    };
+    }
+    let registry = Registry::load()?;
+    let mut eval_fn =
+        |model: &System<B::InnerBackend>, step: u64| -> Result<Option<Evaluation>, TrainError> {
+            if benches.is_empty() {
+                return Ok(None);
+            }
+            let enc = TrainedEncoder::of_system(
+                &format!("{}@{step}", plan.recipe.name),
+                |i, _| format!("{}:{step}:{i}", run_dir.display()),
+                model.clone(),
+                &plan.system,
+                tokenizer.clone(),
+                &model.encoder().device(),
+            );
+            let cache_dir = run_dir.join(".eval-cache");
+            let boxed: Box<dyn Encoder> = Box::new(enc);
+            let cached = CachedEncoder::new(boxed, &cache_dir);
+            let mut evaluation = Evaluation::default();
+            for bench in &benches {
+                let overrides = harness_bench::runner::entries(&plan.recipe)
+                    .into_iter()
+                    .find(|(n, _)| n == bench)
+                    .map(|(_, o)| o)
+                    .unwrap_or_default();
+                let r = run_benchmark(
+                    bench,
+                    &overrides,
+                    &registry,
+                    &cached,
+                    settings,
+                    plan.recipe.seed,
+                );
+                if let Some(e) = r.error {
+                    harness_core::note!("evaluation at step {step} failed: {e}");
+                    continue;
+                }
+                record_evaluation(&run_dir.join("train").join("evals.jsonl"), step, &r)?;
+                if let Some(metric) = best_metric
+                    .as_deref()
+                    .filter(|m| split_metric(m).0 == *bench)
+                {
+                    evaluation.best = metric_value(&r, split_metric(metric).1).map(|(n, v)| {
+                        let lower = lower_is_better(&n);
+                        (format!("{bench}.{n}"), v, lower)
+                    });
+                }
+                if let Some(metric) = per_language
+                    .as_deref()
+                    .filter(|m| split_metric(m).0 == *bench)
+                {
+                    let path = split_metric(metric).1.unwrap_or_default();
+                    evaluation.per_language = Some((
+                        metric.to_string(),
+                        lower_is_better(path),
+                        language_values(&r, path),
+                    ));
+                }
+            }
+            let _ = std::fs::remove_dir_all(&cache_dir);
+            Ok(Some(evaluation))
+        };
     trainer::install_interrupt_handler();
     let opts = Options {
         objectives: crate::objectives::registry(),
@@ -343,6 +386,19 @@ pub fn train(
         #[allow(unreachable_patterns)]
         other => return Err(TrainError::Device(other.not_compiled())),
     };
+    let checkpoints = run_dir.join("checkpoints");
+    if let Some(list) = harness_model::best_encoders::BestEncoders::read(&checkpoints)? {
+        let chosen: Vec<String> = list
+            .encoders
+            .values()
+            .map(|b| format!("{} step {} ({:.2})", b.language, b.step, b.value))
+            .collect();
+        harness_core::note!(
+            "encoders selected per language on {}: {}",
+            list.metric,
+            chosen.join(", ")
+        );
+    }
     Ok(Trained {
         plan_steps: plan.total_steps,
         outcome,

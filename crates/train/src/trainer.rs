@@ -15,6 +15,7 @@ use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{ElementConversion, Tensor};
+use harness_model::best_encoders::BestEncoders;
 use harness_model::random::Noise;
 use harness_model::system::{Group, System};
 use serde::Serialize;
@@ -35,14 +36,21 @@ pub struct Options<'a, B: AutodiffBackend> {
     pub progress: bool,
     /// Checkpoints kept besides the best one.
     pub keep: usize,
-    /// Evaluates the model: `(metric name, value, lower is better)`.
+    /// Evaluates the model at a step (`None`: nothing measured).
     #[allow(clippy::type_complexity)]
     pub evaluate: Option<
-        &'a mut dyn FnMut(
-            &System<B::InnerBackend>,
-            u64,
-        ) -> Result<Option<(String, f64, bool)>, TrainError>,
+        &'a mut dyn FnMut(&System<B::InnerBackend>, u64) -> Result<Option<Evaluation>, TrainError>,
     >,
+}
+
+/// What an in-training evaluation measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evaluation {
+    /// The best-checkpoint metric (`train.best_metric`): name, value, lower is better.
+    pub best: Option<(String, f64, bool)>,
+    /// The per-language metric (`train.best_per_language`): its name, lower is better,
+    /// and each language's value.
+    pub per_language: Option<(String, bool, std::collections::BTreeMap<String, f64>)>,
 }
 
 /// What a call to [`train`] did.
@@ -216,6 +224,8 @@ struct Loop<'p, B: AutodiffBackend> {
     session: Outcome,
     smoothed: Option<f64>,
     keep: usize,
+    /// The encoders selected per language so far (`train.best_per_language`).
+    best_encoders: Option<BestEncoders>,
 }
 
 /// What one step did, for its metrics line.
@@ -277,7 +287,12 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             .map(|(i, _)| (i, AnyOptimizer::from_spec(&spec)))
             .collect();
         let mut last_checkpoint = None;
+        // A run starting afresh ignores a list an earlier run left; a resumed one goes on
+        // from its list (steps evaluated after its checkpoint are measured again alike, and
+        // only a better score replaces an entry).
+        let mut best_encoders = None;
         if let Some(dir) = checkpoint::latest(&checkpoints) {
+            best_encoders = BestEncoders::read(&checkpoints)?;
             model = checkpoint::load_model(&dir, model, device)?;
             optim = checkpoint::load_optim(&dir, optim, device)?;
             for (i, o) in std::mem::take(&mut inner) {
@@ -316,6 +331,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             session,
             smoothed: None,
             keep: opts.keep,
+            best_encoders,
         })
     }
 
@@ -494,7 +510,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let Some(f) = opts.evaluate.as_mut().filter(|_| due) else {
             return Ok(None);
         };
-        let Some((name, v, lower)) = bar.suspend(|| f(&self.model().valid(), step))? else {
+        let Some(evaluation) = bar.suspend(|| f(&self.model().valid(), step))? else {
+            return Ok(None);
+        };
+        if let Some((metric, lower, scores)) = &evaluation.per_language {
+            self.select_per_language(metric, *lower, scores)?;
+        }
+        let Some((name, v, lower)) = evaluation.best else {
             return Ok(None);
         };
         let better =
@@ -511,6 +533,46 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             });
         }
         Ok(Some((name, v)))
+    }
+
+    /// Keeps each `model.languages` encoder that this step's stage trains, whose language
+    /// scored better than at its recorded best (XNLI §5.1: model selection on each target
+    /// language's validation set).
+    fn select_per_language(
+        &mut self,
+        metric: &str,
+        lower: bool,
+        scores: &std::collections::BTreeMap<String, f64>,
+    ) -> Result<(), TrainError> {
+        let step = self.state.step;
+        let mut list = self
+            .best_encoders
+            .take()
+            .filter(|l| l.metric == metric && l.lower_is_better == lower)
+            .unwrap_or_else(|| BestEncoders::new(metric, lower));
+        for (language, i) in &self.plan.system.languages {
+            let Some(&value) = scores.get(language) else {
+                continue;
+            };
+            let name = &self.plan.system.encoders[*i].0;
+            if self.plan.trains_encoder(step, *i) && value.is_finite() && list.improves(name, value)
+            {
+                let model = self
+                    .model
+                    .as_ref()
+                    .expect("the model is back after each step");
+                list.record(
+                    &self.checkpoints,
+                    name,
+                    language,
+                    step,
+                    value,
+                    &model.encoders[*i],
+                )?;
+            }
+        }
+        self.best_encoders = Some(list);
+        Ok(())
     }
 
     /// Appends the step's line to `train/metrics.jsonl`.
@@ -1106,6 +1168,110 @@ stages:
         let head: f64 = l[6..11].iter().sum::<f64>() / 5.0;
         let tail: f64 = l[l.len() - 5..].iter().sum::<f64>() / 5.0;
         assert!(tail < head, "alignment loss {head} → {tail}: {l:?}");
+    }
+
+    /// Model selection per language (XNLI §5.1): encoder `xx` (language `de`) keeps its
+    /// weights from the evaluation where `de` scored best among those of the stage that
+    /// trains it (a higher score in stage 1, where `xx` is untouched, does not count);
+    /// loading the run reads them over the checkpoint's, and a changed file is refused.
+    #[test]
+    fn each_language_keeps_its_encoder_from_its_own_best_evaluation() {
+        let tasks = "  - {name: nli, objective: nli_classification, corpus: nli, params: {head: nli}}
+  - {name: align, stage: 2, objective: alignment_l2, corpus: pairs, encoder: xx, reads: encoder, params: {lambda: 0.25}}
+stages:
+  2: {steps: 12, frozen: [encoder, heads.nli], init: {xx: encoder}}";
+        let mut r = recipe(
+            tasks,
+            "{steps: 4, batch_size: 4, max_len: 20, eval_every: 2}",
+            0.1,
+        );
+        let m = r.model.as_mut().unwrap();
+        m.decoder = None;
+        m.encoders.insert(
+            "xx".into(),
+            serde_yaml::from_str("{kind: bilstm, layers: 2, hidden: 8, embed: 8, pool: max}")
+                .unwrap(),
+        );
+        m.languages.insert("de".into(), "xx".into());
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(&r, 16, dir.path());
+        assert!(!p.trains_encoder(4, 1) && p.trains_encoder(5, 1) && !p.trains_encoder(5, 0));
+        // Scores peak at step 10 in stage 2; step 2 (stage 1) scores higher still.
+        let score = |step: u64| {
+            if step == 2 {
+                99.0
+            } else {
+                50.0 - (step as f64 - 10.0).abs()
+            }
+        };
+        let mut at_best = Vec::new();
+        let mut eval = |m: &System<NdArray<f32>>,
+                        step: u64|
+         -> Result<Option<Evaluation>, TrainError> {
+            if step == 10 {
+                at_best = values(&m.encoders[1]);
+            }
+            let scores = [("de".to_string(), score(step)), ("fr".to_string(), 1e9)];
+            Ok(Some(Evaluation {
+                best: None,
+                per_language: Some(("dev.accuracy".into(), false, scores.into_iter().collect())),
+            }))
+        };
+        let base = opts(dir.path(), None);
+        let o = Options {
+            objectives: base.objectives,
+            run_dir: base.run_dir,
+            stop_after: None,
+            progress: false,
+            keep: base.keep,
+            evaluate: Some(&mut eval),
+        };
+        train::<B>(&p, &Default::default(), o).unwrap();
+        let checkpoints = dir.path().join("checkpoints");
+        let list = BestEncoders::read(&checkpoints).unwrap().unwrap();
+        assert_eq!(list.encoders.len(), 1, "{list:?}");
+        let xx = &list.encoders["xx"];
+        assert_eq!((xx.language.as_str(), xx.step, xx.value), ("de", 10, 50.0));
+        // Only the selected file is left.
+        let files: Vec<_> = std::fs::read_dir(checkpoints.join("best-encoders"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(files, vec![xx.file.clone()]);
+        let dev = Default::default();
+        let last = checkpoint::load_model(
+            &checkpoint::step_dir(&checkpoints, 16),
+            p.system.init::<NdArray<f32>>(0, &dev),
+            &dev,
+        )
+        .unwrap();
+        let (loaded, _) =
+            harness_model::best_encoders::apply(last.clone(), &p.system, &checkpoints, &dev)
+                .unwrap();
+        assert_eq!(values(&loaded.encoders[1]), at_best);
+        assert_ne!(
+            values(&last.encoders[1]),
+            at_best,
+            "the last step's xx differs"
+        );
+        assert_eq!(values(&loaded.encoders[0]), values(&last.encoders[0]));
+        // A weights file that changed after training wrote it is refused.
+        let path = BestEncoders::path(&checkpoints, xx);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        let e = harness_model::best_encoders::apply(last, &p.system, &checkpoints, &dev)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sha256") && e.contains(&xx.file), "{e}");
+    }
+
+    /// A module's float parameters, flattened in module order.
+    fn values<M: Module<NdArray<f32>>>(m: &M) -> Vec<f32> {
+        let mut c = Collect(Vec::new());
+        m.visit(&mut c);
+        c.0
     }
 
     /// A test objective with an inner loop (the shape of Emu's adversarial training): the
