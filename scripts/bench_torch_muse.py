@@ -143,9 +143,27 @@ def _char_class(ranges) -> str:
     return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
 
 
-# A punctuation character alone, or a run of characters that are neither separators nor
-# punctuation: `words::tokens`.
-WORD_RE = re.compile(f"[{_char_class(PUNCT)}]|[^{_char_class(SEPARATORS)}{_char_class(PUNCT)}]+")
+# words.rs `is_cjk_ideograph` (BERT's `_is_chinese_char` ranges), `is_thai`, `is_thai_mark`.
+CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+       (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
+THAI = [(0x0E01, 0x0E5B)]
+THAI_MARKS = [(0x0E31, 0x0E31), (0x0E34, 0x0E3A), (0x0E47, 0x0E4E)]
+
+
+def word_re(cjk: bool, thai: bool):
+    """`words::tokens_split(text, cjk, thai)`: a punctuation character alone; with `cjk` a CJK
+    ideograph alone; with `thai` a Thai character and the combining marks after it; else a
+    run of characters that are none of these nor separators."""
+    alternatives = [f"[{_char_class(PUNCT)}]"]
+    excluded = _char_class(SEPARATORS) + _char_class(PUNCT)
+    if cjk:
+        alternatives.append(f"[{_char_class(CJK)}]")
+        excluded += _char_class(CJK)
+    if thai:
+        alternatives.append(f"[{_char_class(THAI)}][{_char_class(THAI_MARKS)}]*")
+        excluded += _char_class(THAI)
+    alternatives.append(f"[^{excluded}]+")
+    return re.compile("|".join(alternatives))
 
 MASK64 = (1 << 64) - 1
 
@@ -179,14 +197,20 @@ class WordsTokenizer:
             fail(f"{path}: not a `words` tokenizer (no `{WORDS_PREFIX}…>` token); "
                  "this trainer is for recipes/muse-xling.yaml")
         self.oov, self.sizes, self.buckets = 0, [], 0
+        cjk = thai = False
         for part in spec[0][len(WORDS_PREFIX):-1].split(";"):
             key, _, value = part.partition("=")
-            if key == "oov":
+            if key == "cjk":
+                cjk = value == "chars"
+            elif key == "thai":
+                thai = value == "clusters"
+            elif key == "oov":
                 self.oov = int(value)
             elif key == "buckets":
                 self.buckets = int(value)
             elif key == "ngrams" and value:
                 self.sizes = [int(v) for v in value.split(",")]
+        self.word_re = word_re(cjk, thai)
         self.normalizer = self.inner.normalizer
         self._words = {}
         self._sentences = {}
@@ -213,7 +237,7 @@ class WordsTokenizer:
         if hit is None:
             norm = self.normalizer.normalize_str(text) if self.normalizer is not None else text
             ids, counts, grams = [], [], []
-            for w in WORD_RE.findall(norm)[:max_len]:
+            for w in self.word_re.findall(norm)[:max_len]:
                 i, g = self.word(w)
                 ids.append(i)
                 counts.append(len(g))
@@ -618,9 +642,16 @@ def check_tokenizer() -> None:
     assert fnv1a64(b"foobar") == 0x85944171F73967E8
     assert [fnv1a64(g) % 1000 for g in char_ngrams("the", [3])] == [975, 924, 576]
     assert [g.decode() for g in char_ngrams("ab", [4, 3])] == ["<ab>", "<ab", "ab>"]
-    assert WORD_RE.findall("hello, world!  it's") == ["hello", ",", "world", "!", "it", "'", "s"]
-    assert WORD_RE.findall("我爱北京。ภาษาไทย") == ["我爱北京", "。", "ภาษาไทย"]
-    assert WORD_RE.findall("नमस्ते दुनिया।") == ["नमस्ते", "दुनिया", "।"]
+    plain = word_re(False, False)
+    assert plain.findall("hello, world!  it's") == ["hello", ",", "world", "!", "it", "'", "s"]
+    assert plain.findall("我爱北京。ภาษาไทย") == ["我爱北京", "。", "ภาษาไทย"]
+    assert plain.findall("नमस्ते दुनिया।") == ["नमस्ते", "दुनिया", "।"]
+    # `tokens_cjk_split_ideographs_only` and `thai_splits_into_clusters_with_their_marks`.
+    assert word_re(True, False).findall("我爱北京。ok abc汉字 ひらがな한국어") == [
+        "我", "爱", "北", "京", "。", "ok", "abc", "汉", "字", "ひらがな한국어"]
+    assert word_re(True, True).findall("เป็น ภาษาไทย, ok!") == [
+        "เ", "ป็", "น", "ภ", "า", "ษ", "า", "ไ", "ท", "ย", ",", "ok", "!"]
+    assert word_re(False, True).findall("นี้๏汉字") == ["นี้", "๏", "汉字"]
 
 
 def main() -> int:
