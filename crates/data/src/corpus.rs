@@ -255,8 +255,8 @@ pub fn bucc2018_sentences(dir: &Path) -> Result<EvalSentences, DataError> {
         .collect())
 }
 
-/// Every sentence an evaluation dataset can show an encoder (all splits, both sides of
-/// every pair, every language), for the contamination filter. `dir` is the installed
+/// Every sentence an evaluation dataset can show an encoder (all splits a benchmark reads,
+/// both sides of every pair, every language), for the contamination filter. `dir` is the installed
 /// dataset folder. Training-only datasets (parallel corpora, conversations, books) have
 /// no evaluation sentences and give an error naming the dataset.
 pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, DataError> {
@@ -345,9 +345,12 @@ pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, Dat
                 }
             }
         }
+        // The intent benchmarks read the declared split (`test`, or `valid`) and never
+        // `train`, which stays available for training (Emu's ATIS column), as xSID's
+        // English training set does.
         "atis" | "snips" => {
             let s = slot_gated::load(dir)?;
-            e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
+            e.extend(s.dev.iter().chain(&s.test).map(|t| &t.text));
         }
         "cls-amazon-reviews" => {
             for lang in cls_amazon::LANGUAGES {

@@ -29,6 +29,8 @@ pub const CORPUS_DATASETS: &[&str] = &[
     "conversation-pairs",
     "monolingual-sentences",
     "xsid",
+    "atis",
+    "snips",
 ];
 
 fn key(s: &str) -> Seg {

@@ -215,8 +215,10 @@ fn load_text(
 }
 
 /// Intent-labelled utterances of `xsid` for `languages` (default `en`) and `splits`
-/// (default `train`, English only: `train-en`), excluded benchmark sentences dropped; the
-/// classes are the intents seen, sorted.
+/// (default `train`, English only: `train-en`), or of the English `atis` / `snips` (the
+/// slot-gated splits; a multi-intent label such as `atis_flight#atis_airfare` is one class,
+/// as SlotGated-SLU keeps it), excluded benchmark sentences dropped; the classes are the
+/// intents seen, sorted.
 fn load_labelled(
     dir: &std::path::Path,
     name: &str,
@@ -224,7 +226,15 @@ fn load_labelled(
     eval: &EvalSentences,
     counts: &mut CorpusCounts,
 ) -> Result<Loaded, TrainError> {
-    use harness_data::loaders::xsid;
+    use harness_data::loaders::{slot_gated, xsid};
+    let slot_gated = corpus.dataset != "xsid";
+    if slot_gated && corpus.languages.iter().any(|l| l != "en") {
+        return Err(TrainError::recipe(
+            format!("data.corpora.{name}.languages"),
+            format!("`{}` is English only", corpus.dataset),
+            "drop `languages` (or give `[en]`)",
+        ));
+    }
     let languages: Vec<String> = if corpus.languages.is_empty() {
         vec!["en".into()]
     } else {
@@ -239,6 +249,24 @@ fn load_labelled(
     for lang in &languages {
         for s in &splits {
             let part: Vec<(String, String)> = match (s.as_str(), lang.as_str()) {
+                (split, _) if slot_gated => {
+                    let folder = match split {
+                        "train" => "train",
+                        "valid" | "validation" | "dev" => "valid",
+                        "test" => "test",
+                        _ => {
+                            return Err(TrainError::recipe(
+                                format!("data.corpora.{name}.splits"),
+                                format!("unknown split `{split}`"),
+                                "use `train`, `valid` or `test`",
+                            ))
+                        }
+                    };
+                    slot_gated::load_split(dir, folder)?
+                        .into_iter()
+                        .map(|t| (t.text, t.label))
+                        .collect()
+                }
                 ("train", "en") => xsid::load_train_en(dir)?
                     .into_iter()
                     .map(|t| (t.text, t.label))
@@ -356,7 +384,7 @@ pub fn load_corpus(
         "monolingual-sentences" => {
             return Ok((load_text(&dir, corpus, &eval, &mut counts)?, counts))
         }
-        "xsid" => {
+        "xsid" | "atis" | "snips" => {
             return Ok((
                 load_labelled(&dir, name, corpus, &eval, &mut counts)?,
                 counts,

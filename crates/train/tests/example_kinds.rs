@@ -176,3 +176,47 @@ fn conversation_running_text_and_labelled_sentences_train() {
         "{e}"
     );
 }
+
+/// ATIS as a labelled training corpus (Emu's ATIS column): every train utterance of the
+/// slot-gated split (4,478, its SOURCE.txt) is used or removed as a benchmark sentence,
+/// each with one of the intents seen; a language other than English is refused.
+#[test]
+fn atis_train_is_a_labelled_corpus() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let atis = |extra: &str| -> Recipe {
+        serde_yaml::from_str(&format!(
+            "name: atis
+seed: 2
+data:
+  tokenizer: {{kind: bpe, vocab: 400}}
+  corpora:
+    intents: {{dataset: atis, splits: [train], exclude: [atis]{extra}}}
+model:
+  encoder: {{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}}
+  heads:
+    cls: {{kind: mlp, hidden: [8], classes: 2, features: single}}
+tasks:
+  - {{name: classify, objective: classify, corpus: intents}}
+optimizer: {{kind: adam, lr: 0.01}}
+train: {{steps: 1, batch_size: 8, max_len: 24}}
+"
+        ))
+        .unwrap()
+    };
+    let (loaded, counts) = load_corpora(&atis(""), &settings).unwrap();
+    let c = &counts[0];
+    let (kept, removed) = c.parts["en/train"];
+    assert_eq!((kept + removed, c.used), (4478, kept), "{c:?}");
+    let Some(Loaded::Labelled { classes, items }) = loaded.get("intents") else {
+        panic!("ATIS is not labelled sentences");
+    };
+    assert_eq!(items.len(), kept);
+    assert!(classes.contains(&"atis_flight".to_string()), "{classes:?}");
+    assert!(items.iter().all(|(_, c)| (*c as usize) < classes.len()));
+    let Err(err) = load_corpora(&atis(", languages: [de]"), &settings) else {
+        panic!("a German ATIS corpus was accepted");
+    };
+    let err = err.to_string();
+    assert!(err.contains("English only"), "{err}");
+}
