@@ -79,15 +79,10 @@ impl Objective for CenterLoss {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objectives::gradcheck::{check_gradient, F64};
+    use crate::objectives::gradcheck::{check_gradient, matrix as t2, F64};
     use burn::backend::NdArray;
-    use burn::tensor::TensorData;
 
     type B = NdArray<f32>;
-
-    fn t2<Bk: Backend>(v: &[f32], shape: [usize; 2]) -> Tensor<Bk, 2> {
-        Tensor::from_data(TensorData::new(v.to_vec(), shape), &Default::default())
-    }
 
     /// By hand: centres c0 = (0, 0), c1 = (1, 1), c2 = (5, 5); x = (1, 0) and (2, 0) of
     /// class 0, (1, 3) of class 1. Loss: (1 + 4 + 4) / (2·3) = 1.5. Update with α = 0.5:

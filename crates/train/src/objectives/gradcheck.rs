@@ -14,6 +14,14 @@ use rand::{Rng, SeedableRng};
 /// The autodiff backend the checks run on.
 pub type F64 = Autodiff<NdArray<f32>>;
 
+/// A `[rows, cols]` tensor of `values` (row-major) on backend `Bk`'s default device.
+pub fn matrix<Bk: burn::tensor::backend::Backend>(
+    values: &[f32],
+    shape: [usize; 2],
+) -> Tensor<Bk, 2> {
+    Tensor::from_data(TensorData::new(values.to_vec(), shape), &Default::default())
+}
+
 /// Checks `loss` at a seeded random point of `shape`.
 pub fn check_gradient<const D: usize>(
     shape: [usize; D],

@@ -61,15 +61,10 @@ impl Objective for L2Softmax {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objectives::gradcheck::{check_gradient, F64};
+    use crate::objectives::gradcheck::{check_gradient, matrix as t2, F64};
     use burn::backend::NdArray;
-    use burn::tensor::TensorData;
 
     type B = NdArray<f32>;
-
-    fn t2<Bk: Backend>(v: &[f32], shape: [usize; 2]) -> Tensor<Bk, 2> {
-        Tensor::from_data(TensorData::new(v.to_vec(), shape), &Default::default())
-    }
 
     /// By hand: u = (3, 4) has norm 5, so with α = 10 the features are (6, 8); W = I and
     /// b = (0, 1) give logits (6, 9), and label 0 costs ln(1 + e³) = 3.04859.
