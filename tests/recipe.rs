@@ -689,3 +689,48 @@ fn resolved_yaml_loads_back_to_the_same_fingerprint() {
         }
     }
 }
+
+#[test]
+fn best_per_language_needs_a_benchmark_path_and_one_language_per_encoder() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |key: &str| {
+        VALID.replace(
+            "batch_tokens: 500}",
+            &format!("batch_tokens: 500, best_per_language: {key}}}"),
+        )
+    };
+    // No `model.languages`: nothing to select.
+    let p = write(dir.path(), "none.yaml", &with("xnli.accuracy"));
+    let e = only(
+        &problems(&p, &LoadOptions::default()),
+        "train.best_per_language",
+    );
+    assert!(e.message.contains("model.languages"), "{e}");
+    // Two languages through one encoder.
+    let shared = with("xnli.accuracy").replace(
+        "  decoder:",
+        "  encoders:\n    xx: {kind: bilstm, layers: 1, hidden: 32, embed: 16, pool: max}\n  languages: {fr: xx, de: xx}\n  decoder:",
+    );
+    let p = write(dir.path(), "shared.yaml", &shared);
+    let e = only(
+        &problems(&p, &LoadOptions::default()),
+        "train.best_per_language",
+    );
+    assert!(e.message.contains("reads both"), "{e}");
+    // A benchmark alone, or an unknown one, is no path to a score per language.
+    for bad in ["xnli", "xnl.accuracy"] {
+        let text = with(bad).replace(
+            "  decoder:",
+            "  encoders:\n    xx: {kind: bilstm, layers: 1, hidden: 32, embed: 16, pool: max}\n  languages: {fr: xx}\n  decoder:",
+        );
+        let p = write(dir.path(), "bad.yaml", &text);
+        let e = only(
+            &problems(&p, &LoadOptions::default()),
+            "train.best_per_language",
+        );
+        assert!(
+            e.message.contains("<benchmark>.<scores path>"),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -1043,11 +1043,22 @@ fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings)
                 suggest(bench, &cands),
             );
         }
-        if recipe.model.as_ref().is_none_or(|m| m.languages.is_empty()) {
+        let languages = recipe.model.as_ref().map(|m| &m.languages);
+        if languages.is_none_or(|l| l.is_empty()) {
             out.add(
                 f("best_per_language"),
                 "selects an encoder per language, and `model.languages` gives none: add `model.languages: {fr: fr, ...}` or drop `best_per_language`",
             );
+        }
+        // An encoder read by several languages has no one language to be selected on.
+        let mut seen = std::collections::BTreeMap::new();
+        for (language, encoder) in languages.into_iter().flatten() {
+            if let Some(first) = seen.insert(encoder, language) {
+                out.add(
+                    f("best_per_language"),
+                    format!("encoder `{encoder}` reads both `{first}` and `{language}`, so it has no one language to be selected on: give each language its own encoder, or drop `best_per_language`"),
+                );
+            }
         }
     }
 }
