@@ -1117,23 +1117,32 @@ stages:
         c.0
     }
 
+    /// The XNLI alignment shape: stage 1 trains the English encoder and NLI head (`train`
+    /// gives its steps); stage 2 (`stage2` steps) starts target encoder `xx` as a copy of
+    /// the English one and aligns it, the English encoder and the head frozen.
+    fn alignment_recipe(stage2: u64, train: &str) -> Recipe {
+        let tasks = format!("  - {{name: nli, objective: nli_classification, corpus: nli, params: {{head: nli}}}}
+  - {{name: align, stage: 2, objective: alignment_l2, corpus: pairs, encoder: xx, reads: encoder, params: {{lambda: 0.25}}}}
+stages:
+  2: {{steps: {stage2}, frozen: [encoder, heads.nli], init: {{xx: encoder}}}}");
+        let mut r = recipe(&tasks, train, 0.1);
+        let m = r.model.as_mut().unwrap();
+        m.decoder = None;
+        m.encoders.insert(
+            "xx".into(),
+            serde_yaml::from_str("{kind: bilstm, layers: 2, hidden: 8, embed: 8, pool: max}")
+                .unwrap(),
+        );
+        r
+    }
+
     /// The XNLI alignment shape (X-BiLSTM): stage 1 trains the English encoder and its NLI
     /// head; stage 2 starts target encoder `xx` as a copy of it and aligns it with
     /// `alignment_l2`, the English encoder and the head frozen. Both are bit-identical after
     /// stage 2; `xx` starts as the English encoder and then moves; the alignment loss falls.
     #[test]
     fn the_english_encoder_and_head_stay_bit_identical_through_alignment() {
-        let tasks = "  - {name: nli, objective: nli_classification, corpus: nli, params: {head: nli}}
-  - {name: align, stage: 2, objective: alignment_l2, corpus: pairs, encoder: xx, reads: encoder, params: {lambda: 0.25}}
-stages:
-  2: {steps: 30, frozen: [encoder, heads.nli], init: {xx: encoder}}";
-        let mut r = recipe(tasks, "{steps: 6, batch_size: 4, max_len: 20}", 0.1);
-        r.model.as_mut().unwrap().decoder = None;
-        r.model.as_mut().unwrap().encoders.insert(
-            "xx".into(),
-            serde_yaml::from_str("{kind: bilstm, layers: 2, hidden: 8, embed: 8, pool: max}")
-                .unwrap(),
-        );
+        let r = alignment_recipe(30, "{steps: 6, batch_size: 4, max_len: 20}");
         let dev = Default::default();
         let ck = |dir: &Path, step| checkpoint::step_dir(&dir.join("checkpoints"), step);
         // Stage 1 alone, and the two stages.
@@ -1176,23 +1185,9 @@ stages:
     /// loading the run reads them over the checkpoint's, and a changed file is refused.
     #[test]
     fn each_language_keeps_its_encoder_from_its_own_best_evaluation() {
-        let tasks = "  - {name: nli, objective: nli_classification, corpus: nli, params: {head: nli}}
-  - {name: align, stage: 2, objective: alignment_l2, corpus: pairs, encoder: xx, reads: encoder, params: {lambda: 0.25}}
-stages:
-  2: {steps: 12, frozen: [encoder, heads.nli], init: {xx: encoder}}";
-        let mut r = recipe(
-            tasks,
-            "{steps: 4, batch_size: 4, max_len: 20, eval_every: 2}",
-            0.1,
-        );
-        let m = r.model.as_mut().unwrap();
-        m.decoder = None;
-        m.encoders.insert(
-            "xx".into(),
-            serde_yaml::from_str("{kind: bilstm, layers: 2, hidden: 8, embed: 8, pool: max}")
-                .unwrap(),
-        );
-        m.languages.insert("de".into(), "xx".into());
+        let mut r = alignment_recipe(12, "{steps: 4, batch_size: 4, max_len: 20, eval_every: 2}");
+        let model = r.model.as_mut().unwrap();
+        model.languages.insert("de".into(), "xx".into());
         let dir = tempfile::tempdir().unwrap();
         let p = plan(&r, 16, dir.path());
         assert!(!p.trains_encoder(4, 1) && p.trains_encoder(5, 1) && !p.trains_encoder(5, 0));
