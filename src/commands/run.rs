@@ -95,6 +95,18 @@ pub fn encoder_spec(resolved: &Resolved) -> anyhow::Result<String> {
     }
 }
 
+/// The pretrained encoder a training recipe fine-tunes (`model.encoder: {kind: pretrained,
+/// trainable: true}`), as an `--encoder` spec.
+fn fine_tuned_from(resolved: &Resolved) -> Option<String> {
+    if resolved.recipe.tasks.is_empty() {
+        return None;
+    }
+    match &resolved.recipe.model.as_ref()?.encoder {
+        EncoderSpec::Pretrained(p) if p.trainable => Some(p.name.clone()),
+        _ => None,
+    }
+}
+
 /// The part of `harness run` after the encoder exists: every benchmark of the recipe into
 /// `<dir>/results/`, the summary table, then the recipe's `report:` tables into
 /// `<dir>/report/`. Exit code 1 when a benchmark failed.
@@ -122,12 +134,32 @@ fn evaluate_and_report(
         !force,
     )?;
     print!("{}", summary_table(&results));
+    let mut report_inputs = vec![dir.to_path_buf()];
+    if let Some(base) = fine_tuned_from(resolved) {
+        // A fine-tuning run reports against the encoder it started from (Emu's tables are
+        // relative to it): the same benchmarks, through the same cache, into `base/`.
+        println!("base encoder `{base}`: evaluating the same benchmarks for comparison");
+        let inner = open_encoder_on(&base, settings, device)?;
+        let encoder = CachedEncoder::new(inner, &settings.cache_dir);
+        let base_dir = dir.join("base");
+        let base_results = harness_bench::runner::evaluate(
+            &plan,
+            &registry,
+            &encoder,
+            settings,
+            resolved.recipe.seed,
+            &base_dir.join("results"),
+            !force,
+        )?;
+        print!("{}", summary_table(&base_results));
+        report_inputs.push(base_dir);
+    }
     if resolved.recipe.report.is_empty() {
         println!("no report: the recipe lists no `report:` tables (see `harness report --list`)");
     } else {
         let report_dir = dir.join("report");
         let summary =
-            harness_report::render_report(&[dir.to_path_buf()], &resolved.recipe.report, &report_dir)
+            harness_report::render_report(&report_inputs, &resolved.recipe.report, &report_dir)
                 .with_context(|| {
                     format!(
                         "rendering the report of {} (the results are kept; retry with `harness report {} --out {}`)",

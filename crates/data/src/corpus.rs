@@ -338,11 +338,16 @@ pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, Dat
                 e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
             }
         }
+        // The `xsid` benchmark reads the test split only: the valid split (translations of
+        // English valid sentences, not of the English training set) stays available for
+        // training, e.g. as Emu's unlabelled adversarial sentences of other languages.
         "xsid" => {
             for lang in xsid::languages(dir)? {
-                for split in [xsid::Split::Test, xsid::Split::Valid] {
-                    e.extend(xsid::load(dir, &lang, split)?.iter().map(|t| &t.text));
-                }
+                e.extend(
+                    xsid::load(dir, &lang, xsid::Split::Test)?
+                        .iter()
+                        .map(|t| &t.text),
+                );
             }
         }
         // The intent benchmarks read the declared split (`test`, or `valid`) and never

@@ -28,6 +28,7 @@
 //! says how to tokenize; a file without `cjk=chars` or `thai=clusters` (written before)
 //! keeps those unspaced clauses whole, as it was trained.
 
+use crate::pretrained_tokenizer::PretrainedTokenizer;
 use crate::words;
 use crate::DataError;
 use harness_recipe::schema::{Tokenizer as TokenizerSpec, TokenizerKind};
@@ -67,6 +68,9 @@ pub struct Tokens {
     pub ids: Vec<u32>,
     /// The character n-gram ids of each token (`None` from a tokenizer without n-grams).
     pub ngrams: Option<Ngrams>,
+    /// The ids already begin and end with the model's own start and end tokens (a
+    /// pretrained tokenizer's row): [`Tokens::with_eos`] adds nothing.
+    pub complete: bool,
 }
 
 /// The character n-gram ids of a sentence's tokens, concatenated: token `i` has
@@ -80,7 +84,11 @@ pub struct Ngrams {
 impl Tokens {
     /// Ids without n-grams.
     pub fn from_ids(ids: Vec<u32>) -> Self {
-        Tokens { ids, ngrams: None }
+        Tokens {
+            ids,
+            ngrams: None,
+            complete: false,
+        }
     }
 
     /// The n-gram ids of token `i` (empty without n-grams).
@@ -94,8 +102,12 @@ impl Tokens {
         }
     }
 
-    /// These tokens followed by `</s>` (which has no n-grams): what every encoder reads.
+    /// These tokens followed by `</s>` (which has no n-grams): what every encoder reads. A
+    /// pretrained tokenizer's row, which holds its end token already, is returned as it is.
     pub fn with_eos(&self) -> Tokens {
+        if self.complete {
+            return self.clone();
+        }
         let mut ids = Vec::with_capacity(self.ids.len() + 1);
         ids.extend_from_slice(&self.ids);
         ids.push(ids::EOS);
@@ -107,12 +119,22 @@ impl Tokens {
                 ends,
             }
         });
-        Tokens { ids, ngrams }
+        Tokens {
+            ids,
+            ngrams,
+            complete: false,
+        }
     }
 
-    /// Keeps the first `n` tokens.
+    /// Keeps the first `n` tokens (of a complete row: the first `n − 1` and its end token).
     pub fn truncate(&mut self, n: usize) {
         if n >= self.ids.len() {
+            return;
+        }
+        if self.complete {
+            let last = *self.ids.last().expect("longer than n");
+            self.ids.truncate(n.max(2) - 1);
+            self.ids.push(last);
             return;
         }
         self.ids.truncate(n);
@@ -220,6 +242,9 @@ pub struct TextTokenizer {
     /// tokenization of each sentence cost a 30,000-entry map copy.
     base_vocab: usize,
     json: String,
+    /// A pretrained model's own tokenizer (`data.tokenizer.kind: pretrained`); `inner` is
+    /// then an empty vocabulary that nothing reads.
+    pretrained: Option<std::sync::Arc<PretrainedTokenizer>>,
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -420,6 +445,7 @@ impl TextTokenizer {
             languages,
             words,
             json,
+            pretrained: None,
         };
         // The fixed layout is what models rely on: check it rather than assume it.
         for (i, s) in [PAD, UNK, BOS, EOS].iter().enumerate() {
@@ -448,9 +474,42 @@ impl TextTokenizer {
         Ok(())
     }
 
+    /// A pretrained model's own tokenizer ([`PretrainedTokenizer`]): its rows carry the
+    /// model's start and end tokens, and it has no language tokens.
+    pub fn from_pretrained(pretrained: PretrainedTokenizer) -> Self {
+        TextTokenizer {
+            inner: Tokenizer::new(WordLevel::default()),
+            languages: Vec::new(),
+            words: None,
+            base_vocab: pretrained.vocab_size(),
+            json: pretrained.to_json(),
+            pretrained: Some(std::sync::Arc::new(pretrained)),
+        }
+    }
+
+    /// The pretrained model's tokenizer, when this is one.
+    pub fn pretrained(&self) -> Option<&PretrainedTokenizer> {
+        self.pretrained.as_deref()
+    }
+
     /// Reads a `tokenizer.json` that [`TextTokenizer::save`] wrote.
     pub fn load(path: &Path) -> Result<Self, TokenizeError> {
         let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        if text.contains(crate::pretrained_tokenizer::FORMAT) {
+            if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+                if PretrainedTokenizer::is_saved_form(&value) {
+                    let p = PretrainedTokenizer::from_json(value).map_err(|e| {
+                        DataError::format(
+                            path,
+                            None,
+                            format!("not a pretrained model's tokenizer as harness saves it ({e})"),
+                            "delete it; `harness train` writes it again from the recipe's model",
+                        )
+                    })?;
+                    return Ok(Self::from_pretrained(p));
+                }
+            }
+        }
         let inner: Tokenizer = text.parse().map_err(|e: tokenizers::Error| {
             DataError::format(
                 path,
@@ -509,6 +568,9 @@ impl TextTokenizer {
 
     /// Token ids of one sentence (no special tokens), clipped to `max_len`.
     pub fn encode(&self, sentence: &str, max_len: usize) -> Result<Vec<u32>, TokenizeError> {
+        if let Some(p) = &self.pretrained {
+            return p.encode(sentence, max_len).map_err(TokenizeError::Library);
+        }
         if let Some(spec) = &self.words {
             return Ok(self.words(spec, sentence, max_len, false)?.ids);
         }
@@ -524,6 +586,12 @@ impl TextTokenizer {
     /// One sentence as the encoder reads it: [`Self::encode`]'s ids and, from a tokenizer
     /// with character n-grams, each token's n-gram ids.
     pub fn tokens(&self, sentence: &str, max_len: usize) -> Result<Tokens, TokenizeError> {
+        if self.pretrained.is_some() {
+            return Ok(Tokens {
+                complete: true,
+                ..Tokens::from_ids(self.encode(sentence, max_len)?)
+            });
+        }
         match &self.words {
             Some(spec) => self.words(spec, sentence, max_len, true),
             None => Ok(Tokens::from_ids(self.encode(sentence, max_len)?)),
@@ -551,6 +619,7 @@ impl TextTokenizer {
         let mut out = Tokens {
             ids: Vec::new(),
             ngrams: (ngrams && !sizes.is_empty()).then(Ngrams::default),
+            complete: false,
         };
         for word in spec.words(text).take(max_len) {
             let id = match self.inner.token_to_id(word) {
@@ -574,6 +643,9 @@ impl TextTokenizer {
 
     /// Ids back to text (special tokens skipped).
     pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizeError> {
+        if let Some(p) = &self.pretrained {
+            return p.decode(ids).map_err(TokenizeError::Library);
+        }
         self.inner
             .decode(ids, true)
             .map_err(|e| TokenizeError::Library(e.to_string()))
@@ -737,6 +809,7 @@ mod tests {
                 ids: vec![975, 924, 576, 483, 631, 50, 971, 223, 50, 739],
                 ends: vec![3, 6, 9, 10],
             }),
+            complete: false,
         };
         let got = t.tokens("the cat sat.", 64).unwrap();
         assert_eq!(got, want);

@@ -19,6 +19,7 @@ pub mod linear_fused;
 pub mod lstm;
 pub mod lstm_fused;
 pub mod output_ce;
+pub mod pretrained;
 pub mod random;
 pub mod relu_fused;
 pub mod reshape_fused;

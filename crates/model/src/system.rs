@@ -11,7 +11,14 @@ use crate::random::init_uniform;
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use harness_data::tokenize::TextTokenizer;
 use harness_recipe::schema::{Decoder, Head, Recipe};
+use std::collections::BTreeMap;
+
+/// The file of a run directory that records the class count of each head whose `classes`
+/// the recipe leaves to its task's corpus (`{"intent": 18}`): `harness train` writes it
+/// before training, and whatever rebuilds the model from the run reads it.
+pub const HEAD_CLASSES_FILE: &str = "head-classes.json";
 
 /// The name of a recipe's one `model.encoder`.
 pub const MAIN_ENCODER: &str = "encoder";
@@ -31,6 +38,9 @@ pub struct SystemConfig {
     /// Languages evaluation reads through an encoder of their own (`model.languages`):
     /// language code → encoder index.
     pub languages: Vec<(String, usize)>,
+    /// Heads that hold class centres (`centers`, one column per class): they start at zero
+    /// and move by the center loss's own rule, never by the optimizer.
+    pub center_heads: Vec<usize>,
 }
 
 /// The trainable model.
@@ -45,17 +55,21 @@ pub struct System<B: Backend> {
 }
 
 impl SystemConfig {
-    /// Compiles `recipe.model` for a vocabulary of `n_vocab` tokens and `n_languages`
-    /// language IDs. Dropout: a component's own `dropout` if set, else the optimizer's.
-    ///
-    /// `ngram_buckets`: the tokenizer's character n-gram ids, when it gives them
-    /// (`TextTokenizer::char_ngram_buckets`).
+    /// Compiles `recipe.model` for the run's tokenizer: its vocabulary, character n-gram
+    /// ids and language IDs (or, for a pretrained encoder, the model's architecture saved
+    /// with its tokenizer). Dropout: a component's own `dropout` if set, else the
+    /// optimizer's. `head_classes`: the class count of each `l2_softmax` / `centers` head
+    /// that does not set `classes` (the labels of its task's corpus, see
+    /// [`HEAD_CLASSES_FILE`]).
     pub fn from_recipe(
         recipe: &Recipe,
-        n_vocab: usize,
-        ngram_buckets: Option<usize>,
-        n_languages: usize,
+        tokenizer: &TextTokenizer,
+        head_classes: &BTreeMap<String, usize>,
     ) -> Result<Self, ModelError> {
+        let n_vocab = tokenizer.vocab_size();
+        let ngram_buckets = tokenizer.char_ngram_buckets();
+        let n_languages = tokenizer.languages().len();
+        let pretrained = tokenizer.pretrained();
         let model = recipe
             .model
             .as_ref()
@@ -70,11 +84,18 @@ impl SystemConfig {
             n_vocab,
             ngram_buckets,
             global_dropout,
+            pretrained,
         )?;
         let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder.clone())];
         for (name, e) in &model.encoders {
-            let c = SentenceEncoderConfig::from_recipe(e, n_vocab, ngram_buckets, global_dropout)
-                .map_err(|err| match err {
+            let c = SentenceEncoderConfig::from_recipe(
+                e,
+                n_vocab,
+                ngram_buckets,
+                global_dropout,
+                pretrained,
+            )
+            .map_err(|err| match err {
                 ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
                     key: format!("model.encoders.{name}.kind"),
                     detail,
@@ -98,23 +119,54 @@ impl SystemConfig {
             .with_dropout(global_dropout)
         });
         let mut heads = Vec::new();
+        let mut center_heads = Vec::new();
         for (name, head) in &model.heads {
-            let Head::Mlp(h) = head else {
-                return Err(ModelError::Unsupported {
-                    key: format!("model.heads.{name}.kind"),
-                    detail: format!(
-                        "head kind `{}` cannot be trained by this build",
-                        head.kind()
-                    ),
-                    fix: "use an `mlp` head".into(),
-                });
+            // A head no task reads (a profile that drops its task: Emu without the center
+            // loss) has no corpus to count classes on; it is built with one class, never
+            // trained and never read.
+            let classes = |own: Option<u32>| -> Result<usize, ModelError> {
+                Ok(own
+                    .map(|c| c as usize)
+                    .or_else(|| head_classes.get(name).copied())
+                    .unwrap_or(1))
             };
-            let c =
-                MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| ModelError::Unsupported {
-                    key: format!("model.heads.{name}"),
-                    detail: "an MLP head without `classes` and without `hidden` layers has no output".into(),
-                    fix: "set `classes` (3 for NLI) for a classifier, or `hidden` sizes for a projection".into(),
-                })?;
+            // Every head is an `Mlp` (one checkpoint layout): an L2-softmax head is its
+            // output layer (the objective normalises and scales its input), a centres head
+            // is a layer whose weight columns are the centres, a discriminator an MLP with
+            // one output (the critic's score).
+            let c = match head {
+                Head::Mlp(h) => MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| {
+                    ModelError::Unsupported {
+                        key: format!("model.heads.{name}"),
+                        detail: "an MLP head without `classes` and without `hidden` layers has no output".into(),
+                        fix: "set `classes` (3 for NLI) for a classifier, or `hidden` sizes for a projection".into(),
+                    }
+                })?,
+                Head::L2Softmax(h) => MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?),
+                Head::Centers(h) => {
+                    center_heads.push(heads.len());
+                    MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?)
+                }
+                Head::Discriminator(h) => MlpConfig::new(
+                    d_sentence,
+                    h.hidden.iter().map(|&x| x as usize).collect(),
+                    1,
+                )
+                .with_activation("relu".into())
+                .with_dropout(h.dropout),
+                #[allow(unreachable_patterns)]
+                other => {
+                    return Err(ModelError::Unsupported {
+                        key: format!("model.heads.{name}.kind"),
+                        detail: format!(
+                            "head kind `{}` cannot be trained by this build",
+                            other.kind()
+                        ),
+                        fix: "use an `mlp`, `l2_softmax`, `centers` or `discriminator` head"
+                            .into(),
+                    })
+                }
+            };
             heads.push((name.clone(), c));
         }
         let mut languages = Vec::new();
@@ -134,23 +186,51 @@ impl SystemConfig {
             decoder,
             heads,
             languages,
+            center_heads,
         })
     }
 
     /// Builds the model with harness's seeded uniform initialisation (then each encoder's
     /// fixed starts, [`SentenceEncoder::after_init`]: a transformer's LayerNorms at 1 and 0).
+    ///
+    /// A pretrained (BERT) encoder is left out of the draw: its weights come next, from the
+    /// model store ([`crate::pretrained`]) or a checkpoint, and burn's lazy initialisation
+    /// then never materialises a random 250k-row table. Centre heads start at zero (Wen et
+    /// al.'s centres, before the first update).
     pub fn init<B: Backend>(&self, seed: u64, device: &B::Device) -> System<B> {
         let system = System {
             encoders: self.encoders.iter().map(|(_, e)| e.init(device)).collect(),
             decoder: self.decoder.as_ref().map(|d| d.init(device)),
             heads: self.heads.iter().map(|(_, h)| h.init(device)).collect(),
         };
+        // Set the BERT encoders aside (placeholders of no parameters hold their places).
+        let mut set_aside = Vec::new();
+        let mut system = system;
+        for (i, e) in system.encoders.iter_mut().enumerate() {
+            if matches!(e, SentenceEncoder::Bert(_)) {
+                let placeholder = crate::encoder::cbow::CbowEncoderConfig {
+                    n_vocab: 1,
+                    d_embed: 1,
+                    pool: "mean".into(),
+                    ngram_buckets: None,
+                }
+                .init(device);
+                set_aside.push((i, std::mem::replace(e, SentenceEncoder::Cbow(placeholder))));
+            }
+        }
         let mut system = init_uniform(system, seed, INIT_SCALE);
+        for (i, e) in set_aside {
+            system.encoders[i] = e;
+        }
         system.encoders = system
             .encoders
             .into_iter()
             .map(SentenceEncoder::after_init)
             .collect();
+        for &i in &self.center_heads {
+            let h = system.heads.remove(i);
+            system.heads.insert(i, h.map(&mut Zero));
+        }
         system
     }
 
@@ -223,6 +303,15 @@ impl<B: Backend> ModuleMapper<B> for Trainable {
     }
 }
 
+/// Sets every parameter to zero, keeping its id.
+struct Zero;
+
+impl<B: Backend> ModuleMapper<B> for Zero {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        crate::random::replace_value(param, |t| t.zeros_like())
+    }
+}
+
 /// Every float parameter's values, in visiting order.
 struct Values(Vec<burn::tensor::TensorData>);
 
@@ -251,6 +340,14 @@ impl<B: Backend> ModuleMapper<B> for Fill {
             Tensor::from_data(data, &t.device())
         })
     }
+}
+
+/// `target` with every float parameter's value replaced by `source`'s (a module of the
+/// same architecture), keeping `target`'s parameter ids and whether each takes gradients.
+pub fn copy_values<B: Backend, M: Module<B>>(target: M, source: &M) -> M {
+    let mut values = Values(Vec::new());
+    source.visit(&mut values);
+    target.map(&mut Fill(values.0.into_iter()))
 }
 
 /// Clips every weight to `[−c, c]`, keeping whether it takes gradients.
@@ -326,9 +423,25 @@ impl<B: Backend> System<B> {
         let mut values = Values(Vec::new());
         self.encoders[source].visit(&mut values);
         let encoder = self.encoders.remove(target);
-        let mut fill = Fill(values.0.into_iter());
-        let copied = encoder.map(&mut fill);
+        let copied = encoder.map(&mut Fill(values.0.into_iter()));
         self.encoders.insert(target, copied);
+        self
+    }
+
+    /// The model with head `head`'s output-layer weight set to `weight` (a value computed
+    /// outside the optimizer: the center loss's centres), keeping its id and whether it
+    /// takes gradients.
+    pub fn with_head_weight(mut self, head: usize, weight: Tensor<B::InnerBackend, 2>) -> Self
+    where
+        B: burn::tensor::backend::AutodiffBackend,
+    {
+        let mut h = self.heads.remove(head);
+        if let Some(mut layer) = h.layers.pop() {
+            layer.weight =
+                crate::random::replace_value(layer.weight, |_| Tensor::from_inner(weight).detach());
+            h.layers.push(layer);
+        }
+        self.heads.insert(head, h);
         self
     }
 
@@ -427,6 +540,7 @@ mod tests {
             decoder: None,
             heads: Vec::new(),
             languages: Vec::new(),
+            center_heads: Vec::new(),
         };
         let m = cfg
             .init::<B>(4, &Default::default())

@@ -243,6 +243,8 @@ where
 pub struct RunFiles {
     pub recipe: Recipe,
     pub tokenizer: PathBuf,
+    /// The class counts of its heads ([`crate::system::HEAD_CLASSES_FILE`]; may be absent).
+    pub head_classes: PathBuf,
     /// The checkpoint directory used (best, else newest).
     pub checkpoint: PathBuf,
 }
@@ -278,6 +280,7 @@ pub fn run_files(dir: &Path) -> Result<RunFiles, EncodeError> {
     Ok(RunFiles {
         recipe,
         tokenizer: dir.join("tokenizer.json"),
+        head_classes: dir.join(crate::system::HEAD_CLASSES_FILE),
         checkpoint,
     })
 }
@@ -308,6 +311,24 @@ fn best_or_latest(checkpoints: &Path) -> Option<PathBuf> {
     steps.pop().map(|(_, p)| p)
 }
 
+/// The class counts a run recorded for its heads ([`crate::system::HEAD_CLASSES_FILE`]);
+/// none when the file is absent (a run whose heads all set `classes`, or written before).
+pub fn read_head_classes(
+    path: &Path,
+) -> Result<std::collections::BTreeMap<String, usize>, EncodeError> {
+    if !path.is_file() {
+        return Ok(Default::default());
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| EncodeError::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        EncodeError::format(
+            path,
+            format!("not a map of head names to class counts ({e})"),
+            "delete it and run `harness train` on the run's recipe again to rewrite it",
+        )
+    })
+}
+
 /// Loads the whole trained model of a run on `device`: its checkpoint's weights, with the
 /// encoders it selected per language (`best_encoders`) over them.
 pub fn load_system<B: Backend>(
@@ -321,19 +342,15 @@ pub fn load_system<B: Backend>(
             "re-run `harness train` to rewrite the run's tokenizer",
         )
     })?;
-    let config = SystemConfig::from_recipe(
-        &files.recipe,
-        tokenizer.vocab_size(),
-        tokenizer.char_ngram_buckets(),
-        tokenizer.languages().len(),
-    )
-    .map_err(|e| {
-        EncodeError::format(
-            files.checkpoint.clone(),
-            e.to_string(),
-            "evaluate runs of recipes whose encoder this build trains",
-        )
-    })?;
+    let head_classes = read_head_classes(&files.head_classes)?;
+    let config =
+        SystemConfig::from_recipe(&files.recipe, &tokenizer, &head_classes).map_err(|e| {
+            EncodeError::format(
+                files.checkpoint.clone(),
+                e.to_string(),
+                "evaluate runs of recipes whose encoder this build trains",
+            )
+        })?;
     let model = config.init::<B>(files.recipe.seed, device);
     let model = load_weights(model, &files.checkpoint.join("model"), device)?;
     // Encoders selected per language (`train.best_per_language`) replace the checkpoint's.
@@ -473,6 +490,7 @@ mod tests {
             decoder: None,
             heads: Vec::new(),
             languages: Vec::new(),
+            center_heads: Vec::new(),
         };
         let trained = cfg.init::<B>(5, &dev);
         let digest = weights_digest(&trained);

@@ -12,14 +12,16 @@ use harness_recipe::Recipe;
 
 /// Encoder kinds `harness_model::system` builds for training.
 pub use harness_model::encoder::sentence::TRAINABLE as ENCODERS;
-/// Tokenizer kinds it learns on the corpora (`tokenizer.rs`).
+/// Tokenizer kinds it trains with: those it learns on the corpora (`tokenizer.rs`) and a
+/// pretrained encoder's own (`harness_model::pretrained`).
 pub const TOKENIZERS: &[TokenizerKind] = &[
     TokenizerKind::Bpe,
     TokenizerKind::Sentencepiece,
     TokenizerKind::Words,
+    TokenizerKind::Pretrained,
 ];
 /// Head kinds it builds.
-pub const HEADS: &[&str] = &["mlp"];
+pub const HEADS: &[&str] = &["mlp", "l2_softmax", "centers", "discriminator"];
 /// Datasets `corpora` loads as training corpora.
 pub const CORPUS_DATASETS: &[&str] = &[
     "parallel-pairs",
@@ -65,7 +67,30 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
                 .iter()
                 .map(|(n, e)| (vec![key("model"), key("encoders"), key(n)], e)),
         );
+        let pretrained_tokenizer = recipe
+            .data
+            .tokenizer
+            .as_ref()
+            .is_some_and(|t| t.kind == TokenizerKind::Pretrained);
+        let mut any_pretrained = false;
         for (at, e) in encoders {
+            if let harness_recipe::schema::Encoder::Pretrained(p) = e {
+                any_pretrained = true;
+                if !pretrained_tokenizer {
+                    out.push((
+                        vec![key("data"), key("tokenizer"), key("kind")],
+                        format!("the pretrained encoder `{}` reads its own tokenizer's ids: set `data.tokenizer: {{kind: pretrained}}`", p.name),
+                    ));
+                }
+                if !harness_model::encoder::bert_sentence::accepts(p.pool) {
+                    let mut at = at.clone();
+                    at.push(key("pool"));
+                    out.push((
+                        at,
+                        "a pretrained (BERT) encoder pools with `mean`, `cls` or `max`".into(),
+                    ));
+                }
+            }
             if let harness_recipe::schema::Encoder::Cbow(c) = e {
                 if !c.frozen.is_empty() {
                     let mut p = at.clone();
@@ -81,6 +106,12 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
                     out.push((p, "a `cbow` encoder pools with `mean` or `max`".into()));
                 }
             }
+        }
+        if pretrained_tokenizer && !any_pretrained {
+            out.push((
+                vec![key("data"), key("tokenizer"), key("kind")],
+                "a `pretrained` tokenizer belongs to a pretrained encoder (`model.encoder: {kind: pretrained, name: …}`); learn a vocabulary (`bpe`, `sentencepiece`, `words`) for the others".into(),
+            ));
         }
         let kind = m.encoder.kind();
         if !ENCODERS.contains(&kind) {
@@ -204,19 +235,26 @@ mod tests {
                 "{profile:?}"
             );
         }
-        let found = keys(&recipe("emu.yaml", None));
-        assert!(!found.is_empty(), "emu.yaml: nothing reported");
-        assert!(
-            found.iter().all(|k| k.starts_with("tasks[")
-                || k.starts_with("model.")
-                || k.starts_with("data.")),
-            "emu.yaml: {found:?}"
-        );
-        // emu: its objectives, not just the first.
-        let emu = keys(&recipe("emu.yaml", None));
-        assert!(
-            emu.iter().filter(|k| k.ends_with(".objective")).count() >= 2,
-            "{emu:?}"
-        );
+        // emu trains: the pretrained encoder fine-tuned, its three heads and objectives.
+        for profile in [
+            None,
+            Some("paper"),
+            Some("no-ld"),
+            Some("no-ld-cl"),
+            Some("atis"),
+        ] {
+            assert_eq!(
+                keys(&recipe("emu.yaml", profile)),
+                Vec::<String>::new(),
+                "{profile:?}"
+            );
+        }
+        // A pretrained encoder needs its own tokenizer, and the reverse.
+        let mut r = recipe("emu.yaml", None);
+        r.data.tokenizer.as_mut().unwrap().kind = TokenizerKind::Bpe;
+        assert_eq!(keys(&r), vec!["data.tokenizer.kind".to_string()]);
+        let mut r = recipe("laser.yaml", None);
+        r.data.tokenizer.as_mut().unwrap().kind = TokenizerKind::Pretrained;
+        assert_eq!(keys(&r), vec!["data.tokenizer.kind".to_string()]);
     }
 }

@@ -1,5 +1,7 @@
 //! `harness export runs/<dir> --out DIR`: the run's encoder (best, else newest checkpoint)
-//! as `encoder.safetensors` + `config.json` + `tokenizer.json`, for use outside harness.
+//! as `encoder.safetensors` + `config.json` + `tokenizer.json`, for use outside harness; a
+//! fine-tuned pretrained (BERT) encoder as a sentence-transformers folder instead
+//! ([`crate::export_st`]).
 //! Each file is written atomically. `DIR` must be new, empty or an earlier export (listed in
 //! its `.harness-files.json`); with `--force` a directory holding other files is written
 //! into too, replacing only the three files export writes. Nothing else is ever touched.
@@ -18,6 +20,12 @@ pub const FILES: [&str; 3] = ["encoder.safetensors", "config.json", "tokenizer.j
 /// Exports the encoder of `run_dir` into `out`.
 pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError> {
     let files = run_files(run_dir)?;
+    if matches!(
+        files.recipe.model.as_ref().map(|m| &m.encoder),
+        Some(harness_recipe::schema::Encoder::Pretrained(_))
+    ) {
+        return crate::export_st::export(&files, out, force);
+    }
     let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
     // Refuse before any work if `out` is not ours to write.
     let mut dir = OutDir::claim(out, "export", &will_write, Foreign::RefuseDirectory, force)?;
@@ -36,6 +44,12 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError>
         SentenceEncoder::Bilstm(e) => e.save_into(&mut store),
         SentenceEncoder::Cbow(e) => e.save_into(&mut store),
         SentenceEncoder::Transformer(e) => e.save_into(&mut store),
+        SentenceEncoder::Bert(_) => {
+            return Err(TrainError::Export {
+                path: out.to_path_buf(),
+                detail: "a BERT encoder is exported as a sentence-transformers folder, from a recipe whose `model.encoder` is pretrained".into(),
+            })
+        }
     };
     saved.map_err(|e| TrainError::Export {
         path: tensors.clone(),

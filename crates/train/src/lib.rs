@@ -17,6 +17,7 @@ pub mod corpora;
 pub mod data;
 pub mod error;
 pub mod export;
+pub mod export_st;
 pub mod fused_adam;
 pub mod hard_negatives;
 pub mod mixture;

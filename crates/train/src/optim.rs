@@ -66,6 +66,18 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
         }
     }
 
+    /// The parameters the optimizer keeps state for (those that have received a gradient):
+    /// a frozen parameter is never among them.
+    pub fn state_ids(&self) -> Vec<ParamId> {
+        let mut ids: Vec<ParamId> = match self {
+            AnyOptimizer::Adam(o) => o.to_record().into_keys().collect(),
+            AnyOptimizer::AdamW(o) => o.to_record().into_keys().collect(),
+            AnyOptimizer::Sgd(o) => o.to_record().into_keys().collect(),
+        };
+        ids.sort_by_key(|id| id.val());
+        ids
+    }
+
     /// Saves the optimizer state to `path` (`.mpk` is appended), full precision.
     pub fn save(&self, path: &Path) -> Result<(), RecorderError> {
         let r = Rec::new();

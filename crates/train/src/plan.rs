@@ -58,6 +58,9 @@ pub struct InnerPlan {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub recipe: Recipe,
+    /// The class count of each head whose `classes` comes from its task's corpus (saved as
+    /// the run's `head-classes.json`).
+    pub head_classes: BTreeMap<String, usize>,
     pub system: SystemConfig,
     pub tasks: Vec<TaskPlan>,
     /// The stages, in order (one for a recipe whose tasks are all in stage 1).
@@ -68,6 +71,8 @@ pub struct Plan {
     pub total_steps: u64,
     /// Updates per epoch (the sum of every sampled task's batches, over the stages).
     pub steps_per_epoch: u64,
+    /// The pretrained model the BERT encoders start from (set by `session::prepare`).
+    pub pretrained: Option<harness_model::pretrained::PretrainedStart>,
 }
 
 /// One stage: its tasks' mixture, its length and learning rate, what it freezes.
@@ -124,6 +129,28 @@ impl Plan {
     }
 }
 
+/// The groups no optimizer moves (see [`compile_stages`]).
+fn always_frozen(recipe: &Recipe, system: &SystemConfig) -> Vec<Group> {
+    use harness_recipe::schema::Encoder;
+    let mut out: Vec<Group> = system
+        .center_heads
+        .iter()
+        .map(|&i| Group::Head(i))
+        .collect();
+    if let Some(model) = &recipe.model {
+        let encoders = std::iter::once((harness_model::system::MAIN_ENCODER, &model.encoder))
+            .chain(model.encoders.iter().map(|(n, e)| (n.as_str(), e)));
+        for (name, e) in encoders {
+            if let Encoder::Pretrained(p) = e {
+                if !p.trainable {
+                    out.extend(system.encoder_index(name).map(Group::Encoder));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The stages of a recipe: the distinct `stage:` numbers of its tasks, in order, each with
 /// the settings of `stages.<n>` over `train` and `optimizer`. Stage 1 of a recipe without
 /// stages draws its mixture from the recipe's seed, as before stages existed.
@@ -132,6 +159,7 @@ fn compile_stages(
     train_spec: &harness_recipe::schema::Train,
     system: &SystemConfig,
     tasks: &[TaskPlan],
+    joint: &[bool],
 ) -> Result<Vec<StagePlan>, TrainError> {
     let numbers: std::collections::BTreeSet<u32> = recipe.tasks.iter().map(|t| t.stage).collect();
     let mut stages = Vec::new();
@@ -140,7 +168,14 @@ fn compile_stages(
         let weights: Vec<Option<f64>> = tasks
             .iter()
             .zip(&recipe.tasks)
-            .map(|(t, r)| t.data.as_ref().filter(|_| r.stage == n).map(|_| t.weight))
+            .zip(joint)
+            // A joint task never draws a step of its own, even when it has batches.
+            .map(|((t, r), &j)| {
+                t.data
+                    .as_ref()
+                    .filter(|_| r.stage == n && !j)
+                    .map(|_| t.weight)
+            })
             .collect();
         let seed = recipe.seed.wrapping_add(k as u64);
         let mixture = Mixture::new(&weights, seed).ok_or_else(|| {
@@ -165,7 +200,7 @@ fn compile_stages(
             (None, None, None, Some(e)) => e as u64 * steps_per_epoch,
             (None, None, None, None) => steps_per_epoch,
         };
-        let frozen = own
+        let mut frozen = own
             .frozen
             .iter()
             .map(|g| {
@@ -178,6 +213,13 @@ fn compile_stages(
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // Out of every stage's optimizer: the centre heads (moved by the center loss's own
+        // rule) and pretrained encoders the recipe does not fine-tune (`trainable: false`).
+        for g in always_frozen(recipe, system) {
+            if !frozen.contains(&g) {
+                frozen.push(g);
+            }
+        }
         let index = |name: &String| {
             system.encoder_index(name).ok_or_else(|| {
                 TrainError::recipe(
@@ -212,6 +254,53 @@ fn compile_stages(
         start += steps;
     }
     Ok(stages)
+}
+
+/// The class count of each `l2_softmax` / `centers` head without `classes`: the labels of
+/// the labelled corpus of the tasks that name it (`params.head`). Two tasks whose corpora
+/// have different label counts cannot share a head.
+fn head_classes(
+    recipe: &Recipe,
+    loaded: &BTreeMap<String, Loaded>,
+) -> Result<BTreeMap<String, usize>, TrainError> {
+    use harness_recipe::schema::Head;
+    let mut out: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let Some(model) = &recipe.model else {
+        return Ok(BTreeMap::new());
+    };
+    for task in &recipe.tasks {
+        let Some(head) = task.objective.params.get("head").and_then(|h| h.as_str()) else {
+            continue;
+        };
+        let open = match model.heads.get(head) {
+            Some(Head::L2Softmax(h)) => h.classes.is_none(),
+            Some(Head::Centers(h)) => h.classes.is_none(),
+            _ => false,
+        };
+        let Some(Loaded::Labelled { classes, .. }) = loaded.get(&task.corpus) else {
+            continue;
+        };
+        if !open {
+            continue;
+        }
+        let n = classes.len();
+        match out.get(head) {
+            Some((m, other)) if *m != n => {
+                return Err(TrainError::recipe(
+                    format!("model.heads.{head}.classes"),
+                    format!(
+                        "task `{other}` gives this head {m} classes and task `{}` {n}",
+                        task.name
+                    ),
+                    "give each corpus its own head, or set `classes`",
+                ))
+            }
+            _ => {
+                out.insert(head.to_string(), (n, task.name.clone()));
+            }
+        }
+    }
+    Ok(out.into_iter().map(|(k, (n, _))| (k, n)).collect())
 }
 
 /// [`compile_plan_with`] the objectives of this build ([`objectives::ALL`]).
@@ -260,12 +349,8 @@ pub fn compile_plan_with(
     loaded: &BTreeMap<String, Loaded>,
     defs: &[&'static ObjectiveDef],
 ) -> Result<Plan, TrainError> {
-    let system = SystemConfig::from_recipe(
-        recipe,
-        tokenizer.vocab_size(),
-        tokenizer.char_ngram_buckets(),
-        tokenizer.languages().len(),
-    )?;
+    let head_classes = head_classes(recipe, loaded)?;
+    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes)?;
     let train_spec = recipe
         .train
         .clone()
@@ -304,7 +389,7 @@ pub fn compile_plan_with(
             )
         })?;
         partners.push(prepared.joint_with().map(String::from));
-        let data = if prepared.joint_with().is_some() {
+        let data = if prepared.joint_with().is_some() && !prepared.draws_own_batches() {
             None
         } else {
             let examples = match (loaded.get(&task.corpus), def.examples) {
@@ -413,11 +498,21 @@ pub fn compile_plan_with(
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
+                // An inner loop that trains a discriminator head clips to the head's `clip`.
+                let clip = l.clip.or_else(|| {
+                    l.trains.iter().find_map(|g| {
+                        let name = g.strip_prefix("heads.")?;
+                        match recipe.model.as_ref()?.heads.get(name)? {
+                            harness_recipe::schema::Head::Discriminator(d) => Some(d.clip),
+                            _ => None,
+                        }
+                    })
+                });
                 Some(InnerPlan {
                     steps: l.steps,
                     trains,
                     lr: l.lr,
-                    clip: l.clip,
+                    clip,
                 })
             }
         };
@@ -447,7 +542,7 @@ pub fn compile_plan_with(
                     "name another task of this recipe",
                 )
             })?;
-        if tasks[p].data.is_none() {
+        if tasks[p].data.is_none() || partners[p].is_some() {
             return Err(TrainError::recipe(
                 key,
                 format!("task `{partner}` is itself joint with another task"),
@@ -456,16 +551,19 @@ pub fn compile_plan_with(
         }
         tasks[p].joint.push(i);
     }
-    let stages = compile_stages(recipe, &train_spec, &system, &tasks)?;
+    let joint: Vec<bool> = partners.iter().map(Option::is_some).collect();
+    let stages = compile_stages(recipe, &train_spec, &system, &tasks, &joint)?;
     let total_steps = stages.last().map_or(0, |s| s.start + s.steps);
     let steps_per_epoch = stages.iter().map(|s| s.steps_per_epoch).sum();
     Ok(Plan {
         recipe: recipe.clone(),
+        head_classes,
         system,
         tasks,
         stages,
         first_token,
         total_steps,
         steps_per_epoch,
+        pretrained: None,
     })
 }

@@ -38,8 +38,24 @@ pub fn prepare(
     })?;
     harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
     write_corpora(&loaded, &run_dir.join("corpora"))?;
-    let tokenizer = tokenizer_for(recipe, &loaded, &run_dir.join("tokenizer.json"))?;
+    let tok_path = run_dir.join("tokenizer.json");
+    let start = pretrained_start(recipe, settings)?;
+    let tokenizer = match &start {
+        Some(start) => crate::tokenizer::pretrained_tokenizer(start, &tok_path)?,
+        None => tokenizer_for(recipe, &loaded, &tok_path)?,
+    };
     let mut plan = compile_plan(recipe, &tokenizer, &loaded)?;
+    plan.pretrained = start;
+    if !plan.head_classes.is_empty() {
+        let p = run_dir.join(harness_model::system::HEAD_CLASSES_FILE);
+        let text =
+            serde_json::to_string_pretty(&plan.head_classes).map_err(|e| TrainError::Export {
+                path: p.clone(),
+                detail: e.to_string(),
+            })?;
+        harness_core::fsutil::write_atomic(&p, text.as_bytes())
+            .map_err(|e| TrainError::io(&p, e))?;
+    }
     let open = |spec: &str| {
         harness_encoders::open_encoder(spec, settings).map_err(|e| {
             TrainError::recipe(
@@ -63,6 +79,38 @@ pub fn prepare(
         );
     }
     Ok((plan, tokenizer, counts))
+}
+
+/// The pretrained model the recipe's encoder starts from, opened (installed on first use),
+/// when it is one.
+fn pretrained_start(
+    recipe: &harness_recipe::Recipe,
+    settings: &Settings,
+) -> Result<Option<harness_model::pretrained::PretrainedStart>, TrainError> {
+    use harness_recipe::schema::Encoder;
+    let Some(model) = &recipe.model else {
+        return Ok(None);
+    };
+    let mut names = std::iter::once(&model.encoder)
+        .chain(model.encoders.values())
+        .filter_map(|e| match e {
+            Encoder::Pretrained(p) => Some(p.name.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    names.dedup();
+    match names.as_slice() {
+        [] => Ok(None),
+        [name] => Ok(Some(harness_model::pretrained::open(name, settings)?)),
+        _ => Err(TrainError::recipe(
+            "model.encoders",
+            format!(
+                "encoders start from several pretrained models ({})",
+                names.join(", ")
+            ),
+            "start every pretrained encoder of a run from the same model (one tokenizer)",
+        )),
+    }
 }
 
 /// Writes every loaded corpus as the trainer sees it (after the contamination filter and the

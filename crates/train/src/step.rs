@@ -13,6 +13,7 @@ use crate::data::{ContextExample, Examples, NliExample, PairExample};
 use crate::plan::{Plan, TaskPlan};
 use crate::TrainError;
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
 use harness_model::decoder::LstmDecoder;
 use harness_model::encoder::Encoded;
 use harness_model::heads::Mlp;
@@ -50,6 +51,21 @@ pub struct Step<'a, B: AutodiffBackend> {
     tensors: Option<Tensors<B>>,
     encoded: [Option<Encoded<B>>; 3],
     tokens: usize,
+    /// The batches of joint tasks that draw their own (`Objective::draws_own_batches`):
+    /// task index, its plan, the examples' indices, and their encodings once computed.
+    own: Vec<OwnBatch<'a, B>>,
+    /// The joint task whose loss is being computed (`None`: the step's own task).
+    current: Option<usize>,
+    /// Head weights to set after the optimizer step (the centres of a center loss).
+    deferred: Vec<(usize, Tensor<B::InnerBackend, 2>)>,
+}
+
+/// A joint task's own batch within a step.
+struct OwnBatch<'a, B: AutodiffBackend> {
+    task: usize,
+    plan: &'a TaskPlan,
+    index: &'a [u32],
+    encoded: Option<Encoded<B>>,
 }
 
 impl<'a, B: AutodiffBackend> Step<'a, B> {
@@ -75,7 +91,95 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             tensors: None,
             encoded: [None, None, None],
             tokens: 0,
+            own: Vec::new(),
+            current: None,
+            deferred: Vec::new(),
         }
+    }
+
+    /// The step with joint task `task`'s own batch (examples `index` of its data).
+    pub fn with_own(mut self, task: usize, plan: &'a TaskPlan, index: &'a [u32]) -> Self {
+        self.own.push(OwnBatch {
+            task,
+            plan,
+            index,
+            encoded: None,
+        });
+        self
+    }
+
+    /// Which task's loss is computed next: a joint task's index, or `None` for the step's
+    /// own task.
+    pub fn set_current(&mut self, task: Option<usize>) {
+        self.current = task;
+    }
+
+    /// The encodings of the first side of the batch the current (joint) task draws from its
+    /// own corpus, through its encoder; computed on first use.
+    pub fn own_encode(&mut self) -> Result<Encoded<B>, TrainError> {
+        let current = self.current;
+        let name = self.task.name.clone();
+        let own = self
+            .own
+            .iter_mut()
+            .find(|o| Some(o.task) == current)
+            .ok_or_else(|| {
+                TrainError::recipe(
+                    format!("tasks.{name}"),
+                    "a loss reads a batch of its own corpus, but its task draws none",
+                    "report this as a bug in the objective's definition (draws_own_batches)",
+                )
+            })?;
+        if let Some(e) = &own.encoded {
+            return Ok(e.clone());
+        }
+        let examples = &own
+            .plan
+            .data
+            .as_ref()
+            .expect("a task that draws its own batches has data")
+            .examples;
+        let input =
+            match examples {
+                Examples::Labelled(ex) => crate::batch::encoder_input::<B>(
+                    own.index.iter().map(|&i| &ex[i as usize].ids),
+                    self.device,
+                ),
+                Examples::Pairs(ex) => crate::batch::encoder_input::<B>(
+                    own.index.iter().map(|&i| &ex[i as usize].src),
+                    self.device,
+                ),
+                _ => return Err(TrainError::recipe(
+                    format!("tasks.{}.corpus", own.plan.name),
+                    "its own batches are read as sentences: give it labelled sentences or pairs",
+                    "use an intent or parallel corpus",
+                )),
+            };
+        self.tokens += input.tokens;
+        let i = own.plan.encoders[0];
+        let frozen = self
+            .frozen
+            .iter()
+            .any(|g| matches!(g, Group::Encoder(j) if *j == i));
+        let encoder = &self.model.encoders[i];
+        let e = if frozen {
+            encoder.forward(&input, None)
+        } else {
+            encoder.forward(&input, Some(self.noise))
+        };
+        own.encoded = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Sets head `head`'s output-layer weight to `weight` after this step's optimizer
+    /// update (a rule outside the optimizer: the center loss's centres).
+    pub fn defer_head_weight(&mut self, head: usize, weight: Tensor<B::InnerBackend, 2>) {
+        self.deferred.push((head, weight));
+    }
+
+    /// The deferred head weights ([`Self::defer_head_weight`]).
+    pub fn take_deferred(&mut self) -> Vec<(usize, Tensor<B::InnerBackend, 2>)> {
+        std::mem::take(&mut self.deferred)
     }
 
     /// Real tokens read so far (encoder inputs once each, plus what losses add).
@@ -297,13 +401,17 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
 
     /// The head named `name` in `model.heads`.
     pub fn head(&self, name: &str) -> Result<&'a Mlp<B>, TrainError> {
-        let i = self.plan.system.head_index(name).ok_or_else(|| {
+        Ok(&self.model.heads[self.head_index(name)?])
+    }
+
+    /// The index of the head named `name` in `model.heads`.
+    pub fn head_index(&self, name: &str) -> Result<usize, TrainError> {
+        self.plan.system.head_index(name).ok_or_else(|| {
             TrainError::recipe(
                 format!("tasks.{}.params.head", self.task.name),
                 format!("no head named `{name}`"),
                 "declare it under `model.heads`",
             )
-        })?;
-        Ok(&self.model.heads[i])
+        })
     }
 }

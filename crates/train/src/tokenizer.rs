@@ -69,3 +69,33 @@ pub fn tokenizer_for(
 
     Ok(tokenizer)
 }
+
+/// The run's tokenizer when its encoder is a pretrained model: the model's own
+/// (`start.tokenizer`), saved at `tok_path` with the model's architecture; a run that has one
+/// already reloads it, refusing one that belongs to another model.
+pub fn pretrained_tokenizer(
+    start: &harness_model::pretrained::PretrainedStart,
+    tok_path: &Path,
+) -> Result<TextTokenizer, TrainError> {
+    if tok_path.is_file() {
+        let t = TextTokenizer::load(tok_path)?;
+        let same = t.pretrained().is_some_and(|p| {
+            p.model_sha256 == start.tokenizer.model_sha256 && p.model == start.tokenizer.model
+        });
+        if !same {
+            return Err(TrainError::recipe(
+                "model.encoder.name",
+                format!(
+                    "{} belongs to another model than `{}`",
+                    tok_path.display(),
+                    start.tokenizer.model
+                ),
+                "train in a new run directory (the run's checkpoints belong to that model too)",
+            ));
+        }
+        return Ok(t);
+    }
+    let t = TextTokenizer::from_pretrained(start.tokenizer.clone());
+    t.save(tok_path)?;
+    Ok(t)
+}

@@ -171,8 +171,10 @@ fn step_loss<B: AutodiffBackend>(
     losses: &[Box<dyn TaskLoss<B>>],
     t: usize,
 ) -> Result<Tensor<B, 1>, TrainError> {
+    step.set_current(None);
     let mut loss = losses[t].loss(step)?;
     for &j in &plan.tasks[t].joint {
+        step.set_current(Some(j));
         let joint = losses[j].loss(step)?;
         let weight = plan.tasks[j].weight;
         // A weight of 1 adds no multiplication (and no rounding) to the graph.
@@ -301,6 +303,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             }
             state = checkpoint::read_state(&dir)?;
             last_checkpoint = Some(dir);
+        } else if let Some(start) = &plan.pretrained {
+            // A fresh run's BERT encoders start from the pretrained weights.
+            model = start.start(model, device)?;
         }
         truncate_metrics(&metrics_path, state.step)?;
         let metrics = std::fs::OpenOptions::new()
@@ -368,21 +373,37 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 "report this as a bug",
             )
         })?;
-        if let Some(inner) = &task.inner {
-            self.inner_loop(t, inner, device)?;
+        // The inner loops (the drawn task's, then those of the tasks joint with it) run
+        // first, each alone on its groups (Emu Algorithm 1: the critic before the encoder).
+        let inner_loops: Vec<usize> = std::iter::once(t)
+            .chain(task.joint.iter().copied())
+            .filter(|&k| plan.tasks[k].inner.is_some())
+            .collect();
+        for &k in &inner_loops {
+            let inner = plan.tasks[k].inner.as_ref().expect("filtered above");
+            self.inner_loop(t, k, inner, device)?;
         }
-        let pos = self
-            .state
-            .positions
-            .get(&task.name)
-            .copied()
-            .unwrap_or_default();
-        let (index, next) = data.batch_at(pos);
+        let position =
+            |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
+        let (index, next) = data.batch_at(position(&self.state, &task.name));
+        // Joint tasks that draw batches of their own take their next one.
+        let own: Vec<(usize, &[u32], crate::data::Position)> = task
+            .joint
+            .iter()
+            .filter_map(|&j| {
+                let d = plan.tasks[j].data.as_ref()?;
+                let (i, n) = d.batch_at(position(&self.state, &plan.tasks[j].name));
+                Some((j, i, n))
+            })
+            .collect();
         let mut noise = Noise::new(plan.recipe.seed, step);
-        // The main update leaves the inner loop's groups alone.
+        // The main update leaves the inner loops' groups alone.
         let mut frozen = stage.frozen.clone();
-        if let Some(inner) = &task.inner {
-            frozen.extend(inner.trains.iter().copied());
+        if !inner_loops.is_empty() {
+            for &k in &inner_loops {
+                let inner = plan.tasks[k].inner.as_ref().expect("filtered above");
+                frozen.extend(inner.trains.iter().copied());
+            }
             self.model = self.model.take().map(|m| m.with_frozen(&frozen));
         }
         let model = self
@@ -390,8 +411,12 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             .as_ref()
             .expect("the model is back after each step");
         let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
+        for &(j, i, _) in &own {
+            ctx = ctx.with_own(j, &plan.tasks[j], i);
+        }
         let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
         let tokens = ctx.tokens();
+        let deferred = ctx.take_deferred();
         let value: f64 = loss.clone().into_scalar().elem();
         if !value.is_finite() {
             return Err(TrainError::Diverged {
@@ -416,7 +441,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         }
         let lr = learning_rate(&spec, local, stage.steps, stage.steps_per_epoch);
         self.model = self.model.take().map(|m| self.optim.step(lr, m, grads));
+        for (head, weight) in deferred {
+            self.model = self.model.take().map(|m| m.with_head_weight(head, weight));
+        }
         self.state.positions.insert(task.name.clone(), next);
+        for (j, _, n) in own {
+            self.state.positions.insert(plan.tasks[j].name.clone(), n);
+        }
         self.state.step += 1;
         self.state.tokens += tokens as u64;
         let secs = started.elapsed().as_secs_f64();
@@ -435,17 +466,21 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         })
     }
 
-    /// Task `t`'s inner loop before the main update of this step: each inner update trains
-    /// only the loop's groups (everything else out of the backward pass), on a batch drawn
-    /// for it, with the task's own inner optimizer, then clips their weights.
+    /// Task `k`'s inner loop before the main update of a step of task `t` (`k` is `t`, or a
+    /// task joint with it): each inner update trains only the loop's groups (everything else
+    /// out of the backward pass), on a batch of `t` drawn for it (and, for a joint task
+    /// that draws its own, one of its own corpus), with task `k`'s own inner optimizer, then
+    /// clips their weights.
     fn inner_loop(
         &mut self,
         t: usize,
+        k: usize,
         inner: &InnerPlan,
         device: &B::Device,
     ) -> Result<(), TrainError> {
         let plan = self.plan;
         let task = &plan.tasks[t];
+        let own = (k != t).then(|| plan.tasks[k].data.as_ref()).flatten();
         let data = task.data.as_ref().ok_or_else(|| {
             TrainError::recipe(
                 format!("tasks.{}", task.name),
@@ -462,9 +497,11 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let step = self.state.step;
         for i in 0..inner.steps {
             let index = data.inner_batch(step, i);
-            // Its own random stream (dropout), apart from the main update's.
+            // Its own random stream (dropout), apart from the main update's (and from
+            // another joint task's loop).
+            let loop_key = if k == t { 0 } else { (k as u64 + 1) << 40 };
             let mut noise = Noise::new(
-                plan.recipe.seed ^ 0x6a09_e667_f3bc_c908,
+                plan.recipe.seed ^ 0x6a09_e667_f3bc_c908 ^ loop_key,
                 step.wrapping_mul(1 << 16).wrapping_add(i as u64),
             );
             let model = self.model.take().map(|m| m.with_frozen(&frozen));
@@ -474,19 +511,23 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 .as_ref()
                 .expect("the model is back after each step");
             let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
-            let loss = self.losses[t].inner_loss(&mut ctx)?;
+            if let Some(own) = own {
+                ctx = ctx.with_own(k, &plan.tasks[k], own.inner_batch(step, i));
+            }
+            ctx.set_current((k != t).then_some(k));
+            let loss = self.losses[k].inner_loss(&mut ctx)?;
             let value: f64 = loss.clone().into_scalar().elem();
             if !value.is_finite() {
                 return Err(TrainError::Diverged {
                     step,
-                    task: format!("{} (inner update {})", task.name, i + 1),
+                    task: format!("{} (inner update {})", plan.tasks[k].name, i + 1),
                     value,
                 });
             }
             let grads = GradientsParams::from_grads(loss.backward(), model);
             let optim = self
                 .inner
-                .get_mut(&t)
+                .get_mut(&k)
                 .expect("an inner optimizer per inner loop");
             let updated = self.model.take().map(|m| optim.step(inner.lr, m, grads));
             self.model = match inner.clip {

@@ -56,6 +56,7 @@ fn ngram_table<Be: Backend>(e: &SentenceEncoder<Be>) -> Vec<f32> {
         SentenceEncoder::Bilstm(e) => e.ngrams.as_ref(),
         SentenceEncoder::Cbow(e) => e.ngrams.as_ref(),
         SentenceEncoder::Transformer(e) => e.ngrams.as_ref(),
+        SentenceEncoder::Bert(_) => None,
     };
     n.expect("an n-gram layer")
         .table

@@ -164,6 +164,7 @@ mod tests {
                     ids: vec![0, 1, 1, 2],
                     ends: vec![3, 4],
                 }),
+                complete: false,
             },
             Tokens {
                 ids: vec![2],
@@ -171,6 +172,7 @@ mod tests {
                     ids: vec![],
                     ends: vec![0],
                 }),
+                complete: false,
             },
         ];
         let input = pad_tokens::<B>(&rows, &dev);

@@ -5,6 +5,7 @@
 //! pooling) as a benchmark [`Encoder`](harness_embed::Encoder).
 
 pub mod bert;
+pub mod bert_sentence;
 pub mod bilstm;
 pub mod cbow;
 pub mod char_ngrams;
@@ -14,6 +15,8 @@ pub mod pool;
 pub mod sentence;
 pub mod sentence_transformers;
 pub mod transformer;
-pub mod unigram;
 
+/// The XLM-R unigram tokenizer of multilingual-e5-small (in harness-data, beside the other
+/// tokenizers; re-exported here where the e5 encoder reads it).
+pub use harness_data::unigram;
 pub use sentence::{Encoded, SentenceEncoder, SentenceEncoderConfig};

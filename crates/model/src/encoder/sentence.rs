@@ -7,9 +7,12 @@
 //!
 //! Adding an encoder kind: its module file beside this one, a variant in
 //! [`SentenceEncoder`] and [`SentenceEncoderConfig`], and its arm in
-//! [`SentenceEncoderConfig::from_recipe`]. Room is kept for `bert` (the pretrained encoders,
-//! fine-tuned).
+//! [`SentenceEncoderConfig::from_recipe`]. `Bert` is a pretrained encoder fine-tuned
+//! (`kind: pretrained`, `bert_sentence.rs`); its architecture comes from the run's
+//! pretrained tokenizer file and its starting weights from the model store.
 
+use crate::encoder::bert::BertConfig;
+use crate::encoder::bert_sentence::{BertSentenceConfig, BertSentenceEncoder};
 use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig};
 use crate::encoder::cbow::{CbowEncoder, CbowEncoderConfig};
 use crate::encoder::transformer::{TransformerEncoder, TransformerEncoderConfig};
@@ -44,6 +47,8 @@ pub enum SentenceEncoder<B: Backend> {
     Cbow(CbowEncoder<B>),
     /// Pre-norm transformer (`transformer`, multilingual USE).
     Transformer(TransformerEncoder<B>),
+    /// A pretrained BERT, fine-tuned (`pretrained`, Emu).
+    Bert(BertSentenceEncoder<B>),
 }
 
 /// The configuration of a [`SentenceEncoder`].
@@ -52,17 +57,20 @@ pub enum SentenceEncoderConfig {
     Bilstm(BilstmEncoderConfig),
     Cbow(CbowEncoderConfig),
     Transformer(TransformerEncoderConfig),
+    Bert(BertSentenceConfig),
 }
 
 impl SentenceEncoderConfig {
     /// The encoder a recipe's `model.encoder` block describes, over `n_vocab` tokens (and
     /// `ngram_buckets` character n-gram ids when the tokenizer gives them); `dropout` is the
-    /// optimizer's, used where the block sets none.
+    /// optimizer's, used where the block sets none. A `pretrained` encoder takes its
+    /// architecture from `pretrained` (the run's pretrained tokenizer file).
     pub fn from_recipe(
         e: &Encoder,
         n_vocab: usize,
         ngram_buckets: Option<usize>,
         dropout: f64,
+        pretrained: Option<&harness_data::pretrained_tokenizer::PretrainedTokenizer>,
     ) -> Result<Self, ModelError> {
         let pick = |own: f64| if own > 0.0 { own } else { dropout };
         Ok(match e {
@@ -85,6 +93,46 @@ impl SentenceEncoderConfig {
                     ngram_buckets,
                     dropout: pick(e.dropout),
                     ..TransformerEncoderConfig::from_recipe(n_vocab, e)
+                })
+            }
+            Encoder::Pretrained(p) => {
+                let Some(t) = pretrained else {
+                    return Err(ModelError::Unsupported {
+                        key: "data.tokenizer.kind".into(),
+                        detail: format!(
+                            "the pretrained encoder `{}` reads its own tokenizer's ids",
+                            p.name
+                        ),
+                        fix: "set `data.tokenizer: {kind: pretrained}`".into(),
+                    });
+                };
+                if !crate::encoder::bert_sentence::accepts(p.pool) {
+                    return Err(ModelError::Unsupported {
+                        key: "model.encoder.pool".into(),
+                        detail: format!("a BERT encoder does not pool `{:?}`", p.pool),
+                        fix: "use `mean` (sentence-transformers' pooling), `cls` or `max`".into(),
+                    });
+                }
+                let bert: BertConfig =
+                    serde_json::from_value(t.config.clone()).map_err(|e| {
+                        ModelError::Unsupported {
+                            key: "model.encoder".into(),
+                            detail: format!(
+                                "the configuration saved with `{}`'s tokenizer is not a BERT config ({e})",
+                                t.model
+                            ),
+                            fix: "delete the run's tokenizer.json; training writes it again".into(),
+                        }
+                    })?;
+                bert.check().map_err(|detail| ModelError::Unsupported {
+                    key: "model.encoder".into(),
+                    detail,
+                    fix: "use a BertModel checkpoint".into(),
+                })?;
+                SentenceEncoderConfig::Bert(BertSentenceConfig {
+                    bert,
+                    pool: crate::encoder::bilstm::pool_name(p.pool),
+                    model: t.model.clone(),
                 })
             }
             other => {
@@ -110,6 +158,7 @@ impl SentenceEncoderConfig {
             SentenceEncoderConfig::Bilstm(c) => c.d_sentence(),
             SentenceEncoderConfig::Cbow(c) => c.d_embed,
             SentenceEncoderConfig::Transformer(c) => c.d_model,
+            SentenceEncoderConfig::Bert(c) => c.bert.hidden_size,
         }
     }
 
@@ -119,6 +168,7 @@ impl SentenceEncoderConfig {
             SentenceEncoderConfig::Bilstm(c) => SentenceEncoder::Bilstm(c.init(device)),
             SentenceEncoderConfig::Cbow(c) => SentenceEncoder::Cbow(c.init(device)),
             SentenceEncoderConfig::Transformer(c) => SentenceEncoder::Transformer(c.init(device)),
+            SentenceEncoderConfig::Bert(c) => SentenceEncoder::Bert(c.init(device)),
         }
     }
 
@@ -162,6 +212,14 @@ impl SentenceEncoderConfig {
                 "attention": "layers.N.self_attn.in_proj [d_model, 3*d_model] fused queries|keys|values (torch in_proj_weight transposed), heads split contiguously, scores / sqrt(d_head), padded keys masked; out_proj",
                 "char_ngrams": describe_ngrams(c.ngram_buckets),
             }),
+            SentenceEncoderConfig::Bert(c) => serde_json::json!({
+                "architecture": "bert",
+                "from": c.model,
+                "config": c.bert,
+                "pool": c.pool,
+                "d_sentence": c.bert.hidden_size,
+                "input": "the model's own ids ([CLS]/<s> ... [SEP]/</s>) from tokenizer.json",
+            }),
         }
     }
 }
@@ -178,7 +236,7 @@ fn describe_ngrams(buckets: Option<usize>) -> serde_json::Value {
 }
 
 /// Recipe encoder kinds this build trains.
-pub const TRAINABLE: &[&str] = &["bilstm", "lstm", "cbow", "transformer"];
+pub const TRAINABLE: &[&str] = &["bilstm", "lstm", "cbow", "transformer", "pretrained"];
 
 impl<B: Backend> SentenceEncoder<B> {
     /// Encodes a padded batch (`noise`: dropout draws while training, `None` at inference).
@@ -187,6 +245,7 @@ impl<B: Backend> SentenceEncoder<B> {
             SentenceEncoder::Bilstm(e) => e.forward(input, noise),
             SentenceEncoder::Cbow(e) => e.forward(input, noise),
             SentenceEncoder::Transformer(e) => e.forward(input, noise),
+            SentenceEncoder::Bert(e) => e.forward(input),
         }
     }
 
@@ -198,6 +257,7 @@ impl<B: Backend> SentenceEncoder<B> {
             SentenceEncoder::Bilstm(e) => ("trained-bilstm/v2", &e.pool),
             SentenceEncoder::Cbow(e) => ("trained-cbow/v1", &e.pool),
             SentenceEncoder::Transformer(e) => ("trained-transformer/v1", &e.pool),
+            SentenceEncoder::Bert(e) => ("trained-bert/v1", &e.pool),
         };
         format!("{tag};weights={weights_id};tokenizer={tokenizer};pool={pool};max_len={max_len}")
     }
@@ -222,6 +282,10 @@ impl<B: Backend> SentenceEncoder<B> {
                 e.projection = e.projection.map(|p| p.map(mapper));
                 SentenceEncoder::Transformer(e)
             }
+            SentenceEncoder::Bert(mut e) => {
+                e.bert.embeddings = e.bert.embeddings.map(mapper);
+                SentenceEncoder::Bert(e)
+            }
         }
     }
 
@@ -229,6 +293,12 @@ impl<B: Backend> SentenceEncoder<B> {
     /// gradient multiplier scales their gradients, §4).
     pub fn embedding_tables(&self) -> Vec<&Param<Tensor<B, 2>>> {
         let (embedding, ngrams) = match self {
+            SentenceEncoder::Bert(e) => {
+                let words = &e.bert.embeddings;
+                return std::iter::once(&words.word_embeddings.weight)
+                    .chain(words.word_blocks.iter().map(|b| &b.weight))
+                    .collect();
+            }
             SentenceEncoder::Bilstm(e) => (&e.embedding, &e.ngrams),
             SentenceEncoder::Cbow(e) => (&e.embedding, &e.ngrams),
             SentenceEncoder::Transformer(e) => (&e.embedding, &e.ngrams),
@@ -244,6 +314,7 @@ impl<B: Backend> SentenceEncoder<B> {
             SentenceEncoder::Bilstm(e) => e.embedding.weight.device(),
             SentenceEncoder::Cbow(e) => e.embedding.weight.device(),
             SentenceEncoder::Transformer(e) => e.embedding.weight.device(),
+            SentenceEncoder::Bert(e) => e.bert.embeddings.word_embeddings.weight.device(),
         }
     }
 

@@ -105,6 +105,9 @@ pub struct SentenceTransformer<B: Backend = CpuBackend> {
     normalize: bool,
     do_lower_case: bool,
     max_seq_length: usize,
+    /// The default prompt (`config_sentence_transformers.json`: `prompts` at
+    /// `default_prompt_name`), prepended to every sentence as `encode` does; empty for none.
+    prompt: String,
     batch_size: usize,
     device: B::Device,
     fingerprint: String,
@@ -161,6 +164,7 @@ impl<B: Backend> SentenceTransformer<B> {
             None => Pooling::Mean,
         };
         let tokenizer = open_tokenizer(&tokenizer_path, max_seq_length)?;
+        let prompt = default_prompt(dir)?;
         let vocab = tokenizer.get_vocab_size(true);
         if vocab > config.vocab_size {
             return Err(ModelError::format(
@@ -188,8 +192,9 @@ impl<B: Backend> SentenceTransformer<B> {
         }
         hasher.update(
             format!(
-                "pool={pooling:?};normalize={};max_seq_length={max_seq_length};lower={do_lower_case}",
-                pipeline.normalize
+                "pool={pooling:?};normalize={};max_seq_length={max_seq_length};lower={do_lower_case}{}",
+                pipeline.normalize,
+                if prompt.is_empty() { String::new() } else { format!(";prompt={prompt:?}") }
             )
             .as_bytes(),
         );
@@ -208,6 +213,7 @@ impl<B: Backend> SentenceTransformer<B> {
             normalize: pipeline.normalize,
             do_lower_case,
             max_seq_length,
+            prompt,
             batch_size: DEFAULT_BATCH_SIZE,
             device: device.clone(),
             fingerprint,
@@ -243,7 +249,13 @@ impl<B: Backend> SentenceTransformer<B> {
         sentences
             .par_iter()
             .map(|s| {
-                let text = python_strip(s);
+                let prompted;
+                let text = if self.prompt.is_empty() {
+                    python_strip(s)
+                } else {
+                    prompted = format!("{}{s}", self.prompt);
+                    python_strip(&prompted)
+                };
                 let text = if self.do_lower_case {
                     text.to_lowercase()
                 } else {
@@ -341,6 +353,12 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ModelError>
 }
 
 /// Resolves `modules.json` (or its absence) to the folders to read.
+/// The folder of a sentence-transformers model's transformer module (`modules.json`'s
+/// Transformer entry; the folder itself for a bare BERT folder).
+pub fn transformer_dir(dir: &Path) -> Result<PathBuf, ModelError> {
+    Ok(read_pipeline(dir)?.transformer_dir)
+}
+
 fn read_pipeline(dir: &Path) -> Result<Pipeline, ModelError> {
     let modules_path = dir.join("modules.json");
     if !modules_path.is_file() {
@@ -401,6 +419,31 @@ fn read_pipeline(dir: &Path) -> Result<Pipeline, ModelError> {
         pooling_config: Some(pooling_config),
         normalize,
     })
+}
+
+/// The default prompt of a folder's `config_sentence_transformers.json` (empty without one:
+/// no file, no `default_prompt_name`).
+// https://github.com/UKPLab/sentence-transformers/blob/85ec64559f4414aa536eca4bf53538291e0a333f/sentence_transformers/SentenceTransformer.py (encode: prompt_name, default_prompt_name)
+fn default_prompt(dir: &Path) -> Result<String, ModelError> {
+    let path = dir.join("config_sentence_transformers.json");
+    if !path.is_file() {
+        return Ok(String::new());
+    }
+    let v: serde_json::Value = read_json(&path)?;
+    let Some(name) = v.get("default_prompt_name").and_then(|n| n.as_str()) else {
+        return Ok(String::new());
+    };
+    v.get("prompts")
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.as_str())
+        .map(String::from)
+        .ok_or_else(|| {
+            ModelError::format(
+                &path,
+                format!("default_prompt_name `{name}` is not a key of `prompts`"),
+                "name one of `prompts`, or remove default_prompt_name",
+            )
+        })
 }
 
 /// Reads the pooling configuration; only plain mean pooling is implemented.

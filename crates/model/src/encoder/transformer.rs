@@ -513,6 +513,7 @@ mod tests {
             decoder: None,
             heads: vec![],
             languages: Vec::new(),
+            center_heads: Vec::new(),
         }
         .init::<B>(7, &Default::default());
         let SentenceEncoder::Transformer(e) = system.encoder() else {

@@ -1,10 +1,21 @@
 //! `adversarial_language`: adversarial language training against a discriminator head (Emu
 //! §2.3, Algorithm 1), the discriminator a WGAN critic (Arjovsky et al. 2017, Algorithm 1:
 //! the critic maximises `mean D(real) − mean D(fake)` and its weights are clipped after each
-//! update; the generator, here the encoder, minimises the same estimate). Declared: the
-//! estimate is here and tested; the objective trains with the Emu issue (inner critic loop).
+//! update; the generator, here the encoder, minimises the same estimate).
+//!
+//! The task is joint with the labelled task of the training language (`joint_with`) and
+//! draws batches of its own corpus, the adversarial sentences of the other languages
+//! (never translations of the labelled ones). Each step of the labelled task (Algorithm 1)
+//! first runs `critic_steps` updates of the discriminator alone, each on a fresh random
+//! batch of training-language sentences and one of adversarial sentences, its weights
+//! clipped to the head's `clip` after each (the trainer's inner loop, with its own Adam at
+//! `lr`); then the main update adds `λ · (mean D(x_en) − mean D(x_other))` on the step's
+//! batches to the classifier's loss, the discriminator frozen.
 
-use crate::objectives::{CheckContext, ExampleKind, Objective};
+use crate::objectives::{CheckContext, ExampleKind, InnerLoop, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::check::Finding;
@@ -33,6 +44,10 @@ pub struct AdversarialLanguage {
     /// Learning rate of the discriminator's own Adam.
     #[serde(default = "lr_1e4")]
     pub lr: f64,
+    /// The labelled task of the training language, whose batches are the discriminator's
+    /// training-language side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
 }
 
 fn five() -> u32 {
@@ -59,7 +74,58 @@ impl Objective for AdversarialLanguage {
         if self.critic_steps == 0 {
             out.push(Finding::new(crate::objectives::check::param("critic_steps"), "must be ≥ 1, found 0"));
         }
+        cx.joint_with(&mut out, self.joint_with.as_deref());
+        if self.joint_with.is_none() {
+            out.push(Finding::new(
+                crate::objectives::check::param("joint_with"),
+                "the adversarial task reads the training language's batches: name its labelled task (`joint_with: intent`)",
+            ));
+        }
         out
+    }
+
+    fn joint_with(&self) -> Option<&str> {
+        self.joint_with.as_deref()
+    }
+
+    fn draws_own_batches(&self) -> bool {
+        true
+    }
+
+    fn inner_loop(&self) -> Option<InnerLoop> {
+        Some(InnerLoop {
+            steps: self.critic_steps,
+            trains: vec![format!("heads.{}", self.head)],
+            lr: self.lr,
+            // The head's `clip` (the plan fills it in from `model.heads`).
+            clip: None,
+        })
+    }
+}
+
+impl AdversarialLanguage {
+    /// `mean D(x_en) − mean D(x_other)` on the step's two batches (dropout in the critic
+    /// while training).
+    fn estimate<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let training = step.encode(Side::First)?.sentence;
+        let other = step.own_encode()?.sentence;
+        let critic = step.head(&self.head)?;
+        let a = critic.forward(training, None, Some(step.noise()));
+        let b = critic.forward(other, None, Some(step.noise()));
+        Ok(wasserstein_estimate(a, b))
+    }
+}
+
+impl Loss for AdversarialLanguage {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        Ok(self.estimate(step)? * self.lambda)
+    }
+
+    fn inner_loss<B: AutodiffBackend>(
+        &self,
+        step: &mut Step<'_, B>,
+    ) -> Result<Tensor<B, 1>, TrainError> {
+        Ok(self.estimate(step)?.neg())
     }
 }
 

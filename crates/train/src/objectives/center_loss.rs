@@ -6,7 +6,10 @@
 //! optimizer's). Declared: the loss and the centre update are here and tested; the
 //! objective trains with the Emu issue's `centers` head.
 
-use crate::objectives::{CheckContext, ExampleKind, Objective};
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::backend::Backend;
 use burn::tensor::{IndexingUpdateOp, Int, Tensor};
 use harness_recipe::check::Finding;
@@ -57,6 +60,10 @@ pub struct CenterLoss {
     /// Learning rate of the centroid updates.
     #[serde(default = "half")]
     pub center_lr: f64,
+    /// The task whose batches it shares (Emu eq. 2: the softmax task's), adding its loss
+    /// to that task's on the same encodings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joint_with: Option<String>,
 }
 
 fn half() -> f64 {
@@ -72,7 +79,34 @@ impl Objective for CenterLoss {
         cx.head(&mut out, Self::NAME, &self.head, &["centers"]);
         cx.non_negative(&mut out, "lambda", self.lambda);
         cx.positive(&mut out, "center_lr", self.center_lr);
+        cx.joint_with(&mut out, self.joint_with.as_deref());
         out
+    }
+
+    fn joint_with(&self) -> Option<&str> {
+        self.joint_with.as_deref()
+    }
+}
+
+impl Loss for CenterLoss {
+    /// `λ · center_loss` against the current centres (fixed: no gradient reaches them), and
+    /// Wen et al.'s update of the centres from this batch's encodings, applied by the
+    /// trainer after the optimizer step (`Step::defer_head_weight`). The centres are the
+    /// columns of the `centers` head's weight `[d, classes]`.
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let x = step.encode(Side::First)?.sentence;
+        let labels = step.labels()?;
+        let head = step.head_index(&self.head)?;
+        let weight = step.model().heads[head].layers[0].weight.val().detach();
+        let centers = weight.transpose();
+        let updated = updated_centers(
+            x.clone().detach().inner(),
+            centers.clone().inner(),
+            labels.clone().inner(),
+            self.center_lr,
+        );
+        step.defer_head_weight(head, updated.transpose());
+        Ok(center_loss(x, centers, labels) * self.lambda)
     }
 }
 

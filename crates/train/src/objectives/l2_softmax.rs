@@ -1,10 +1,14 @@
 //! `l2_softmax`: L2-constrained softmax classification through an `l2_softmax` head (Emu
 //! §2.2; Ranjan et al. 2017, "L2-constrained Softmax Loss for Discriminative Face
 //! Verification", eq. 4: each feature L2-normalised and scaled to radius α, then the
-//! softmax layer and cross-entropy). Declared: the loss function is here and tested; the
-//! objective trains with the Emu issue's `l2_softmax` head.
+//! softmax layer and cross-entropy). The head is the softmax layer (an `l2_softmax` head of
+//! `model.heads`, whose `alpha` is the radius); the encodings are the first side of the
+//! task's labelled sentences.
 
-use crate::objectives::{CheckContext, ExampleKind, Objective};
+use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
+use crate::step::{Side, Step};
+use crate::TrainError;
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
 use harness_recipe::check::Finding;
@@ -55,6 +59,32 @@ impl Objective for L2Softmax {
         let mut out = Vec::new();
         cx.head(&mut out, Self::NAME, &self.head, &["l2_softmax"]);
         out
+    }
+}
+
+/// The `alpha` of the `l2_softmax` head `name` of the recipe.
+fn alpha_of(plan: &crate::plan::Plan, name: &str) -> Result<f64, TrainError> {
+    match plan.recipe.model.as_ref().and_then(|m| m.heads.get(name)) {
+        Some(harness_recipe::schema::Head::L2Softmax(h)) => Ok(h.alpha),
+        _ => Err(TrainError::recipe(
+            format!("model.heads.{name}"),
+            "objective `l2_softmax` needs an `l2_softmax` head",
+            "declare it as `{kind: l2_softmax, alpha: 16}`",
+        )),
+    }
+}
+
+impl Loss for L2Softmax {
+    fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
+        let alpha = alpha_of(step.plan(), &self.head)?;
+        let u = step.encode(Side::First)?.sentence;
+        let labels = step.labels()?;
+        let layer = &step.head(&self.head)?.layers[0];
+        let bias = layer.bias.as_ref().map(|b| b.val()).unwrap_or_else(|| {
+            let [_, k] = layer.weight.dims();
+            Tensor::zeros([k], &u.device())
+        });
+        Ok(l2_softmax_loss(u, layer.weight.val(), bias, alpha, labels))
     }
 }
 

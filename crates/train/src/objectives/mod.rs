@@ -11,8 +11,8 @@
 //! [`ObjectiveDef::trainable`] / [`Registry::with`].
 //!
 //! Declared objectives (`trainable: false`) are part of the recipe language, with their
-//! parameters checked, but this build cannot train them yet: the systems that need them
-//! (multilingual USE, XNLI alignment, Emu) come with their own issues.
+//! parameters checked, but this build cannot train them (none at present: the list stays
+//! for objectives added to the language before their loss).
 
 pub mod check;
 
@@ -118,6 +118,13 @@ pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
         None
     }
 
+    /// Whether, joint with another task, it still draws batches of its own corpus beside
+    /// its partner's (Emu's adversarial sentences of other languages, next to the labelled
+    /// training sentences): its loss reads them with [`Step::own_encode`].
+    fn draws_own_batches(&self) -> bool {
+        false
+    }
+
     /// How its translation pairs are made (objectives that read [`ExampleKind::Pairs`]).
     fn pair_options(&self) -> PairOptions {
         PairOptions::default()
@@ -158,6 +165,8 @@ pub trait Loss: Objective {
 pub trait Prepared: Send + Sync {
     /// See [`Objective::joint_with`].
     fn joint_with(&self) -> Option<&str>;
+    /// See [`Objective::draws_own_batches`].
+    fn draws_own_batches(&self) -> bool;
     /// See [`Objective::pair_options`].
     fn pair_options(&self) -> PairOptions;
     /// See [`Objective::inner_loop`].
@@ -169,6 +178,9 @@ pub trait Prepared: Send + Sync {
 impl<T: Objective> Prepared for T {
     fn joint_with(&self) -> Option<&str> {
         Objective::joint_with(self)
+    }
+    fn draws_own_batches(&self) -> bool {
+        Objective::draws_own_batches(self)
     }
     fn pair_options(&self) -> PairOptions {
         Objective::pair_options(self)
@@ -351,12 +363,11 @@ objectives! {
         response_ranking::ResponseRanking,
         quick_thought::QuickThought,
         alignment_l2::AlignmentL2,
-    ],
-    declared: [
         l2_softmax::L2Softmax,
         center_loss::CenterLoss,
         adversarial_language::AdversarialLanguage,
     ],
+    declared: [],
 }
 
 #[cfg(test)]

@@ -195,6 +195,25 @@ impl Unigram {
         })
     }
 
+    /// The pieces (by id), their scores and the normalisation table (codepoint →
+    /// replacement, sorted): what [`Unigram::new`] was built from, to save it.
+    pub fn parts(&self) -> (Vec<&str>, &[f32], Vec<(u32, String)>) {
+        let norm = self
+            .norm_cp
+            .iter()
+            .enumerate()
+            .map(|(i, &cp)| {
+                let out = &self.norm_out[self.norm_off[i] as usize..self.norm_off[i + 1] as usize];
+                (cp, out.iter().collect())
+            })
+            .collect();
+        (
+            self.pieces.iter().map(|p| &**p).collect(),
+            &self.scores,
+            norm,
+        )
+    }
+
     /// Number of pieces (ids are `0..len`).
     pub fn len(&self) -> usize {
         self.pieces.len()
