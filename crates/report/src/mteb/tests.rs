@@ -350,8 +350,11 @@ fn sts12_pools_every_pair_of_the_items_as_mteb_does() {
     assert!(skipped(convert(&f).unwrap()).contains("sidecar"));
 }
 
-/// A Tatoeba result for `langs` (code, pairs, wrong retrievals xx→eng), with its sidecar.
-fn tatoeba_result(langs: &[(&str, usize, &[(usize, i64)])]) -> BenchResult {
+/// One language of [`tatoeba_result`]: code, pairs, wrong retrievals xx→eng (query, line).
+type Lang<'a> = (&'a str, usize, &'a [(usize, i64)]);
+
+/// A Tatoeba result for `langs`, with its sidecar.
+fn tatoeba_result(langs: &[Lang]) -> BenchResult {
     let mut per_language = Map::new();
     let mut groups = Vec::new();
     for (l, n, wrong) in langs {
