@@ -90,7 +90,7 @@ fn mteb_export(args: &ExportResultsArgs) -> anyhow::Result<ExitCode> {
     }
     if !x.skipped.is_empty() {
         println!(
-            "skipped, no MTEB counterpart: {}",
+            "skipped (no MTEB counterpart, or not the pairs MTEB scores): {}",
             x.skipped
                 .iter()
                 .map(|(b, why)| format!("{b} ({why})"))

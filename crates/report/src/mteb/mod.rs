@@ -285,7 +285,7 @@ pub fn export(
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
-            fix: "evaluate an MTEB-backed benchmark first, e.g. `harness eval --bench stsb-test,sts12,sts17,tatoeba`".into(),
+            fix: "evaluate a benchmark MTEB has first (stsb-test, sts12…sts16, sts17, stsb-multi, tatoeba, flores200), e.g. `harness eval --encoder ENC --bench stsb-test,sts17 --out DIR`".into(),
         });
     }
 
