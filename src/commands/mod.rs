@@ -9,6 +9,7 @@ pub mod datasets;
 pub mod embed;
 pub mod eval;
 pub mod export;
+pub mod export_results;
 pub mod models;
 pub mod nightly;
 pub mod report;

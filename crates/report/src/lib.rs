@@ -8,6 +8,9 @@
 //!                                   └─ provenance ─▶ Provenance ┘        report.html, cells.csv,
 //!                                                                        tables/*.csv, charts/*.svg
 //! ```
+//! `mteb`: a run's results in MTEB's result-file layout (`harness export-results --format
+//! mteb`), for the benchmarks MTEB has.
+//!
 //! Published numbers are data typed from the papers (each spec names its source);
 //! measured numbers only ever come from result files, and `cells.csv` names the file and
 //! JSON field of each one.
@@ -15,6 +18,7 @@
 pub mod ablation;
 pub mod charts;
 pub mod error;
+pub mod mteb;
 pub mod provenance;
 pub mod render;
 pub mod runs;
