@@ -16,6 +16,7 @@ const RUNNABLE: &[&str] = &[
     "multilingual-e5-small.yaml",
     "muse-xling.yaml",
     "xnli-align.yaml",
+    "emu.yaml",
 ];
 
 #[test]
@@ -57,19 +58,29 @@ fn every_shipped_recipe_validates_or_names_what_cannot_train() {
             assert!(n.parse::<usize>().is_ok(), "no line number in `{line}`");
         }
     }
-    // emu: the encoder, each head and each objective it cannot train, not the first alone.
-    let emu = harness(
-        home.path(),
-        &[
-            "validate",
-            repo().join("recipes/emu.yaml").to_str().unwrap(),
-        ],
+    // A pretrained encoder reading a learned vocabulary cannot train: the tokenizer is named
+    // with the file and line.
+    let emu = std::fs::read_to_string(repo().join("recipes/emu.yaml")).unwrap();
+    assert!(
+        emu.contains("tokenizer: {kind: pretrained}"),
+        "emu.yaml changed shape"
     );
-    let t = text(&emu);
-    assert!(t.contains("model.encoder.kind"), "{t}");
-    for objective in ["l2_softmax", "center_loss", "adversarial_language"] {
-        assert!(t.contains(&format!("the objective `{objective}`")), "{t}");
-    }
+    let bad = emu.replacen(
+        "tokenizer: {kind: pretrained}",
+        "tokenizer: {kind: bpe, vocab: 1000}",
+        1,
+    );
+    let line = bad[..bad.find("tokenizer: {kind: bpe").unwrap()]
+        .lines()
+        .count();
+    let path = home.path().join("emu-bpe.yaml");
+    std::fs::write(&path, bad).unwrap();
+    let out = harness(home.path(), &["validate", path.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let expected = format!("{}:{line}: data.tokenizer.kind", path.display());
+    assert!(t.contains(&expected), "missing `{expected}` in:\n{t}");
+    assert!(t.contains("reads its own tokenizer's ids"), "{t}");
 }
 
 #[test]

@@ -607,7 +607,10 @@ fn paper_recipes_carry_paper_profiles_with_the_papers_values() {
         ("muse-xling.yaml", &["paper"][..]),
         ("xnli-align.yaml", &["paper", "x-bilstm-last", "x-cbow"][..]),
         ("seq2seq-similarity.yaml", &["paper", "alpha-0"][..]),
-        ("emu.yaml", &["paper", "no-ld", "no-ld-cl"][..]),
+        (
+            "emu.yaml",
+            &["paper", "no-ld", "no-ld-cl", "no-l2", "atis"][..],
+        ),
     ] {
         let names = recipe::profile_names(&dir.join(file));
         for p in profiles {

@@ -49,6 +49,14 @@ pub fn l2_softmax_loss<B: Backend>(
 #[serde(deny_unknown_fields)]
 pub struct L2Softmax {
     pub head: String,
+    /// Normalise and scale the embeddings before the softmax layer (the L2 constraint);
+    /// `false` is the plain softmax of Emu's ablation (the embeddings as they are).
+    #[serde(default = "yes")]
+    pub constrained: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Objective for L2Softmax {
@@ -84,6 +92,12 @@ impl Loss for L2Softmax {
             let [_, k] = layer.weight.dims();
             Tensor::zeros([k], &u.device())
         });
+        if !self.constrained {
+            let logits = u.matmul(layer.weight.val()) + bias.unsqueeze();
+            return Ok(crate::objectives::nli_classification::classification_ce(
+                logits, labels,
+            ));
+        }
         Ok(l2_softmax_loss(u, layer.weight.val(), bias, alpha, labels))
     }
 }
