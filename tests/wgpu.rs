@@ -43,6 +43,14 @@ const CASES: &[(&str, &[&str])] = &[
         "transformer",
         &["model.encoder={kind: transformer, layers: 1, d_model: 16, d_ff: 32, heads: 2, pool: mean, dropout: 0.0}"],
     ),
+    // A pretrained encoder fine-tuned (all-MiniLM-L6-v2, its own WordPiece ids).
+    (
+        "pretrained",
+        &[
+            "data.tokenizer={kind: pretrained}",
+            "model.encoder={kind: pretrained, name: all-MiniLM-L6-v2, trainable: true, pool: mean}",
+        ],
+    ),
     // Input kind: words with hashed character n-grams (the n-gram sums go through
     // `select_assign` on the device).
     (
@@ -175,7 +183,10 @@ fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
                 args.extend_from_slice(&["--set", s]);
             }
             args.extend_from_slice(&["--out", run.to_str().unwrap(), "--device", device]);
-            let o = harness(home.path(), None, &args);
+            // The pretrained case reads the model from the shared install.
+            let models = (*name == "pretrained")
+                .then(|| installed_model(MINILM).parent().unwrap().to_path_buf());
+            let o = harness(home.path(), models.as_deref(), &args);
             assert!(o.status.success(), "{name} on {device}: {}", text(&o));
             assert!(
                 text(&o).contains("trained 2/2 steps"),

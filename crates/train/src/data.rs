@@ -242,10 +242,13 @@ pub fn pair_examples(
     let mut skipped = 0;
     let mut origin = 0u32;
     for (ci, (src_lang, tgt_lang, pairs)) in corpora.iter().enumerate() {
-        let (Some(si), Some(ti)) = (
-            tokenizer.language_index(src_lang),
-            tokenizer.language_index(tgt_lang),
-        ) else {
+        // A pretrained model's tokenizer has no language tokens; language ids only serve a
+        // decoder, which such a model does not have.
+        let language = |l: &str| match tokenizer.pretrained() {
+            Some(_) => Some(0),
+            None => tokenizer.language_index(l),
+        };
+        let (Some(si), Some(ti)) = (language(src_lang), language(tgt_lang)) else {
             return Err(TokenizeError::Spec {
                 detail: format!(
                     "the tokenizer has no language token for `{src_lang}` or `{tgt_lang}`"
