@@ -119,6 +119,9 @@ pub fn save<B: AutodiffBackend>(
     keep: usize,
 ) -> Result<PathBuf, TrainError> {
     std::fs::create_dir_all(checkpoints).map_err(|e| io(checkpoints, e))?;
+    // The previous checkpoint's size is what the next one needs (same model, same
+    // optimizer); refusing before writing leaves the disk as it was.
+    let need = check_room(checkpoints)?;
     let tmp = checkpoints.join(format!(
         ".tmp-step-{:08}-{}",
         state.step,
@@ -128,18 +131,20 @@ pub fn save<B: AutodiffBackend>(
         std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
     }
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-    model
-        .clone()
-        .save_file(tmp.join("model"), &Rec::new())
-        .map_err(|e| rec(&tmp, e))?;
-    optim.save(&tmp.join("optim")).map_err(|e| rec(&tmp, e))?;
-    for (task, o) in inner {
-        o.save(&tmp.join(inner_name(task)))
-            .map_err(|e| rec(&tmp, e))?;
+    if let Err(e) = write_files(&tmp, model, optim, inner, state) {
+        // A half-written checkpoint is harness's own and useless: remove it so that it
+        // does not hold the space it ran out of.
+        let written = dir_size(&tmp);
+        let _ = std::fs::remove_dir_all(&tmp);
+        // The MessagePack writer hides the operating system's error; a disk with (almost)
+        // nothing left free is the likely cause, and the one worth naming.
+        return Err(match free_space(checkpoints) {
+            Some(free) if free < LOW_SPACE.max(written / 8) => {
+                disk_full(checkpoints, need.unwrap_or(written).max(written), free)
+            }
+            _ => e,
+        });
     }
-    let json = serde_json::to_string_pretty(state).map_err(|e| rec(&tmp, e))?;
-    harness_core::fsutil::write_atomic(&tmp.join("state.json"), json.as_bytes())
-        .map_err(|e| io(&tmp, e))?;
     let dest = step_dir(checkpoints, state.step);
     if dest.exists() {
         std::fs::remove_dir_all(&dest).map_err(|e| io(&dest, e))?;
@@ -159,6 +164,87 @@ pub fn save<B: AutodiffBackend>(
         }
     }
     Ok(dest)
+}
+
+/// The size of the newest checkpoint, the room the next one needs; an error when the disk
+/// has less free.
+fn check_room(checkpoints: &Path) -> Result<Option<u64>, TrainError> {
+    let need = list(checkpoints).last().map(|(_, p)| dir_size(p));
+    if let (Some(need), Some(free)) = (need, free_space(checkpoints)) {
+        if free < need {
+            return Err(disk_full(checkpoints, need, free));
+        }
+    }
+    Ok(need)
+}
+
+/// Below this much free space a failed write is reported as a full disk.
+const LOW_SPACE: u64 = 64 << 20;
+
+/// The model, optimizer and state files of a checkpoint, into `dir`.
+fn write_files<B: AutodiffBackend>(
+    dir: &Path,
+    model: &System<B>,
+    optim: &AnyOptimizer<System<B>, B>,
+    inner: &[(&str, &AnyOptimizer<System<B>, B>)],
+    state: &TrainState,
+) -> Result<(), TrainError> {
+    model
+        .clone()
+        .save_file(dir.join("model"), &Rec::new())
+        .map_err(|e| rec(dir, e))?;
+    optim.save(&dir.join("optim")).map_err(|e| rec(dir, e))?;
+    for (task, o) in inner {
+        o.save(&dir.join(inner_name(task)))
+            .map_err(|e| rec(dir, e))?;
+    }
+    let json = serde_json::to_string_pretty(state).map_err(|e| rec(dir, e))?;
+    harness_core::fsutil::write_atomic(&dir.join("state.json"), json.as_bytes())
+        .map_err(|e| io(dir, e))
+}
+
+fn disk_full(path: &Path, need: u64, free: u64) -> TrainError {
+    TrainError::DiskFull {
+        path: path.to_path_buf(),
+        need_mib: need.div_ceil(1 << 20),
+        free_mib: free >> 20,
+    }
+}
+
+/// Bytes in the files directly inside `dir` (a checkpoint has no subdirectories).
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes an unprivileged process may still write on the file system holding `path`;
+/// `None` where the platform does not say. By hand because std has no call for it and one
+/// `statvfs` does not warrant a crate.
+#[cfg(unix)]
+fn free_space(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` is written by the call before it is read.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+fn free_space(_: &Path) -> Option<u64> {
+    None
 }
 
 /// Reads a checkpoint's `state.json`.
@@ -214,4 +300,41 @@ pub fn load_optim<B: AutodiffBackend>(
     optim
         .load(&dir.join("optim"), device)
         .map_err(|e| rec(&dir.join("optim.mpk"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_checkpoint(checkpoints: &Path, step: u64, bytes: u64) {
+        let dir = step_dir(checkpoints, step);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("state.json"), "{}").unwrap();
+        // Sparse: its length counts, its blocks are never written.
+        let f = std::fs::File::create(dir.join("model.mpk")).unwrap();
+        f.set_len(bytes).unwrap();
+    }
+
+    #[test]
+    fn the_next_checkpoint_needs_the_size_of_the_last_one() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(check_room(t.path()).unwrap(), None);
+        fake_checkpoint(t.path(), 2, 1000);
+        assert_eq!(check_room(t.path()).unwrap(), Some(1002));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checkpoint_larger_than_the_free_space_is_refused_before_writing() {
+        let t = tempfile::tempdir().unwrap();
+        let free = free_space(t.path()).expect("statvfs of a temporary directory");
+        fake_checkpoint(t.path(), 4, free + (1 << 30));
+        let e = check_room(t.path()).unwrap_err();
+        assert!(matches!(e, TrainError::DiskFull { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("the disk is full") && msg.contains("Fix:"),
+            "{msg}"
+        );
+    }
 }

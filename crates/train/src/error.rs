@@ -15,6 +15,13 @@ pub enum TrainError {
     /// A checkpoint could not be written or read.
     #[error("{path}: checkpoint: {detail}. Fix: delete this checkpoint directory; the run resumes from the previous one")]
     Checkpoint { path: PathBuf, detail: String },
+    /// The disk holding the checkpoints has too little free space for the next one.
+    #[error("{path}: the disk is full: a checkpoint of this run takes about {need_mib} MiB and {free_mib} MiB are free. Fix: free space on that disk or give the run an `--out` on a larger one; the run resumes from its last checkpoint")]
+    DiskFull {
+        path: PathBuf,
+        need_mib: u64,
+        free_mib: u64,
+    },
     /// The recipe asks for something this trainer cannot do.
     #[error("{key}: {detail}. Fix: {fix}")]
     Recipe {
