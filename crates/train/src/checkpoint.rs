@@ -239,6 +239,8 @@ fn free_space(path: &Path) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled `st`.
     let st = unsafe { st.assume_init() };
+    // The field types differ between platforms (u32 on some), hence the casts.
+    #[allow(clippy::unnecessary_cast)]
     Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
 }
 
