@@ -35,6 +35,16 @@ pub enum ModelError {
         detail: String,
         fix: String,
     },
+
+    /// A trained run to start from could not be opened.
+    #[error(transparent)]
+    Run(Box<harness_embed::EncodeError>),
+}
+
+impl From<harness_embed::EncodeError> for ModelError {
+    fn from(e: harness_embed::EncodeError) -> Self {
+        ModelError::Run(Box::new(e))
+    }
 }
 
 /// A model error seen through the Encoder interface (it names its file itself).

@@ -12,13 +12,49 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_data::tokenize::TextTokenizer;
-use harness_recipe::schema::{Decoder, Head, Recipe};
+use harness_recipe::schema::{Decoder, Encoder, Head, Recipe};
 use std::collections::BTreeMap;
 
 /// The file of a run directory that records the class count of each head whose `classes`
 /// the recipe leaves to its task's corpus (`{"intent": 18}`): `harness train` writes it
 /// before training, and whatever rebuilds the model from the run reads it.
 pub const HEAD_CLASSES_FILE: &str = "head-classes.json";
+
+/// The run file naming the trained run a `pretrained` encoder started from
+/// ([`BaseEncoder`]); absent when it started from a published model.
+pub const BASE_ENCODER_FILE: &str = "base-encoder.json";
+
+/// A trained harness run as the start of another run (`model.encoder: {kind: pretrained,
+/// name: runs/…}`): its encoder's architecture, so that the new run's model can be built
+/// without the base run, and digests of what was taken from it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BaseEncoder {
+    /// The base run's directory as the recipe names it.
+    pub run: String,
+    /// The base run's `model.encoder`, as its resolved recipe has it.
+    pub encoder: Encoder,
+    /// sha256 of the base encoder's weight values ([`crate::trained::weights_digest`]).
+    pub weights_sha256: String,
+    /// sha256 of the base run's tokenizer file, which the new run copies.
+    pub tokenizer_sha256: String,
+}
+
+impl BaseEncoder {
+    /// Reads `path`; `None` when it does not exist.
+    pub fn read(path: &std::path::Path) -> Result<Option<Self>, ModelError> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            ModelError::format(
+                path,
+                format!("not a base-encoder record ({e})"),
+                "delete the run directory's checkpoints and this file; `harness train` writes it again",
+            )
+        })
+    }
+}
 
 /// The name of a recipe's one `model.encoder`.
 pub const MAIN_ENCODER: &str = "encoder";
@@ -60,11 +96,13 @@ impl SystemConfig {
     /// with its tokenizer). Dropout: a component's own `dropout` if set, else the
     /// optimizer's. `head_classes`: the class count of each `l2_softmax` / `centers` head
     /// that does not set `classes` (the labels of its task's corpus, see
-    /// [`HEAD_CLASSES_FILE`]).
+    /// [`HEAD_CLASSES_FILE`]). `base`: the trained run a `pretrained` encoder starts from,
+    /// when it names one ([`BASE_ENCODER_FILE`]).
     pub fn from_recipe(
         recipe: &Recipe,
         tokenizer: &TextTokenizer,
         head_classes: &BTreeMap<String, usize>,
+        base: Option<&BaseEncoder>,
     ) -> Result<Self, ModelError> {
         let n_vocab = tokenizer.vocab_size();
         let ngram_buckets = tokenizer.char_ngram_buckets();
@@ -85,6 +123,7 @@ impl SystemConfig {
             ngram_buckets,
             global_dropout,
             pretrained,
+            base,
         )?;
         let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder.clone())];
         for (name, e) in &model.encoders {
@@ -94,6 +133,7 @@ impl SystemConfig {
                 ngram_buckets,
                 global_dropout,
                 pretrained,
+                base,
             )
             .map_err(|err| match err {
                 ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {

@@ -247,6 +247,8 @@ pub struct RunFiles {
     pub head_classes: PathBuf,
     /// The checkpoint directory used (best, else newest).
     pub checkpoint: PathBuf,
+    /// The trained run its encoder started from ([`crate::system::BASE_ENCODER_FILE`]).
+    pub base_encoder: Option<crate::system::BaseEncoder>,
 }
 
 /// Whether `path` is a run directory (it has `recipe.resolved.yaml`).
@@ -277,11 +279,14 @@ pub fn run_files(dir: &Path) -> Result<RunFiles, EncodeError> {
             ),
         )
     })?;
+    let base_encoder =
+        crate::system::BaseEncoder::read(&dir.join(crate::system::BASE_ENCODER_FILE))?;
     Ok(RunFiles {
         recipe,
         tokenizer: dir.join("tokenizer.json"),
         head_classes: dir.join(crate::system::HEAD_CLASSES_FILE),
         checkpoint,
+        base_encoder,
     })
 }
 
@@ -343,14 +348,19 @@ pub fn load_system<B: Backend>(
         )
     })?;
     let head_classes = read_head_classes(&files.head_classes)?;
-    let config =
-        SystemConfig::from_recipe(&files.recipe, &tokenizer, &head_classes).map_err(|e| {
-            EncodeError::format(
-                files.checkpoint.clone(),
-                e.to_string(),
-                "evaluate runs of recipes whose encoder this build trains",
-            )
-        })?;
+    let config = SystemConfig::from_recipe(
+        &files.recipe,
+        &tokenizer,
+        &head_classes,
+        files.base_encoder.as_ref(),
+    )
+    .map_err(|e| {
+        EncodeError::format(
+            files.checkpoint.clone(),
+            e.to_string(),
+            "evaluate runs of recipes whose encoder this build trains",
+        )
+    })?;
     let model = config.init::<B>(files.recipe.seed, device);
     let model = load_weights(model, &files.checkpoint.join("model"), device)?;
     // Encoders selected per language (`train.best_per_language`) replace the checkpoint's.

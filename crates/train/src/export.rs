@@ -20,10 +20,14 @@ pub const FILES: [&str; 3] = ["encoder.safetensors", "config.json", "tokenizer.j
 /// Exports the encoder of `run_dir` into `out`.
 pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError> {
     let files = run_files(run_dir)?;
-    if matches!(
-        files.recipe.model.as_ref().map(|m| &m.encoder),
-        Some(harness_recipe::schema::Encoder::Pretrained(_))
-    ) {
+    // A fine-tuned published (BERT) model; one that started from a trained run has that
+    // run's architecture and exports as it does.
+    if files.base_encoder.is_none()
+        && matches!(
+            files.recipe.model.as_ref().map(|m| &m.encoder),
+            Some(harness_recipe::schema::Encoder::Pretrained(_))
+        )
+    {
         return crate::export_st::export(&files, out, force);
     }
     let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();

@@ -71,7 +71,7 @@ pub struct Plan {
     pub total_steps: u64,
     /// Updates per epoch (the sum of every sampled task's batches, over the stages).
     pub steps_per_epoch: u64,
-    /// The pretrained model the BERT encoders start from (set by `session::prepare`).
+    /// The model the `pretrained` encoders start from (a published one or a trained run).
     pub pretrained: Option<harness_model::pretrained::PretrainedStart>,
 }
 
@@ -312,6 +312,17 @@ pub fn compile_plan(
     compile_plan_with(recipe, tokenizer, loaded, objectives::ALL)
 }
 
+/// [`compile_plan`] for a run whose `pretrained` encoders start from `start` (a published
+/// model or a trained run, whose architecture they then take).
+pub fn compile_plan_from(
+    recipe: &Recipe,
+    tokenizer: &TextTokenizer,
+    loaded: &BTreeMap<String, Loaded>,
+    start: Option<harness_model::pretrained::PretrainedStart>,
+) -> Result<Plan, TrainError> {
+    compile(recipe, tokenizer, loaded, objectives::ALL, start)
+}
+
 /// The definition of a task's objective among `defs`, if this build trains it.
 fn trainable_def(
     defs: &[&'static ObjectiveDef],
@@ -349,8 +360,23 @@ pub fn compile_plan_with(
     loaded: &BTreeMap<String, Loaded>,
     defs: &[&'static ObjectiveDef],
 ) -> Result<Plan, TrainError> {
+    compile(recipe, tokenizer, loaded, defs, None)
+}
+
+fn compile(
+    recipe: &Recipe,
+    tokenizer: &TextTokenizer,
+    loaded: &BTreeMap<String, Loaded>,
+    defs: &[&'static ObjectiveDef],
+    start: Option<harness_model::pretrained::PretrainedStart>,
+) -> Result<Plan, TrainError> {
+    use harness_model::pretrained::PretrainedStart;
     let head_classes = head_classes(recipe, loaded)?;
-    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes)?;
+    let base = match &start {
+        Some(PretrainedStart::Run(r)) => Some(&r.record),
+        _ => None,
+    };
+    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes, base)?;
     let train_spec = recipe
         .train
         .clone()
@@ -564,6 +590,6 @@ pub fn compile_plan_with(
         first_token,
         total_steps,
         steps_per_epoch,
-        pretrained: None,
+        pretrained: start,
     })
 }

@@ -3,7 +3,7 @@
 //! metric measured through the benchmark runner.
 
 use crate::corpora::{load_corpora, CorpusCounts};
-use crate::plan::compile_plan;
+use crate::plan::compile_plan_from;
 use crate::plan::Plan;
 use crate::tokenizer::tokenizer_for;
 use crate::trainer::{self, Evaluation, Options, Outcome};
@@ -16,7 +16,8 @@ use harness_core::settings::Settings;
 use harness_data::tokenize::TextTokenizer;
 use harness_embed::cache::CachedEncoder;
 use harness_embed::Encoder;
-use harness_model::system::System;
+use harness_model::pretrained::PretrainedStart;
+use harness_model::system::{BaseEncoder, System, BASE_ENCODER_FILE};
 use harness_model::trained::TrainedEncoder;
 use harness_recipe::Resolved;
 use std::collections::BTreeMap;
@@ -41,11 +42,21 @@ pub fn prepare(
     let tok_path = run_dir.join("tokenizer.json");
     let start = pretrained_start(recipe, settings)?;
     let tokenizer = match &start {
-        Some(start) => crate::tokenizer::pretrained_tokenizer(start, &tok_path)?,
+        Some(PretrainedStart::Bert(start)) => {
+            crate::tokenizer::pretrained_tokenizer(start, &tok_path)?
+        }
+        Some(PretrainedStart::Run(start)) => {
+            record_base(start, run_dir)?;
+            harness_core::note!(
+                "encoder: starts from the trained run `{}` (its `{}` encoder and tokenizer)",
+                start.record.run,
+                start.record.encoder.kind()
+            );
+            crate::tokenizer::base_run_tokenizer(start, &tok_path)?
+        }
         None => tokenizer_for(recipe, &loaded, &tok_path)?,
     };
-    let mut plan = compile_plan(recipe, &tokenizer, &loaded)?;
-    plan.pretrained = start;
+    let mut plan = compile_plan_from(recipe, &tokenizer, &loaded, start)?;
     if !plan.head_classes.is_empty() {
         let p = run_dir.join(harness_model::system::HEAD_CLASSES_FILE);
         let text =
@@ -79,6 +90,37 @@ pub fn prepare(
         );
     }
     Ok((plan, tokenizer, counts))
+}
+
+/// Writes the run's `base-encoder.json`; a run that has one must have started from the
+/// same base (same architecture, weights and tokenizer), else its checkpoints are another
+/// model's.
+fn record_base(
+    start: &harness_model::pretrained::RunStart,
+    run_dir: &Path,
+) -> Result<(), TrainError> {
+    let path = run_dir.join(BASE_ENCODER_FILE);
+    if let Some(old) = BaseEncoder::read(&path)? {
+        let same = old.encoder == start.record.encoder
+            && old.weights_sha256 == start.record.weights_sha256
+            && old.tokenizer_sha256 == start.record.tokenizer_sha256;
+        if !same {
+            return Err(TrainError::OtherRun {
+                path,
+                detail: format!(
+                    "this run started from another model than `{}` as it is now (its weights, tokenizer or architecture differ)",
+                    start.record.run
+                ),
+                fix: "train in a new run directory".into(),
+            });
+        }
+        return Ok(());
+    }
+    let text = serde_json::to_string_pretty(&start.record).map_err(|e| TrainError::Export {
+        path: path.clone(),
+        detail: e.to_string(),
+    })?;
+    harness_core::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| TrainError::io(&path, e))
 }
 
 /// The pretrained model the recipe's encoder starts from, opened (installed on first use),

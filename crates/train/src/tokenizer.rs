@@ -74,7 +74,7 @@ pub fn tokenizer_for(
 /// (`start.tokenizer`), saved at `tok_path` with the model's architecture; a run that has one
 /// already reloads it, refusing one that belongs to another model.
 pub fn pretrained_tokenizer(
-    start: &harness_model::pretrained::PretrainedStart,
+    start: &harness_model::pretrained::BertStart,
     tok_path: &Path,
 ) -> Result<TextTokenizer, TrainError> {
     if tok_path.is_file() {
@@ -98,4 +98,30 @@ pub fn pretrained_tokenizer(
     let t = TextTokenizer::from_pretrained(start.tokenizer.clone());
     t.save(tok_path)?;
     Ok(t)
+}
+
+/// The run's tokenizer when its encoder starts from a trained run: a copy of that run's
+/// (its ids are what the encoder's embeddings were trained on); a run that has one already
+/// reloads it, refusing one that differs.
+pub fn base_run_tokenizer(
+    start: &harness_model::pretrained::RunStart,
+    tok_path: &Path,
+) -> Result<TextTokenizer, TrainError> {
+    if tok_path.is_file() {
+        let t = TextTokenizer::load(tok_path)?;
+        if t.digest() != start.record.tokenizer_sha256 {
+            return Err(TrainError::recipe(
+                "model.encoder.name",
+                format!(
+                    "{} is not the tokenizer of `{}`",
+                    tok_path.display(),
+                    start.record.run
+                ),
+                "train in a new run directory (the run's checkpoints belong to that tokenizer too)",
+            ));
+        }
+        return Ok(t);
+    }
+    start.tokenizer.save(tok_path)?;
+    Ok(start.tokenizer.clone())
 }

@@ -24,6 +24,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// The indices of the encoders the recipe declares `pretrained`.
+fn pretrained_encoders(plan: &Plan) -> Vec<usize> {
+    use harness_recipe::schema::Encoder;
+    let Some(model) = &plan.recipe.model else {
+        return Vec::new();
+    };
+    std::iter::once((harness_model::system::MAIN_ENCODER, &model.encoder))
+        .chain(model.encoders.iter().map(|(n, e)| (n.as_str(), e)))
+        .filter(|(_, e)| matches!(e, Encoder::Pretrained(_)))
+        .filter_map(|(n, _)| plan.system.encoder_index(n))
+        .collect()
+}
+
 /// How to run the loop.
 pub struct Options<'a, B: AutodiffBackend> {
     /// The losses of the objectives the plan's tasks name (`objectives::registry()`).
@@ -304,8 +317,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             state = checkpoint::read_state(&dir)?;
             last_checkpoint = Some(dir);
         } else if let Some(start) = &plan.pretrained {
-            // A fresh run's BERT encoders start from the pretrained weights.
-            model = start.start(model, device)?;
+            // A fresh run's `pretrained` encoders start from the model's (or base run's)
+            // weights.
+            model = start.start(model, &pretrained_encoders(plan), device)?;
         }
         truncate_metrics(&metrics_path, state.step)?;
         let metrics = std::fs::OpenOptions::new()

@@ -60,19 +60,48 @@ pub enum SentenceEncoderConfig {
     Bert(BertSentenceConfig),
 }
 
+/// `e` pooling with `pool` (the pooling a `pretrained` encoder block asks of the trained
+/// run it starts from); `None` for an encoder that cannot start another run.
+pub(crate) fn with_pool(e: &Encoder, pool: harness_recipe::schema::Pool) -> Option<Encoder> {
+    let mut e = e.clone();
+    match &mut e {
+        Encoder::Bilstm(b) => b.pool = pool,
+        Encoder::Lstm(b) => b.pool = pool,
+        Encoder::Cbow(b) if crate::encoder::cbow::accepts(pool) => b.pool = pool,
+        Encoder::Transformer(b) => b.pool = pool,
+        _ => return None,
+    }
+    Some(e)
+}
+
 impl SentenceEncoderConfig {
     /// The encoder a recipe's `model.encoder` block describes, over `n_vocab` tokens (and
     /// `ngram_buckets` character n-gram ids when the tokenizer gives them); `dropout` is the
     /// optimizer's, used where the block sets none. A `pretrained` encoder takes its
-    /// architecture from `pretrained` (the run's pretrained tokenizer file).
+    /// architecture from `pretrained` (the run's pretrained tokenizer file), or from `base`
+    /// when it starts from a trained run (that run's encoder, pooled as the recipe says).
     pub fn from_recipe(
         e: &Encoder,
         n_vocab: usize,
         ngram_buckets: Option<usize>,
         dropout: f64,
         pretrained: Option<&harness_data::pretrained_tokenizer::PretrainedTokenizer>,
+        base: Option<&crate::system::BaseEncoder>,
     ) -> Result<Self, ModelError> {
         let pick = |own: f64| if own > 0.0 { own } else { dropout };
+        if let (Encoder::Pretrained(p), Some(base)) = (e, base) {
+            let own = with_pool(&base.encoder, p.pool).ok_or_else(|| ModelError::Unsupported {
+                key: "model.encoder.name".into(),
+                detail: format!(
+                    "the encoder of `{}` is a `{}`, which cannot start another run pooling `{:?}`",
+                    base.run,
+                    base.encoder.kind(),
+                    p.pool
+                ),
+                fix: "start from a run whose encoder is a `bilstm`, `lstm`, `cbow` or `transformer` (a fine-tuned BERT: name its `harness export` folder)".into(),
+            })?;
+            return Self::from_recipe(&own, n_vocab, ngram_buckets, dropout, None, None);
+        }
         Ok(match e {
             Encoder::Bilstm(e) => SentenceEncoderConfig::Bilstm(
                 BilstmEncoderConfig::from_bilstm(n_vocab, e)
