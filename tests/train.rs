@@ -266,7 +266,7 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
 fn default_recipes_run_end_to_end() {
     let home = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
-    for name in ["laser", "seq2seq-similarity"] {
+    for name in ["laser", "seq2seq-similarity", "emu"] {
         let recipe = repo().join(format!("recipes/{name}.yaml"));
         let run = out.path().join(name);
         let o = harness(

@@ -327,6 +327,86 @@ fn load_labelled(
     Ok(Loaded::Labelled { items, classes })
 }
 
+/// Translation pairs of `xsid` (`pairs: [de-en, …]`, each `X-en`): every utterance of
+/// language X in `splits` (`valid`, `test`; default `valid`) with the English utterance it
+/// translates (the alignment of `loaders::xsid::load_aligned`), as `X → en` pairs; pairs
+/// with an excluded benchmark sentence on either side dropped, the first `max_examples`
+/// kept in the order of `pairs`. Emu-Parallel's adversarial sentences.
+fn load_xsid_pairs(
+    dir: &std::path::Path,
+    name: &str,
+    corpus: &Corpus,
+    eval: &EvalSentences,
+    counts: &mut CorpusCounts,
+) -> Result<Loaded, TrainError> {
+    use harness_data::loaders::xsid;
+    let mut languages = Vec::new();
+    for (i, pair) in corpus.pairs.iter().enumerate() {
+        match pair.split_once('-') {
+            Some((x, "en")) if x != "en" => languages.push(x.to_string()),
+            _ => {
+                return Err(TrainError::recipe(
+                    format!("data.corpora.{name}.pairs.{i}"),
+                    format!("`{pair}`: xSID's translations are of English"),
+                    "spell each pair `X-en` with an xSID language X (`de-en`)",
+                ))
+            }
+        }
+    }
+    let splits: Vec<String> = if corpus.splits.is_empty() {
+        vec!["valid".into()]
+    } else {
+        corpus.splits.clone()
+    };
+    let mut out: Vec<(String, String, Vec<Bitext>)> = languages
+        .iter()
+        .map(|l| (l.clone(), "en".to_string(), Vec::new()))
+        .collect();
+    for s in &splits {
+        let split = match s.as_str() {
+            "valid" | "validation" | "dev" => xsid::Split::Valid,
+            "test" => xsid::Split::Test,
+            other => {
+                return Err(TrainError::recipe(
+                    format!("data.corpora.{name}.splits"),
+                    format!("xSID has translations in `valid` and `test`, not `{other}`"),
+                    "read `valid` (or `test`)",
+                ))
+            }
+        };
+        let langs: Vec<&str> = languages.iter().map(String::as_str).collect();
+        let aligned = xsid::load_aligned(dir, split, &langs)?;
+        for (lang, pairs) in languages.iter().zip(out.iter_mut()) {
+            let table = &aligned.langs[lang];
+            let mut before = 0;
+            let mut kept = 0;
+            for (english, translations) in aligned.pivot.iter().zip(table) {
+                for t in translations {
+                    before += 1;
+                    if eval.contains(&t.text) || eval.contains(&english.text) {
+                        continue;
+                    }
+                    kept += 1;
+                    pairs.2.push(Bitext {
+                        source: t.text.clone(),
+                        target: english.text.clone(),
+                    });
+                }
+            }
+            counts
+                .parts
+                .insert(format!("{lang}-en/{s}"), (kept, before - kept));
+        }
+    }
+    let mut left = corpus.max_examples.map_or(usize::MAX, |m| m as usize);
+    for (_, _, pairs) in &mut out {
+        pairs.truncate(left);
+        left -= pairs.len();
+    }
+    counts.used = out.iter().map(|(_, _, p)| p.len()).sum();
+    Ok(Loaded::Parallel(out))
+}
+
 fn is_parallel_dataset(d: &str) -> bool {
     matches!(d, "parallel-pairs" | "wmt-news-parallel")
 }
@@ -383,6 +463,12 @@ pub fn load_corpus(
         }
         "monolingual-sentences" => {
             return Ok((load_text(&dir, corpus, &eval, &mut counts)?, counts))
+        }
+        "xsid" if !corpus.pairs.is_empty() => {
+            return Ok((
+                load_xsid_pairs(&dir, name, corpus, &eval, &mut counts)?,
+                counts,
+            ))
         }
         "xsid" | "atis" | "snips" => {
             return Ok((

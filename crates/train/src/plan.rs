@@ -418,7 +418,7 @@ fn compile(
         let data = if prepared.joint_with().is_some() && !prepared.draws_own_batches() {
             None
         } else {
-            let examples = match (loaded.get(&task.corpus), def.examples) {
+            let examples = match (loaded.get(&task.corpus), prepared.examples()) {
                 (Some(Loaded::Parallel(c)), ExampleKind::Pairs) => {
                     let o = prepared.pair_options();
                     let (ex, skipped) = pair_examples(

@@ -65,7 +65,8 @@ struct OwnBatch<'a, B: AutodiffBackend> {
     task: usize,
     plan: &'a TaskPlan,
     index: &'a [u32],
-    encoded: Option<Encoded<B>>,
+    /// Its first and second sides, once encoded.
+    encoded: [Option<Encoded<B>>; 2],
 }
 
 impl<'a, B: AutodiffBackend> Step<'a, B> {
@@ -103,7 +104,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             task,
             plan,
             index,
-            encoded: None,
+            encoded: [None, None],
         });
         self
     }
@@ -117,6 +118,11 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     /// The encodings of the first side of the batch the current (joint) task draws from its
     /// own corpus, through its encoder; computed on first use.
     pub fn own_encode(&mut self) -> Result<Encoded<B>, TrainError> {
+        self.own_encode_side(Side::First)
+    }
+
+    /// [`Self::own_encode`] of side `side` (`Second`: the targets of translation pairs).
+    pub fn own_encode_side(&mut self, side: Side) -> Result<Encoded<B>, TrainError> {
         let current = self.current;
         let name = self.task.name.clone();
         let own = self
@@ -130,7 +136,8 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
                     "report this as a bug in the objective's definition (draws_own_batches)",
                 )
             })?;
-        if let Some(e) = &own.encoded {
+        let k = side as usize;
+        if let Some(e) = own.encoded.get(k).and_then(Option::as_ref) {
             return Ok(e.clone());
         }
         let examples = &own
@@ -140,13 +147,17 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             .expect("a task that draws its own batches has data")
             .examples;
         let input =
-            match examples {
-                Examples::Labelled(ex) => crate::batch::encoder_input::<B>(
+            match (examples, side) {
+                (Examples::Labelled(ex), Side::First) => crate::batch::encoder_input::<B>(
                     own.index.iter().map(|&i| &ex[i as usize].ids),
                     self.device,
                 ),
-                Examples::Pairs(ex) => crate::batch::encoder_input::<B>(
+                (Examples::Pairs(ex), Side::First) => crate::batch::encoder_input::<B>(
                     own.index.iter().map(|&i| &ex[i as usize].src),
+                    self.device,
+                ),
+                (Examples::Pairs(ex), Side::Second) => crate::batch::encoder_input::<B>(
+                    own.index.iter().map(|&i| &ex[i as usize].tgt),
                     self.device,
                 ),
                 _ => return Err(TrainError::recipe(
@@ -167,7 +178,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         } else {
             encoder.forward(&input, Some(self.noise))
         };
-        own.encoded = Some(e.clone());
+        own.encoded[k] = Some(e.clone());
         Ok(e)
     }
 

@@ -212,3 +212,83 @@ fn centres_move_by_their_own_rule_and_frozen_parameters_get_no_optimizer_state()
         "the critic's optimizer holds other parameters"
     );
 }
+
+/// `X → en` translation pairs for Emu-Parallel's adversarial task.
+fn pairs() -> Loaded {
+    let pairs = (0..12)
+        .map(|i| harness_data::records::Bitext {
+            source: format!("bitte {} jetzt {}", WORDS[i % 6], i % 4),
+            target: format!("please {} now {}", WORDS[i % 6], i % 4),
+        })
+        .collect();
+    Loaded::Parallel(vec![("de".into(), "en".into(), pairs)])
+}
+
+/// The tiny Emu with `parallel: true` on a corpus `pairs`.
+fn parallel_recipe() -> harness_recipe::Recipe {
+    let mut r = recipe(1.0, 2, "encoder.embeddings");
+    r.tasks[2].corpus = "pairs".into();
+    if let serde_yaml::Value::Mapping(m) = &mut r.tasks[2].objective.params {
+        m.insert("parallel".into(), true.into());
+    }
+    r
+}
+
+/// Emu-Parallel: the critic reads the two sides of its own translation pairs, not the
+/// labelled batch. Two runs whose labelled sentences differ (same tokenizer, same counts)
+/// train the same critic in the first step's inner loop; without `parallel` they do not.
+/// A parallel task on labelled sentences is refused, naming both kinds.
+#[test]
+fn emu_parallel_critic_reads_translation_pairs_only() {
+    let dev = Default::default();
+    let critic_after_one_step = |parallel: bool, english_suffix: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let mut loaded = corpora();
+        loaded.insert("pairs".into(), pairs());
+        // Same words, so that one tokenizer (learned on the unchanged corpora) serves both.
+        if let Some(Loaded::Labelled { items, .. }) = loaded.get_mut("english") {
+            for (text, _) in items.iter_mut() {
+                text.push_str(english_suffix);
+            }
+        }
+        let r = if parallel {
+            parallel_recipe()
+        } else {
+            recipe(1.0, 2, "encoder.embeddings")
+        };
+        let mut base = corpora();
+        base.insert("pairs".into(), pairs());
+        let tok = tokenizer_for(&r, &base, &d.path().join("tokenizer.json")).unwrap();
+        let p = compile_plan(&r, &tok, &loaded).unwrap();
+        let opts = Options::<B> {
+            objectives: harness_train::objectives::registry(),
+            run_dir: d.path().to_path_buf(),
+            stop_after: Some(1),
+            progress: false,
+            keep: 10,
+            evaluate: None,
+        };
+        train::<B>(&p, &dev, opts).unwrap();
+        let m = model_at(&p, d.path(), 1);
+        values(&m.heads[head(&p, "language")]).0
+    };
+    assert_eq!(
+        critic_after_one_step(true, ""),
+        critic_after_one_step(true, " flight flight")
+    );
+    assert_ne!(
+        critic_after_one_step(false, ""),
+        critic_after_one_step(false, " flight flight")
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    let mut r = parallel_recipe();
+    r.tasks[2].corpus = "other".into();
+    let loaded = corpora();
+    let tok = tokenizer_for(&r, &loaded, &d.path().join("tokenizer.json")).unwrap();
+    let e = compile_plan(&r, &tok, &loaded).unwrap_err().to_string();
+    assert!(
+        e.contains("translation pairs") && e.contains("labelled sentences"),
+        "{e}"
+    );
+}

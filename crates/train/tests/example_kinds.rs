@@ -220,3 +220,55 @@ train: {{steps: 1, batch_size: 8, max_len: 24}}
     let err = err.to_string();
     assert!(err.contains("English only"), "{err}");
 }
+
+/// xSID as translation pairs (Emu-Parallel): `X-en` pairs of the valid split, each
+/// utterance with the English one it translates (300 valid blocks per language; ja covers
+/// the first 150), every pair used or removed by the contamination filter; a pair not into
+/// English is refused.
+#[test]
+fn xsid_valid_gives_translation_pairs_into_english() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let xsid = |pairs: &str| -> Recipe {
+        serde_yaml::from_str(&format!(
+            "name: xsid-pairs
+seed: 2
+data:
+  tokenizer: {{kind: bpe, vocab: 400}}
+  corpora:
+    pairs: {{dataset: xsid, splits: [valid], pairs: [{pairs}], exclude: [xsid]}}
+model:
+  encoder: {{kind: bilstm, layers: 1, hidden: 8, embed: 8, pool: max}}
+tasks:
+  - {{name: rank, objective: translation_ranking, corpus: pairs}}
+optimizer: {{kind: adam, lr: 0.01}}
+train: {{steps: 1, batch_size: 8, max_len: 24}}
+"
+        ))
+        .unwrap()
+    };
+    let (loaded, counts) = load_corpora(&xsid("de-en, ja-en"), &settings).unwrap();
+    let c = &counts[0];
+    let (de_kept, de_removed) = c.parts["de-en/valid"];
+    let (ja_kept, ja_removed) = c.parts["ja-en/valid"];
+    assert_eq!(
+        (de_kept + de_removed, ja_kept + ja_removed),
+        (300, 150),
+        "{c:?}"
+    );
+    assert_eq!(c.used, de_kept + ja_kept);
+    let Some(Loaded::Parallel(corpora)) = loaded.get("pairs") else {
+        panic!("xSID pairs are not a parallel corpus");
+    };
+    assert_eq!(corpora[0].0, "de");
+    assert_eq!(corpora[0].1, "en");
+    assert_eq!(corpora[0].2.len(), de_kept);
+    assert!(corpora[0]
+        .2
+        .iter()
+        .all(|p| p.source != p.target || p.source.is_empty()));
+    let Err(err) = load_corpora(&xsid("en-de"), &settings) else {
+        panic!("a pair out of English was accepted");
+    };
+    assert!(err.to_string().contains("X-en"), "{err}");
+}

@@ -5,7 +5,10 @@
 //!
 //! The task is joint with the labelled task of the training language (`joint_with`) and
 //! draws batches of its own corpus, the adversarial sentences of the other languages
-//! (never translations of the labelled ones). Each step of the labelled task (Algorithm 1)
+//! (never translations of the labelled ones). Emu-Parallel (`parallel: true`, §4 "Emu
+//! variants") reads translation pairs instead (`X → en`): both sides of the critic's and
+//! the encoder's estimate come from the same pairs, the English targets as the training
+//! language and their translations as the other languages. Each step of the labelled task (Algorithm 1)
 //! first runs `critic_steps` updates of the discriminator alone, each on a fresh random
 //! batch of training-language sentences and one of adversarial sentences, its weights
 //! clipped to the head's `clip` after each (the trainer's inner loop, with its own Adam at
@@ -48,6 +51,10 @@ pub struct AdversarialLanguage {
     /// training-language side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joint_with: Option<String>,
+    /// Emu-Parallel: the task's corpus is translation pairs, whose English side replaces
+    /// the labelled batch in the estimate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parallel: bool,
 }
 
 fn five() -> u32 {
@@ -92,6 +99,14 @@ impl Objective for AdversarialLanguage {
         true
     }
 
+    fn examples(&self) -> ExampleKind {
+        if self.parallel {
+            ExampleKind::Pairs
+        } else {
+            ExampleKind::Labelled
+        }
+    }
+
     fn inner_loop(&self) -> Option<InnerLoop> {
         Some(InnerLoop {
             steps: self.critic_steps,
@@ -104,11 +119,19 @@ impl Objective for AdversarialLanguage {
 }
 
 impl AdversarialLanguage {
-    /// `mean D(x_en) − mean D(x_other)` on the step's two batches (dropout in the critic
-    /// while training).
+    /// `mean D(x_en) − mean D(x_other)` on the step's two batches, or on the two sides of
+    /// its own batch of pairs (dropout in the critic while training).
     fn estimate<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let training = step.encode(Side::First)?.sentence;
-        let other = step.own_encode()?.sentence;
+        let (training, other) = if self.parallel {
+            // `X → en` pairs: the English targets against their translations.
+            let en = step.own_encode_side(Side::Second)?.sentence;
+            (en, step.own_encode()?.sentence)
+        } else {
+            (
+                step.encode(Side::First)?.sentence,
+                step.own_encode()?.sentence,
+            )
+        };
         let critic = step.head(&self.head)?;
         let a = critic.forward(training, None, Some(step.noise()));
         let b = critic.forward(other, None, Some(step.noise()));

@@ -130,6 +130,11 @@ pub trait Objective: Serialize + DeserializeOwned + Send + Sync + 'static {
         PairOptions::default()
     }
 
+    /// The examples it reads with these parameters (by default [`Objective::EXAMPLES`]).
+    fn examples(&self) -> ExampleKind {
+        Self::EXAMPLES
+    }
+
     /// Its inner loop, if it has one ([`Loss::inner_loss`] is then the inner updates' loss).
     fn inner_loop(&self) -> Option<InnerLoop> {
         None
@@ -169,6 +174,8 @@ pub trait Prepared: Send + Sync {
     fn draws_own_batches(&self) -> bool;
     /// See [`Objective::pair_options`].
     fn pair_options(&self) -> PairOptions;
+    /// See [`Objective::examples`].
+    fn examples(&self) -> ExampleKind;
     /// See [`Objective::inner_loop`].
     fn inner_loop(&self) -> Option<InnerLoop>;
     /// See [`Objective::hard_negatives`].
@@ -184,6 +191,9 @@ impl<T: Objective> Prepared for T {
     }
     fn pair_options(&self) -> PairOptions {
         Objective::pair_options(self)
+    }
+    fn examples(&self) -> ExampleKind {
+        Objective::examples(self)
     }
     fn inner_loop(&self) -> Option<InnerLoop> {
         Objective::inner_loop(self)
