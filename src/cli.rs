@@ -5,6 +5,7 @@
 use crate::commands;
 use clap::{Args, Parser, Subcommand};
 use harness_core::settings::{FlagOverrides, Settings};
+use harness_core::terminal::terminal_safe;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -83,7 +84,7 @@ pub fn main() -> ExitCode {
         // `harness datasets list | head` closes the pipe early: that is success, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", terminal_safe(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

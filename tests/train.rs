@@ -259,6 +259,58 @@ fn sigkilled_run_resumes_to_the_uninterrupted_weights() {
     );
 }
 
+/// SIGTERM (what `kill`, Slurm's time limit and systemd send first) is handled as Ctrl-C:
+/// the run finishes its step, saves a checkpoint there and exits.
+#[test]
+fn sigterm_saves_a_checkpoint_at_the_current_step() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(SMALL_LASER);
+    args.extend_from_slice(&[
+        "--set",
+        "train={steps: 5000, batch_tokens: 300, max_len: 20, checkpoint_every: 4000}",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let child = command(home.path(), &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let metrics = run.join("train/metrics.jsonl");
+    let steps = || {
+        std::fs::read_to_string(&metrics)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while steps() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        text(&o).contains("interrupted: saving a checkpoint"),
+        "{}",
+        text(&o)
+    );
+    let done = steps();
+    assert!((3..5000).contains(&done), "{done}");
+    assert!(
+        run.join(format!("checkpoints/step-{done:08}/state.json"))
+            .is_file(),
+        "no checkpoint at step {done}: {}",
+        text(&o)
+    );
+}
+
 /// The default recipes end to end (`harness run`: corpora, tokenizer, training, every
 /// benchmark of the recipe). Long: run with `--ignored`.
 #[test]

@@ -3,6 +3,7 @@
 //! items, and the verdict. Exit status 3 when B regresses on any benchmark, else 0.
 
 use clap::Args;
+use harness_core::terminal::terminal_safe;
 use harness_sweep::nightly::compare::compare;
 use harness_sweep::nightly::config::Rules;
 use harness_sweep::nightly::rule::Verdict;
@@ -84,7 +85,10 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             },
         ]);
     }
-    println!("{}", t.build().with(Style::sharp()));
+    println!(
+        "{}",
+        terminal_safe(&t.build().with(Style::sharp()).to_string())
+    );
     println!(
         "{} benchmarks compared, {regressions} regression(s); rule: |Δ| ≥ {} points and the interval excludes 0",
         rows.len(),

@@ -7,6 +7,7 @@ use harness_bench::registry::{Overrides, Registry};
 use harness_bench::runner::{default_out_dir, evaluate, plan, summary_table};
 use harness_core::device::Device;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_embed::CachedEncoder;
 use harness_encoders::open_encoder_on;
 use std::path::PathBuf;
@@ -85,7 +86,7 @@ fn report(
     results: &[harness_bench::runner::BenchResult],
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
-    print!("{}", summary_table(results));
+    print!("{}", terminal_safe(&summary_table(results)));
     println!("results in {}", out.display());
     let failed = results.iter().any(|r| r.error.is_some());
     Ok(if failed {

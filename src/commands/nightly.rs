@@ -7,6 +7,7 @@
 use anyhow::{bail, Context};
 use clap::Args;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_sweep::nightly::ack::{load_acks, Ack};
 use harness_sweep::nightly::config::NightlyConfig;
 use harness_sweep::nightly::morning;
@@ -94,7 +95,7 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     if args.report_only {
         let nights = upto(&history, args.date.as_deref())?;
         let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
-        print!("{}", morning::terminal(&m));
+        print!("{}", terminal_safe(&morning::terminal(&m)));
         if let Some(out) = &args.out {
             let html = morning::write(&m, out).map_err(anyhow::Error::msg)?;
             println!("report: {}", html.display());
@@ -170,7 +171,7 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     let nights = upto(&history, Some(&date))?;
     let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
     let html = morning::write(&m, &final_dir.join("report")).map_err(anyhow::Error::msg)?;
-    print!("{}", morning::terminal(&m));
+    print!("{}", terminal_safe(&morning::terminal(&m)));
     println!("report: {}", html.display());
     println!("night: {}", final_dir.display());
     Ok(ExitCode::from(m.status.code()))

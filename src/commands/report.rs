@@ -2,6 +2,7 @@
 //! ones (Markdown, HTML, CSV, terminal).
 
 use clap::Args;
+use harness_core::terminal::terminal_safe;
 use harness_report::{default_out_dir, render_report, spec};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,7 +63,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         harness_report::render_generated(&args.run_dirs, &metrics, &out)?
     };
     if !args.quiet {
-        print!("{}", summary.terminal);
+        print!("{}", terminal_safe(&summary.terminal));
     }
     for w in &summary.warnings {
         harness_core::note!("warning: {w}");

@@ -10,6 +10,7 @@ use harness_bench::registry::Registry;
 use harness_bench::runner::summary_table;
 use harness_core::device::Device;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_embed::CachedEncoder;
 use harness_encoders::open_encoder_on;
 use harness_recipe::schema::Encoder as EncoderSpec;
@@ -133,7 +134,7 @@ fn evaluate_and_report(
         &results_dir,
         !force,
     )?;
-    print!("{}", summary_table(&results));
+    print!("{}", terminal_safe(&summary_table(&results)));
     let mut report_inputs = vec![dir.to_path_buf()];
     if let Some(base) = fine_tuned_from(resolved) {
         // A fine-tuning run reports against the encoder it started from (Emu's tables are
@@ -151,7 +152,7 @@ fn evaluate_and_report(
             &base_dir.join("results"),
             !force,
         )?;
-        print!("{}", summary_table(&base_results));
+        print!("{}", terminal_safe(&summary_table(&base_results)));
         report_inputs.push(base_dir);
     }
     if resolved.recipe.report.is_empty() {

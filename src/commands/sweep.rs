@@ -8,6 +8,7 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_sweep::ledger::State;
 use harness_sweep::run::{Event, Only, RunOptions};
 use harness_sweep::slurm::{ArrayTask, EmitRequest};
@@ -176,7 +177,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     ledger.write(&dir.path)?;
     let report = harness_sweep::report::render(&sweep, &ledger)
         .with_context(|| format!("rendering the report of {}", sweep.dir.display()))?;
-    print!("{}", report.terminal);
+    print!("{}", terminal_safe(&report.terminal));
     for w in &report.warnings {
         harness_core::note!("warning: {w}");
     }

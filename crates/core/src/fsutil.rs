@@ -8,15 +8,131 @@ use std::path::Path;
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".harness-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let mut tmp = temp_file_in(dir)?;
     tmp.write_all(bytes)?;
     make_readable(tmp.as_file())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// A temporary file in `dir` for a write that is renamed into place, named
+/// `.harness-<pid>-XXXXXX.tmp` after the process writing it, so that the leftovers of a
+/// writer that died (SIGKILL, power loss) can be told from a live writer's and removed: the
+/// first temporary file a process makes in a directory sweeps that directory
+/// ([`remove_dead_temporaries`]).
+pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    sweep_once(dir);
+    tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)
+}
+
+const TEMP_PREFIX: &str = ".harness-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// A temporary file of the older naming, without the writer's pid, is removed once it is
+/// this old: no write of harness takes a day.
+const UNNAMED_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+fn sweep_once(dir: &Path) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SWEPT: OnceLock<Mutex<HashSet<std::path::PathBuf>>> = OnceLock::new();
+    let first = SWEPT
+        .get_or_init(Default::default)
+        .lock()
+        .map(|mut s| s.insert(dir.to_path_buf()))
+        .unwrap_or(false);
+    if first {
+        remove_dead_temporaries(dir);
+    }
+}
+
+/// Removes from `dir` the temporary files of harness writers that are no longer running
+/// (`.harness-<pid>-…tmp` whose process is gone on this machine; one of the older,
+/// pid-less naming once a day old). Files of live writers, and every other file, are left
+/// alone. Returns how many were removed. Best effort: a file that cannot be removed stays.
+pub fn remove_dead_temporaries(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name
+            .strip_prefix(TEMP_PREFIX)
+            .and_then(|r| r.strip_suffix(TEMP_SUFFIX))
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let dead = match rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        {
+            Some(pid) => pid != me && !process_alive(pid),
+            None => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > UNNAMED_TEMP_AGE),
+        };
+        if dead && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` runs on this machine (a signal-0 probe; a process of another user
+/// counts as running).
+#[cfg(unix)]
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks whether the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Without a way to ask, every process counts as running (nothing is removed).
+#[cfg(not(unix))]
+pub fn process_alive(_pid: u32) -> bool {
+    true
+}
+
+/// Why [`read_text_capped`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CappedReadError {
+    /// The file could not be read (or is not UTF-8).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It holds more than the cap (read no further than one byte past it).
+    #[error("more than {0} bytes")]
+    TooLarge(u64),
+}
+
+/// Reads the UTF-8 text of `path`, refusing more than `cap` bytes without reading past
+/// them: the size is counted while reading, since a pipe, a device (`/dev/zero`) or a file
+/// growing meanwhile has no size to trust beforehand.
+pub fn read_text_capped(path: &Path, cap: u64) -> Result<String, CappedReadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(CappedReadError::TooLarge(cap));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| CappedReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// Gives a file written through `tempfile` (created 0600) the usual 0644 mode: results,
@@ -72,6 +188,47 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dead writer's temporary file goes at the next write into its directory; a live
+    /// writer's (this process's, pid 1's), a fresh pid-less one and anyone else's file stay.
+    #[test]
+    fn temporaries_of_dead_writers_are_removed_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid above Linux's maximum (2^22) belongs to no process.
+        let dead = dir.path().join(".harness-4194305-abc123.tmp");
+        let mine = dir
+            .path()
+            .join(format!(".harness-{}-abc123.tmp", std::process::id()));
+        let init = dir.path().join(".harness-1-abc123.tmp");
+        let unnamed = dir.path().join(".harness-Xy12ab.tmp");
+        let foreign = dir.path().join("notes.tmp");
+        for p in [&dead, &mine, &init, &unnamed, &foreign] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        write_atomic(&dir.path().join("result.json"), b"{}").unwrap();
+        assert!(!dead.exists());
+        for p in [&mine, &init, &unnamed, &foreign] {
+            assert!(p.exists(), "{}", p.display());
+        }
+        assert_eq!(remove_dead_temporaries(dir.path()), 0);
+    }
+
+    #[test]
+    fn capped_reads_stop_past_the_cap_even_without_a_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.yaml");
+        std::fs::write(&p, "a: 1\n").unwrap();
+        assert_eq!(read_text_capped(&p, 5).unwrap(), "a: 1\n");
+        assert!(matches!(
+            read_text_capped(&p, 4),
+            Err(CappedReadError::TooLarge(4))
+        ));
+        #[cfg(unix)]
+        assert!(matches!(
+            read_text_capped(Path::new("/dev/zero"), 1 << 20),
+            Err(CappedReadError::TooLarge(_))
+        ));
+    }
 
     #[test]
     fn atomic_write_replaces_whole_file_and_leaves_no_temporaries() {

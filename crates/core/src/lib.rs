@@ -15,6 +15,7 @@ pub mod settings;
 pub mod specs;
 pub mod stamp;
 pub mod suggest;
+pub mod terminal;
 
 use std::path::PathBuf;
 

@@ -48,6 +48,7 @@ pub fn note_line(line: &str) {
     if QUIET.load(Ordering::Relaxed) {
         return;
     }
+    let line = &*crate::terminal::terminal_safe(line);
     // `println` on a MultiProgress whose target is hidden prints nothing: write directly then
     // (through the log's sink, so that a bar's line and a note never interleave).
     if multi().is_hidden() {

@@ -101,9 +101,60 @@ impl Settings {
             .merge(Serialized::defaults(flags))
     }
 
-    /// Resolves the settings; errors name the file or variable and the key.
+    /// Resolves the settings; errors name the file or variable and the key. An empty
+    /// variable, a `HARNESS_CONFIG` naming no file, and a directory setting that is empty or
+    /// names something other than a directory are errors, not the current directory.
     pub fn load(flags: &FlagOverrides) -> Result<Settings, Box<figment::Error>> {
-        Self::figment(flags).extract().map_err(Box::new)
+        let fail = |m: String| Box::new(figment::Error::from(m));
+        for var in std::iter::once("HARNESS_HOME".to_string())
+            .chain(KEYS.iter().map(|k| format!("HARNESS_{}", k.to_uppercase())))
+            .chain(std::iter::once("HARNESS_CONFIG".to_string()))
+        {
+            if std::env::var_os(&var).is_some_and(|v| v.is_empty()) {
+                return Err(fail(format!(
+                    "{var} is set but empty. Fix: unset it (`unset {var}`) or give it a value"
+                )));
+            }
+        }
+        if let Some(file) = std::env::var_os("HARNESS_CONFIG") {
+            if !std::path::Path::new(&file).is_file() {
+                return Err(fail(format!(
+                    "HARNESS_CONFIG names {}, which is not a file. Fix: give the path of a settings file, or unset HARNESS_CONFIG",
+                    std::path::Path::new(&file).display()
+                )));
+            }
+        }
+        let settings: Settings = Self::figment(flags).extract().map_err(Box::new)?;
+        for (key, dir) in [
+            ("data_dir", &settings.data_dir),
+            ("cache_dir", &settings.cache_dir),
+            ("models_dir", &settings.models_dir),
+            ("runs_dir", &settings.runs_dir),
+            ("sweeps_dir", &settings.sweeps_dir),
+        ] {
+            if dir.as_os_str().is_empty() {
+                return Err(fail(format!(
+                    "`{key}` is empty. Fix: name a directory (HARNESS_{} or the settings file)",
+                    key.to_uppercase()
+                )));
+            }
+            // The nearest part of the path that exists must be a directory (a
+            // HARNESS_HOME that is a file blocks `<home>/datasets` without existing itself).
+            if let Some(file) = dir
+                .ancestors()
+                .filter(|a| !a.as_os_str().is_empty())
+                .find(|a| a.exists())
+                .filter(|a| !a.is_dir())
+            {
+                return Err(fail(format!(
+                    "`{key}` is {}, but {} is not a directory. Fix: name a directory (HARNESS_HOME, HARNESS_{} or the settings file)",
+                    dir.display(),
+                    file.display(),
+                    key.to_uppercase()
+                )));
+            }
+        }
+        Ok(settings)
     }
 }
 
@@ -134,6 +185,36 @@ mod tests {
             };
             let s = Settings::load(&flags).map_err(|e| e.to_string())?;
             assert_eq!(s.data_dir, PathBuf::from("/from-flag"));
+            Ok(())
+        });
+    }
+
+    /// An empty variable is refused (not taken as the current directory), as are a
+    /// `HARNESS_HOME` that is a file and a `HARNESS_CONFIG` naming nothing.
+    #[test]
+    fn empty_and_misdirected_settings_are_refused() {
+        figment::Jail::expect_with(|jail| {
+            jail.clear_env();
+            jail.set_env("HARNESS_HOME", "");
+            let err = Settings::load(&FlagOverrides::default()).unwrap_err();
+            assert!(
+                err.to_string().contains("HARNESS_HOME is set but empty"),
+                "{err}"
+            );
+            jail.set_env("HARNESS_HOME", "/h");
+            jail.set_env("HARNESS_DATA_DIR", "");
+            let err = Settings::load(&FlagOverrides::default()).unwrap_err();
+            assert!(err.to_string().contains("HARNESS_DATA_DIR"), "{err}");
+            jail.clear_env();
+            jail.create_file("home-file", "not a directory")?;
+            let home = jail.directory().join("home-file");
+            jail.set_env("HARNESS_HOME", home.display());
+            let err = Settings::load(&FlagOverrides::default()).unwrap_err();
+            assert!(err.to_string().contains("not a directory"), "{err}");
+            jail.clear_env();
+            jail.set_env("HARNESS_CONFIG", "/no/such/harness.toml");
+            let err = Settings::load(&FlagOverrides::default()).unwrap_err();
+            assert!(err.to_string().contains("HARNESS_CONFIG"), "{err}");
             Ok(())
         });
     }

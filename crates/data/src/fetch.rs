@@ -473,10 +473,7 @@ fn copy_verified(src: &Path, f: &FileEntry, dest: &Path, pb: &ProgressBar) -> Re
         Err(e) => return Err(Attempt::Bad(format!("{}: {e}", src.display()))),
     }
     let dir = prepare_parent(dest)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".harness-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
+    let mut tmp = harness_core::fsutil::temp_file_in(dir)
         .map_err(|e| Attempt::Local(DataError::io(dir, e)))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];

@@ -245,6 +245,9 @@ pub struct TextTokenizer {
     /// A pretrained model's own tokenizer (`data.tokenizer.kind: pretrained`); `inner` is
     /// then an empty vocabulary that nothing reads.
     pretrained: Option<std::sync::Arc<PretrainedTokenizer>>,
+    /// sha256 of `json`, computed once: a pretrained model's file is megabytes, and the
+    /// digest is asked for at every encoder fingerprint.
+    digest: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for TextTokenizer {
@@ -446,6 +449,7 @@ impl TextTokenizer {
             words,
             json,
             pretrained: None,
+            digest: Default::default(),
         };
         // The fixed layout is what models rely on: check it rather than assume it.
         for (i, s) in [PAD, UNK, BOS, EOS].iter().enumerate() {
@@ -484,6 +488,7 @@ impl TextTokenizer {
             base_vocab: pretrained.vocab_size(),
             json: pretrained.to_json(),
             pretrained: Some(std::sync::Arc::new(pretrained)),
+            digest: Default::default(),
         }
     }
 
@@ -534,7 +539,9 @@ impl TextTokenizer {
 
     /// sha256 of the serialized tokenizer: part of a trained encoder's fingerprint.
     pub fn digest(&self) -> String {
-        harness_core::fsutil::sha256_hex(self.json.as_bytes())
+        self.digest
+            .get_or_init(|| harness_core::fsutil::sha256_hex(self.json.as_bytes()))
+            .clone()
     }
 
     /// Vocabulary size including special and language tokens (and a `words` tokenizer's

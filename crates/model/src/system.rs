@@ -477,6 +477,12 @@ impl<B: Backend> System<B> {
     {
         let mut h = self.heads.remove(head);
         if let Some(mut layer) = h.layers.pop() {
+            // The caller computed `weight` from this layer: a shape change is a bug there.
+            assert_eq!(
+                layer.weight.val().dims(),
+                weight.dims(),
+                "with_head_weight: a weight of another shape for head {head}"
+            );
             layer.weight =
                 crate::random::replace_value(layer.weight, |_| Tensor::from_inner(weight).detach());
             h.layers.push(layer);

@@ -71,17 +71,14 @@ pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
             };
             vec![Problem::new(file, line, key, message)]
         };
-        if let Ok(meta) = std::fs::metadata(&p) {
-            if meta.len() > MAX_RECIPE_BYTES {
-                return Err(unreadable(format!(
-                    "{} is {} bytes; a recipe may have at most {MAX_RECIPE_BYTES} (1 MiB): is it the right file?",
-                    p.display(),
-                    meta.len()
-                )));
-            }
-        }
-        let text = match std::fs::read_to_string(&p) {
+        let text = match harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES) {
             Ok(t) => t,
+            Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => {
+                return Err(unreadable(format!(
+                    "{} holds more than {MAX_RECIPE_BYTES} bytes, the most a recipe may have (1 MiB): is it the right file?",
+                    p.display()
+                )))
+            }
             Err(e) => return Err(unreadable(format!("cannot read {}: {e}", p.display()))),
         };
         let mut value: Value = match serde_yaml::from_str(&text) {
@@ -526,12 +523,22 @@ mod tests {
         std::fs::write(&path, &text).unwrap();
         let problems = read_chain(&path).unwrap_err();
         assert!(
-            problems[0].message.contains("at most 1048576"),
+            problems[0].message.contains("more than 1048576"),
             "{:?}",
             problems[0]
         );
         std::fs::write(&path, "name: small\n").unwrap();
         assert!(read_chain(&path).is_ok());
+        // A device has no size to read beforehand: it is cut off at the cap.
+        #[cfg(unix)]
+        {
+            let problems = read_chain(FsPath::new("/dev/zero")).unwrap_err();
+            assert!(
+                problems[0].message.contains("more than 1048576"),
+                "{:?}",
+                problems[0]
+            );
+        }
     }
 
     /// Stages are numbered: `stages.2.steps` sets the stage the file keys as the number 2,

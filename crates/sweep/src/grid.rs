@@ -220,19 +220,19 @@ impl Grid {
     /// is returned, each with the file, line and key.
     pub fn load(path: &Path, profile: Option<&str>) -> Result<Grid, Vec<Problem>> {
         let fail = |m: String| vec![Problem::new(path.to_path_buf(), None, "", m)];
-        let meta = std::fs::metadata(path).map_err(|e| {
-            fail(format!(
-                "cannot read the grid file: {e}. Fix: give the path of a grid file (see grids/)"
-            ))
-        })?;
-        if meta.len() > MAX_GRID_BYTES {
-            return Err(fail(format!(
-                "the grid file is {} bytes, more than the {MAX_GRID_BYTES} a grid may have",
-                meta.len()
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| fail(format!("cannot read the grid file: {e}")))?;
+        let text = match harness_core::fsutil::read_text_capped(path, MAX_GRID_BYTES) {
+            Ok(t) => t,
+            Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => {
+                return Err(fail(format!(
+                    "the grid file holds more than the {MAX_GRID_BYTES} bytes a grid may have"
+                )))
+            }
+            Err(e) => {
+                return Err(fail(format!(
+                    "cannot read the grid file: {e}. Fix: give the path of a grid file (see grids/)"
+                )))
+            }
+        };
         Grid::parse(path, &text, profile)
     }
 

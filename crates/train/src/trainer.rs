@@ -109,20 +109,23 @@ struct MetricLine<'a> {
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Makes Ctrl-C (SIGINT) set a flag that the loop checks between steps, so an interrupted
-/// run saves a checkpoint and exits cleanly instead of dying mid-write.
+/// Makes Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's time limit and systemd send
+/// first) set a flag that the loop checks between steps, so an interrupted run saves a
+/// checkpoint and exits cleanly instead of dying mid-write.
 pub fn install_interrupt_handler() {
     #[cfg(unix)]
     {
-        extern "C" fn on_sigint(_: libc::c_int) {
+        extern "C" fn on_signal(_: libc::c_int) {
             INTERRUPTED.store(true, Ordering::SeqCst);
         }
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                libc::SIGINT,
-                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+            unsafe {
+                libc::signal(
+                    signal,
+                    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                );
+            }
         }
     }
 }
