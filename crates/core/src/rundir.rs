@@ -245,57 +245,95 @@ impl RunDir {
     }
 }
 
-/// Exclusive use of a run directory: `<dir>/.lock` created with `create_new`, holding the
-/// owner's pid, removed on drop. A lock whose process is gone (Linux: no `/proc/<pid>`) is
-/// taken over, so a killed run does not block the next one.
+/// Exclusive use of a run directory: an advisory lock (`flock`) on `<dir>/.lock`, held by
+/// the open file for as long as this value lives; the file holds the owner's pid (and start
+/// time) for people and is removed on drop. The kernel releases the lock when its holder
+/// dies, however it dies, so a killed run never blocks the next one, and two processes
+/// that find a stale lock file cannot both take it (the lock is taken on the open file,
+/// not decided by reading and rewriting it).
 pub struct RunLock {
     path: PathBuf,
+    _file: std::fs::File,
 }
 
 impl RunLock {
     /// Takes the lock or explains who holds it.
     pub fn acquire(dir: &Path) -> Result<RunLock, RunDirError> {
+        use std::io::Write;
         let path = dir.join(".lock");
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new()
+        // A holder that releases the lock removes the file first: a process that opened
+        // the old file and locked it after that holds a lock on nothing, and tries again.
+        for _ in 0..16 {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
                 .write(true)
-                .create_new(true)
+                .create(true)
+                .truncate(false)
                 .open(&path)
-            {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    // The pid and its start time: a later process that reuses the pid (after
-                    // a reboot or a container restart) is told apart by its start time.
-                    let me = std::process::id();
-                    let started = process_start(me).map_or(String::new(), |t| format!(" {t}"));
-                    writeln!(f, "{me}{started}").map_err(|e| io(&path, e))?;
-                    return Ok(RunLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let owner = std::fs::read_to_string(&path).unwrap_or_default();
-                    let mut fields = owner.split_whitespace();
-                    let pid = fields.next().and_then(|p| p.parse::<u32>().ok());
-                    let recorded_start = fields.next().and_then(|t| t.parse::<u64>().ok());
-                    let alive = pid.is_some_and(|p| holder_alive(p, recorded_start));
-                    if alive || !Path::new("/proc/self").exists() {
-                        bail!(
-                            "{}: another harness process (pid {}) is using this run directory. \
-                             Fix: wait for it to finish, or run with --out DIR elsewhere; if no \
-                             such process exists, delete the lock file",
-                            path.display(),
-                            pid.map_or("unknown".into(), |p| p.to_string())
-                        );
-                    }
-                    // Stale: its owner was killed. Remove and retry once.
-                    let _ = std::fs::remove_file(&path);
-                }
-                Err(e) => {
-                    return Err(io(&path, e));
-                }
+                .map_err(|e| io(&path, e))?;
+            if !try_lock_exclusive(&file).map_err(|e| io(&path, e))? {
+                let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                let pid = owner
+                    .split_whitespace()
+                    .next()
+                    .and_then(|p| p.parse::<u32>().ok());
+                bail!(
+                    "{}: another harness process (pid {}) is using this run directory. \
+                     Fix: wait for it to finish, or run with --out DIR elsewhere",
+                    path.display(),
+                    pid.map_or("unknown".into(), |p| p.to_string())
+                );
             }
+            if !still_at(&file, &path) {
+                continue;
+            }
+            // The pid and its start time, for people (`ps`) and `is_run_dir`.
+            let me = std::process::id();
+            let started = process_start(me).map_or(String::new(), |t| format!(" {t}"));
+            file.set_len(0).map_err(|e| io(&path, e))?;
+            writeln!(file, "{me}{started}").map_err(|e| io(&path, e))?;
+            return Ok(RunLock { path, _file: file });
         }
         bail!("{}: could not take the run lock", path.display())
     }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: `Ok(false)` when another open file holds the lock. By hand:
+/// one call, not worth a crate.
+#[cfg(unix)]
+fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a file descriptor this `File` owns and keeps open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+#[cfg(not(unix))]
+fn try_lock_exclusive(_: &std::fs::File) -> std::io::Result<bool> {
+    Ok(true)
+}
+
+/// Whether `path` still names the file `file` has open (it was not removed or replaced
+/// between the open and the lock).
+#[cfg(unix)]
+fn still_at(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_at(_: &std::fs::File, path: &Path) -> bool {
+    path.is_file()
 }
 
 /// The start time of process `pid` (clock ticks since boot, `/proc/PID/stat` field 22), on
@@ -307,36 +345,9 @@ fn process_start(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Whether process `pid` is a zombie (`/proc/PID/stat` state `Z`): dead, not yet reaped.
-fn zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = stat[stat.rfind(')')? + 1..].to_string();
-            rest.split_whitespace().next().map(|s| s == "Z")
-        })
-        .unwrap_or(false)
-}
-
-/// Whether the lock's holder still runs: its pid exists and, when the lock recorded one, with
-/// the same start time (else the pid was reused by another process and the lock is stale).
-fn holder_alive(pid: u32, recorded_start: Option<u64>) -> bool {
-    if !Path::new(&format!("/proc/{pid}")).exists() {
-        return false;
-    }
-    // A killed holder whose parent has not reaped it yet (a container's pid 1 may never
-    // reap) is a zombie: it still has a /proc entry but holds nothing.
-    if zombie(pid) {
-        return false;
-    }
-    match (recorded_start, process_start(pid)) {
-        (Some(recorded), Some(now)) => recorded == now,
-        _ => true,
-    }
-}
-
 impl Drop for RunLock {
     fn drop(&mut self) {
+        // Removed while still locked (the file closes after this), see `acquire`.
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -375,27 +386,58 @@ mod tests {
         RunLock::acquire(dir.path()).unwrap();
     }
 
+    /// A lock file is only a note: whatever it says (a dead pid, this process's own pid,
+    /// the older pid-only format), nobody holds the lock, and it is taken.
     #[test]
-    fn a_lock_whose_pid_was_reused_by_another_process_is_taken_over() {
-        let dir = tempfile::tempdir().unwrap();
-        // A live process (this test) with another start time than the one recorded: the
-        // recorded holder is gone and its pid now names someone else.
+    fn a_lock_file_nobody_holds_is_taken_whatever_it_says() {
         let me = std::process::id();
-        let start = process_start(me).expect("a Linux /proc");
-        std::fs::write(dir.path().join(".lock"), format!("{me} {}\n", start + 1)).unwrap();
-        RunLock::acquire(dir.path()).unwrap();
-        // The same pid with its true start time is a live holder.
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(".lock"), format!("{me} {start}\n")).unwrap();
-        assert!(RunLock::acquire(dir.path()).is_err());
+        for text in [
+            "0\n".to_string(),
+            format!("{me}\n"),
+            format!("{me} 1\n"),
+            String::new(),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(".lock"), &text).unwrap();
+            let lock = RunLock::acquire(dir.path()).unwrap();
+            let written = std::fs::read_to_string(dir.path().join(".lock")).unwrap();
+            assert!(
+                written.starts_with(&format!("{me}")),
+                "{text:?} -> {written:?}"
+            );
+            drop(lock);
+            assert!(!dir.path().join(".lock").exists());
+        }
     }
 
+    /// Many takers racing for a directory with a stale lock file: at every moment at most
+    /// one holds it, and each gets it in turn.
     #[test]
-    fn a_lock_left_by_a_dead_process_is_taken_over() {
+    fn racing_takers_hold_the_lock_one_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let dir = tempfile::tempdir().unwrap();
-        // pid 0 never names a user process, so no /proc/0 exists.
-        std::fs::write(dir.path().join(".lock"), "0\n").unwrap();
-        RunLock::acquire(dir.path()).unwrap();
+        std::fs::write(dir.path().join(".lock"), "0 12345\n").unwrap();
+        let holders = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let taken = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..200 {
+                        if let Ok(lock) = RunLock::acquire(dir.path()) {
+                            let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            taken.fetch_add(1, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            holders.fetch_sub(1, Ordering::SeqCst);
+                            drop(lock);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+        assert!(taken.load(Ordering::SeqCst) > 0);
     }
 
     #[test]
@@ -411,17 +453,5 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let err = claim(dir.path()).unwrap_err().to_string();
         assert!(err.contains("notes.txt"), "{err}");
-    }
-
-    #[test]
-    fn a_zombie_holds_no_lock() {
-        // A child that exited and is not reaped yet is a zombie.
-        let child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        assert!(zombie(pid));
-        assert!(!holder_alive(pid, None));
-        drop(child);
-        assert!(!zombie(std::process::id()));
     }
 }
