@@ -1,8 +1,10 @@
 //! Directories a user names for harness to write into (`--out` of `export` and `report`):
 //! harness replaces only files it wrote there itself. Each such directory holds a manifest,
 //! `.harness-files.json`, listing the files harness wrote into it; a file in the way that
-//! the manifest does not list is someone else's, and is never overwritten or deleted
-//! without `--force` (and never deleted at all).
+//! the manifest does not list is someone else's, and is never overwritten or deleted, not
+//! even with `--force` (which only lets harness write its files beside such files). A
+//! symbolic link where harness would write (the directory of a run's report, a `tables/`
+//! folder) is refused rather than followed.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -26,19 +28,20 @@ pub enum Foreign {
 /// Why a directory cannot be written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
-    #[error("{dir}: this directory holds files harness did not write ({examples}), and is not an earlier harness {kind}; nothing was written. Fix: choose a new or empty directory, or pass --force to write the {kind}'s files beside them (only those files are replaced)")]
+    #[error("{dir}: this directory holds files harness did not write ({examples}), and is not an earlier harness {kind}; nothing was written. Fix: choose a new or empty directory, or pass --force to write the {kind}'s files beside them (a file of someone else's is never replaced)")]
     ForeignDirectory {
         dir: PathBuf,
         kind: String,
         examples: String,
     },
-    #[error("{path}: a file harness did not write is where the {kind} puts `{rel}`; it was left as it is and nothing was written. Fix: move it, choose another directory{force}")]
+    #[error("{path}: a file harness did not write is where the {kind} puts `{rel}`; it was left as it is and nothing was written. Fix: move it or choose another directory")]
     InTheWay {
         path: PathBuf,
         rel: String,
         kind: String,
-        force: &'static str,
     },
+    #[error("{path}: a symbolic link is where the {kind} writes; harness does not write through links. Fix: remove the link, or choose another directory")]
+    Link { path: PathBuf, kind: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -58,7 +61,8 @@ struct Manifest {
 pub struct OutDir {
     dir: PathBuf,
     kind: String,
-    force: bool,
+    /// Every file in it is harness's ([`Foreign::Ours`]).
+    all_ours: bool,
     manifest: Manifest,
 }
 
@@ -108,28 +112,37 @@ impl OutDir {
             kind: kind.to_string(),
             files: BTreeSet::new(),
         });
-        if !force && foreign != Foreign::Ours {
-            for rel in will_write {
-                let path = local(dir, rel);
-                if std::fs::symlink_metadata(&path).is_ok() && !manifest.files.contains(rel) {
-                    return Err(OutDirError::InTheWay {
-                        path,
-                        rel: rel.clone(),
-                        kind: kind.to_string(),
-                        force: if foreign == Foreign::RefuseDirectory {
-                            ", or pass --force to replace it"
-                        } else {
-                            ""
-                        },
-                    });
-                }
+        // A run's own report folder is harness's only if it is a real folder of the run.
+        if foreign == Foreign::Ours && is_link(dir) {
+            return Err(OutDirError::Link {
+                path: dir.to_path_buf(),
+                kind: kind.to_string(),
+            });
+        }
+        for rel in will_write {
+            let path = local(dir, rel);
+            if let Some(link) = link_between(dir, rel) {
+                return Err(OutDirError::Link {
+                    path: link,
+                    kind: kind.to_string(),
+                });
+            }
+            if foreign != Foreign::Ours
+                && std::fs::symlink_metadata(&path).is_ok()
+                && !manifest.files.contains(rel)
+            {
+                return Err(OutDirError::InTheWay {
+                    path,
+                    rel: rel.clone(),
+                    kind: kind.to_string(),
+                });
             }
         }
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         Ok(OutDir {
             dir: dir.to_path_buf(),
             kind: kind.to_string(),
-            force: force || foreign == Foreign::Ours,
+            all_ours: foreign == Foreign::Ours,
             manifest,
         })
     }
@@ -148,13 +161,18 @@ impl OutDir {
             path: path.clone(),
             source,
         };
+        if let Some(link) = link_between(&self.dir, rel) {
+            return Err(OutDirError::Link {
+                path: link,
+                kind: self.kind.clone(),
+            });
+        }
         if let Ok(m) = std::fs::symlink_metadata(&path) {
-            if m.is_dir() || (!self.force && !self.manifest.files.contains(rel)) {
+            if m.is_dir() || (!self.all_ours && !self.manifest.files.contains(rel)) {
                 return Err(OutDirError::InTheWay {
                     path: path.clone(),
                     rel: rel.to_string(),
                     kind: self.kind.clone(),
-                    force: "",
                 });
             }
         }
@@ -183,6 +201,23 @@ impl OutDir {
         crate::fsutil::write_atomic(&path, text.as_bytes())
             .map_err(|e| OutDirError::Io { path, source: e })
     }
+}
+
+fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// The first folder of `rel` under `dir` that is a symbolic link, if any.
+fn link_between(dir: &Path, rel: &str) -> Option<PathBuf> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let mut p = dir.to_path_buf();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        p.push(part);
+        if is_link(&p) {
+            return Some(p);
+        }
+    }
+    None
 }
 
 fn local(dir: &Path, rel: &str) -> PathBuf {
@@ -221,6 +256,15 @@ mod tests {
             OutDir::claim(&dir, "export", &files, Foreign::RefuseDirectory, true).unwrap();
         out.write("a.json", b"{}").unwrap();
         assert_eq!(names(&dir), [MANIFEST, "a.json", "notes.txt"]);
+        // --force never replaces someone else's file in the way.
+        let theirs = vec!["notes.txt".to_string()];
+        let err = OutDir::claim(&dir, "export", &theirs, Foreign::RefuseDirectory, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("notes.txt") && !err.contains("--force"),
+            "{err}"
+        );
         assert_eq!(
             std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
             "mine"
@@ -257,6 +301,37 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(dir.join("notes.md")).unwrap(),
             "my notes"
+        );
+    }
+
+    /// A run's report folder that is a link, or a link in the way of a subfolder, is
+    /// refused: nothing is written through it.
+    #[cfg(unix)]
+    #[test]
+    fn links_where_harness_writes_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("report.md"), "someone's").unwrap();
+        let report = tmp.path().join("report");
+        std::os::unix::fs::symlink(&elsewhere, &report).unwrap();
+        let files = vec!["report.md".to_string()];
+        let err = OutDir::claim(&report, "report", &files, Foreign::Ours, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let out = tmp.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, out.join("tables")).unwrap();
+        let files = vec!["tables/t.csv".to_string()];
+        let err = OutDir::claim(&out, "report", &files, Foreign::LeaveAlone, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(names(&elsewhere), ["report.md"]);
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("report.md")).unwrap(),
+            "someone's"
         );
     }
 }
