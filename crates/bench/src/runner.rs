@@ -322,8 +322,10 @@ pub fn plan(registry: &Registry, entries: &[(String, Overrides)]) -> Result<Plan
 
 /// Runs every benchmark of `plan` into `out` (one result file each, written as soon as it
 /// is done) and returns the results in order. With `keep`, a result already in `out` for
-/// the same encoder, seed, datasets and declaration is reused instead of recomputed. A
-/// failing benchmark is recorded and the others go on.
+/// the same encoder, seed, datasets and declaration is reused instead of recomputed (the
+/// folder is a run's own: results of its earlier checkpoints are replaced); without, `out`
+/// may hold no other encoder's results. A failing benchmark is recorded and the others go
+/// on.
 pub fn evaluate(
     plan: &Plan,
     registry: &Registry,
@@ -334,6 +336,8 @@ pub fn evaluate(
     keep: bool,
 ) -> Result<Vec<BenchResult>, BenchError> {
     std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
+    let fingerprint = encoder.fingerprint();
+    check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;
     let progress = harness_core::progress::bar(
         plan.len() as u64,
         "evaluate [{bar:30}] {pos}/{len} {msg} ({elapsed})",
@@ -341,7 +345,6 @@ pub fn evaluate(
     // A benchmark can run for minutes (XNLI's classifier): tick so that the elapsed time
     // moves on a terminal and a log gets its periodic line meanwhile.
     progress.enable_steady_tick(std::time::Duration::from_secs(1));
-    let fingerprint = encoder.fingerprint();
     let mut results = Vec::with_capacity(plan.len());
     for (name, overrides) in plan {
         let path = out.join(format!("{name}.json"));
@@ -372,6 +375,50 @@ pub fn evaluate(
     }
     progress.finish_and_clear();
     Ok(results)
+}
+
+/// A results folder holds one encoder's results: refuses, before anything runs, a folder
+/// holding result files of an encoder other than `fingerprint`'s (when given) (two evaluations into one `--out` would mix
+/// their files, the last writer winning per benchmark), or a file that is not a harness
+/// result where one of this evaluation's goes.
+fn check_results_dir(plan: &Plan, out: &Path, fingerprint: Option<&str>) -> Result<(), BenchError> {
+    let entries = match fingerprint {
+        Some(_) => std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect(),
+        None => Vec::new(),
+    };
+    for entry in entries {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        if let Ok(previous) = read_result(&path) {
+            if Some(previous.encoder.fingerprint.as_str()) != fingerprint {
+                return Err(BenchError::format(
+                    path,
+                    format!(
+                        "this folder holds results of another encoder (`{}`); one folder holds one encoder's results",
+                        previous.encoder.name
+                    ),
+                    "give this evaluation another --out",
+                ));
+            }
+        }
+    }
+    for (name, _) in plan {
+        let path = out.join(format!("{name}.json"));
+        if path.exists() && read_result(&path).is_err() {
+            return Err(BenchError::format(
+                path,
+                "a file harness did not write is where this benchmark's result goes; it was left as it is",
+                "move it, or give this evaluation another --out",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A recipe's `evaluate:` entries as benchmark names with the overrides of their
@@ -537,6 +584,22 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(out.path().join("sick-r.json")).unwrap(),
             "my notes"
+        );
+        // Another encoder's results in the folder: an evaluation (not a run's) is refused
+        // before it runs, and the files stay as they were.
+        std::fs::remove_file(out.path().join("sick-r.json")).unwrap();
+        let mut other = again[0].clone();
+        other.encoder.fingerprint = "another encoder".into();
+        other.encoder.name = "other".into();
+        write_result(out.path(), &other).unwrap();
+        let before = std::fs::read(out.path().join("stsb-test.json")).unwrap();
+        let err = evaluate(&plain, &registry, &encoder, &settings, 1, out.path(), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("another encoder (`other`)"), "{err}");
+        assert_eq!(
+            std::fs::read(out.path().join("stsb-test.json")).unwrap(),
+            before
         );
     }
 
