@@ -134,14 +134,27 @@ pub fn load_inputs(args: &[PathBuf]) -> Result<Inputs, ReportError> {
     Ok(inputs)
 }
 
-/// `NAME=PATH` → (Some(NAME), PATH) unless the whole argument is an existing path.
+/// `NAME=PATH` → (Some(NAME), PATH) unless the whole argument is an existing path. NAME may
+/// hold `=` and `/` when PATH exists (the first `=` whose right side exists splits:
+/// `a=b=runs/x`, `lr/0.1=sweeps/lr=0.1`); otherwise the first `=` splits a NAME without `/`
+/// (so that the error names the missing PATH).
 fn split_label(arg: &Path) -> (Option<String>, PathBuf) {
+    if arg.exists() {
+        return (None, arg.to_path_buf());
+    }
     let s = arg.to_string_lossy();
-    if !arg.exists() {
-        if let Some((name, path)) = s.split_once('=') {
-            if !name.is_empty() && !name.contains('/') {
-                return (Some(name.to_string()), PathBuf::from(path));
-            }
+    let splits = s
+        .match_indices('=')
+        .map(|(i, _)| (&s[..i], &s[i + 1..]))
+        .filter(|(name, path)| !name.is_empty() && !path.is_empty());
+    for (name, path) in splits.clone() {
+        if Path::new(path).exists() {
+            return (Some(name.to_string()), PathBuf::from(path));
+        }
+    }
+    if let Some((name, path)) = splits.into_iter().next() {
+        if !name.contains('/') {
+            return (Some(name.to_string()), PathBuf::from(path));
         }
     }
     (None, arg.to_path_buf())
@@ -211,9 +224,14 @@ fn read_results(dir: &Path) -> Result<(BTreeMap<String, ResultFile>, Vec<String>
         );
     }
     if out.is_empty() {
+        let why = if warnings.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", warnings.join("; "))
+        };
         return Err(ReportError::Input {
             path: dir.to_path_buf(),
-            detail: "no harness result files (`<benchmark>.json`) here".into(),
+            detail: format!("no harness result files (`<benchmark>.json`) here{why}"),
             fix: "run `harness eval --encoder ENC --out DIR` (or `harness run RECIPE`) first, and pass that directory".into(),
         });
     }
@@ -479,5 +497,18 @@ mod tests {
             split_label(Path::new("/no/such=dir")),
             (None, PathBuf::from("/no/such=dir"))
         );
+        // A name with `/` or `=` before an existing directory (which may hold `=` too).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lr=0.1");
+        std::fs::create_dir(&dir).unwrap();
+        for name in ["e5/tuned", "a=b", "plain"] {
+            let arg = format!("{name}={}", dir.display());
+            assert_eq!(
+                split_label(Path::new(&arg)),
+                (Some(name.to_string()), dir.clone()),
+                "{arg}"
+            );
+        }
+        assert_eq!(split_label(&dir), (None, dir.clone()));
     }
 }
