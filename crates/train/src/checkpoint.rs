@@ -119,6 +119,7 @@ pub fn save<B: AutodiffBackend>(
     keep: usize,
 ) -> Result<PathBuf, TrainError> {
     std::fs::create_dir_all(checkpoints).map_err(|e| io(checkpoints, e))?;
+    remove_dead_partials(checkpoints);
     // The previous checkpoint's size is what the next one needs (same model, same
     // optimizer); refusing before writing leaves the disk as it was.
     let need = check_room(checkpoints)?;
@@ -164,6 +165,28 @@ pub fn save<B: AutodiffBackend>(
         }
     }
     Ok(dest)
+}
+
+/// Removes the half-written checkpoints (`.tmp-step-NNNNNNNN-<pid>`) of processes that
+/// are gone (killed during a write); a live writer's is left alone. Best effort.
+fn remove_dead_partials(checkpoints: &Path) {
+    let Ok(entries) = std::fs::read_dir(checkpoints) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".tmp-step-"))
+            .and_then(|r| r.rsplit_once('-'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !harness_core::fsutil::process_alive(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The size of the newest checkpoint, the room the next one needs; an error when the disk
@@ -315,6 +338,21 @@ mod tests {
         // Sparse: its length counts, its blocks are never written.
         let f = std::fs::File::create(dir.join("model.mpk")).unwrap();
         f.set_len(bytes).unwrap();
+    }
+
+    #[test]
+    fn half_written_checkpoints_of_dead_processes_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let dead = t.path().join(".tmp-step-00000004-4194305");
+        let live = t.path().join(".tmp-step-00000004-1");
+        let other = t.path().join("notes");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("model.mpk"), b"half").unwrap();
+        }
+        remove_dead_partials(t.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
     }
 
     #[test]
