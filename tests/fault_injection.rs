@@ -1,0 +1,167 @@
+//! Fault injection with the real binary: `harness eval` from a cold home (dataset install
+//! from the mirror, embedding-cache writes, result writes) is SIGKILLed at seeded random
+//! points; after each kill the same command runs to the end, and its scores must equal an
+//! uninterrupted run's, and no temporary file of a dead writer may be left in the data
+//! directory, the cache or the results folder. The default suite tries a handful of kill
+//! points; `cargo test --test fault_injection -- --ignored` tries 50.
+
+mod binary;
+
+use binary::{command, text};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// splitmix64: the kill points derive from a fixed seed (printed), so a failure repeats.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+const BENCHES: &str = "stsb-test,sick-r";
+
+fn eval_args(out: &Path) -> Vec<String> {
+    [
+        "eval",
+        "--encoder",
+        "hashed-ngrams",
+        "--bench",
+        BENCHES,
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn strs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
+/// Runs to the end; the wall time.
+fn complete(home: &Path, args: &[String]) -> Duration {
+    let start = Instant::now();
+    let o = command(home, &strs(args)).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    start.elapsed()
+}
+
+/// Starts the command and SIGKILLs it after `after` unless it ended before; whether it was
+/// killed.
+fn kill_after(home: &Path, args: &[String], after: Duration) -> bool {
+    let mut child = command(home, &strs(args))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + after;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let killed = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    child.wait().unwrap();
+    killed
+}
+
+/// Each benchmark's scores (what must not depend on the kills).
+fn scores(out: &Path) -> Vec<(String, serde_json::Value)> {
+    BENCHES
+        .split(',')
+        .map(|b| {
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join(format!("{b}.json"))).unwrap())
+                    .unwrap();
+            assert!(v["error"].is_null(), "{b}: {v}");
+            (b.to_string(), v["scores"].clone())
+        })
+        .collect()
+}
+
+/// Temporary files of dead writers anywhere under `dir`.
+fn leftovers(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(".harness-") && n.ends_with(".tmp"))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn kill_points(n: usize, seed: u64) {
+    let reference_home = tempfile::tempdir().unwrap();
+    let reference_out = reference_home.path().join("results");
+    let cold = complete(reference_home.path(), &eval_args(&reference_out));
+    let expected = scores(&reference_out);
+
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("results");
+    let args = eval_args(&out);
+    let mut rng = Rng(seed);
+    let mut killed = 0;
+    let mut last = cold;
+    for i in 0..n {
+        // Every few points the home starts cold again, so that kills also land in the
+        // dataset install and the first cache writes, not only in later runs' reads.
+        if i % 5 == 0 {
+            for d in ["datasets", "cache"] {
+                let _ = std::fs::remove_dir_all(home.path().join(d));
+            }
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        // Kill within the time the run would take: a cold one's, else the last rerun's.
+        let window = if i % 5 == 0 { cold } else { last }.as_micros() as u64 + 1;
+        let after = Duration::from_micros(rng.next() % window);
+        if kill_after(home.path(), &args, after) {
+            killed += 1;
+        }
+        last = complete(home.path(), &args);
+        assert_eq!(
+            scores(&out),
+            expected,
+            "kill point {i} ({after:?}, seed {seed})"
+        );
+        let left = leftovers(home.path());
+        assert!(
+            left.is_empty(),
+            "kill point {i} ({after:?}, seed {seed}): a dead writer's files are left: {left:?}"
+        );
+    }
+    println!("{killed} of {n} kill points landed before the end (seed {seed}, cold run {cold:?})");
+    assert!(killed > 0, "no kill landed: the window is wrong");
+}
+
+#[test]
+fn eval_killed_at_random_points_ends_with_the_uninterrupted_scores() {
+    kill_points(5, 34);
+}
+
+/// The full suite's 50 kill points.
+#[test]
+#[ignore]
+fn eval_killed_at_fifty_random_points_ends_with_the_uninterrupted_scores() {
+    kill_points(50, 3434);
+}
