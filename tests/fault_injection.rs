@@ -165,3 +165,48 @@ fn eval_killed_at_random_points_ends_with_the_uninterrupted_scores() {
 fn eval_killed_at_fifty_random_points_ends_with_the_uninterrupted_scores() {
     kill_points(50, 3434);
 }
+
+/// Four processes evaluate overlapping benchmarks at once against one cold home (one data
+/// directory, one embedding cache): every one ends with the scores of a lone run, the
+/// cache reads back as a lone run's, the installed datasets verify, and no temporary file is
+/// left.
+#[test]
+fn four_concurrent_evaluations_share_a_cold_home() {
+    let reference_home = tempfile::tempdir().unwrap();
+    let reference_out = reference_home.path().join("results");
+    complete(reference_home.path(), &eval_args(&reference_out));
+    let expected = scores(&reference_out);
+
+    let home = tempfile::tempdir().unwrap();
+    let orders = [BENCHES, "sick-r,stsb-test", BENCHES, "sick-r,stsb-test"];
+    let children: Vec<_> = orders
+        .iter()
+        .enumerate()
+        .map(|(i, benches)| {
+            let out = home.path().join(format!("results-{i}"));
+            let mut args = eval_args(&out);
+            args[4] = benches.to_string();
+            let child = command(home.path(), &strs(&args))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (out, child)
+        })
+        .collect();
+    for (out, child) in children {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}: {}", out.display(), text(&o));
+        assert_eq!(scores(&out), expected, "{}", out.display());
+    }
+    // What they cached together reads back as a lone run's.
+    let warm = home.path().join("results-warm");
+    complete(home.path(), &eval_args(&warm));
+    assert_eq!(scores(&warm), expected);
+    let o = command(home.path(), &["datasets", "verify", "stsbenchmark", "sick"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let left = leftovers(home.path());
+    assert!(left.is_empty(), "{left:?}");
+}
