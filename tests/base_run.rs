@@ -6,7 +6,7 @@
 
 mod binary;
 
-use binary::{harness, repo, text, SMALL_LASER};
+use binary::{embed_npy as embed, harness, repo, text, SMALL_LASER};
 use std::path::Path;
 
 fn train_base(home: &Path, run: &Path, stop_after: Option<&str>) {
@@ -50,24 +50,6 @@ fn train_emu(home: &Path, base: &Path, trainable: bool, run: &Path) -> std::proc
         run.to_str().unwrap(),
     ];
     harness(home, &args)
-}
-
-fn embed(home: &Path, encoder: &Path, input: &Path, out: &Path) -> Vec<u8> {
-    let o = harness(
-        home,
-        &[
-            "embed",
-            "--encoder",
-            encoder.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--no-cache",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    std::fs::read(out).unwrap()
 }
 
 #[test]

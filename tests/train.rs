@@ -5,7 +5,7 @@
 
 mod binary;
 
-use binary::{command, harness, repo, text, SMALL_LASER};
+use binary::{command, embed_npy as embed, harness, repo, text, SMALL_LASER};
 use std::path::Path;
 
 /// The LASER recipe shrunk to seconds ([`SMALL_LASER`]), 6 steps, checkpoints every 2.
@@ -158,25 +158,6 @@ fn unknown_device_is_a_usage_error() {
     };
     assert!(text(&o).contains(expected), "{}", text(&o));
     assert!(!run.join("env.json").exists(), "nothing prepared");
-}
-
-/// `harness embed --encoder RUN --input INPUT --out NPY --no-cache`; the `.npy` file's bytes.
-fn embed(home: &Path, run: &Path, input: &Path, npy: &Path) -> Vec<u8> {
-    let o = harness(
-        home,
-        &[
-            "embed",
-            "--encoder",
-            run.to_str().unwrap(),
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            npy.to_str().unwrap(),
-            "--no-cache",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    std::fs::read(npy).unwrap()
 }
 
 /// A real kill: the training process gets SIGKILL once a checkpoint exists (wherever it is

@@ -33,6 +33,26 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// `harness embed --encoder ENCODER --input INPUT --out NPY --no-cache`, which must succeed;
+/// the `.npy` file's bytes.
+pub fn embed_npy(home: &Path, encoder: &Path, input: &Path, npy: &Path) -> Vec<u8> {
+    let o = harness(
+        home,
+        &[
+            "embed",
+            "--encoder",
+            encoder.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            npy.to_str().unwrap(),
+            "--no-cache",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::read(npy).unwrap()
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
