@@ -133,15 +133,17 @@ pub fn save<B: AutodiffBackend>(
     }
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
     if let Err(e) = write_files(&tmp, model, optim, inner, state) {
+        // The MessagePack writer hides the operating system's error; a disk with (almost)
+        // nothing left free when the write failed is the likely cause, and the one worth
+        // naming. Measured before the partial files are removed (which frees the space).
+        let free_then = free_space(checkpoints);
+        let written = dir_size(&tmp);
         // A half-written checkpoint is harness's own and useless: remove it so that it
         // does not hold the space it ran out of.
-        let written = dir_size(&tmp);
         let _ = std::fs::remove_dir_all(&tmp);
-        // The MessagePack writer hides the operating system's error; a disk with (almost)
-        // nothing left free is the likely cause, and the one worth naming.
-        return Err(match free_space(checkpoints) {
-            Some(free) if free < LOW_SPACE.max(written / 8) => {
-                disk_full(checkpoints, need.unwrap_or(written).max(written), free)
+        return Err(match free_then {
+            Some(then) if then < LOW_SPACE => {
+                disk_full(checkpoints, need.unwrap_or(written).max(written), then)
             }
             _ => e,
         });
