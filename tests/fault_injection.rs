@@ -210,3 +210,96 @@ fn four_concurrent_evaluations_share_a_cold_home() {
     let left = leftovers(home.path());
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A tmpfs mounted for one test, unmounted (and its folder removed) on drop.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    /// A `size` tmpfs at a fresh folder, or why none can be mounted here.
+    fn mount(size: &str) -> Result<SmallDisk, String> {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let o = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if !o.status.success() {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(format!(
+                "mount -t tmpfs: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+        Ok(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Training whose run directory's disk fills up fails naming the disk, keeps what it
+/// wrote before, leaves no partial checkpoint, and resumes once there is room. Needs a
+/// tmpfs (root); skipped with the reason where none can be mounted.
+#[test]
+fn a_full_disk_stops_training_cleanly_and_the_run_resumes_with_room() {
+    let disk = match SmallDisk::mount("8m") {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: no small disk to fill ({why})");
+            return;
+        }
+    };
+    let home = tempfile::tempdir().unwrap();
+    let run = disk.0.join("run");
+    let recipe = binary::repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(binary::SMALL_LASER);
+    args.extend_from_slice(&[
+        "--set",
+        "train={steps: 4, batch_tokens: 300, max_len: 20, checkpoint_every: 2}",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    // Prepared (corpora, tokenizer) but not trained: then the disk fills up.
+    let o = command(home.path(), &[&args[..], &["--stop-after", "0"]].concat())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let tokenizer = std::fs::read(run.join("tokenizer.json")).unwrap();
+    let filler = disk.0.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 << 10];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        // Room for the run's small files (lock, env.json, metrics), not for a checkpoint.
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(24 << 10)).unwrap();
+    }
+    let o = command(home.path(), &args).output().unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("the disk is full"), "{}", text(&o));
+    assert!(
+        text(&o).contains(&run.display().to_string()),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(run.join("tokenizer.json")).unwrap(),
+        tokenizer
+    );
+    let partial: Vec<_> = std::fs::read_dir(run.join("checkpoints"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(partial.is_empty(), "{partial:?}");
+    // Room again: the same command trains to the end.
+    std::fs::remove_file(&filler).unwrap();
+    let o = command(home.path(), &args).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("trained 4/4 steps"), "{}", text(&o));
+}
