@@ -69,8 +69,8 @@ fn a_run_directory_in_use_is_refused_naming_the_lock() {
     let home = tempfile::tempdir().unwrap();
     let out = home.path().join("run");
     std::fs::create_dir_all(&out).unwrap();
-    // This test process is alive, so its pid makes the lock current.
-    std::fs::write(out.join(".lock"), format!("{}\n", std::process::id())).unwrap();
+    // This test process holds the run lock (a flock on `.lock`) while harness tries.
+    let _held = harness_core::rundir::RunLock::acquire(&out).unwrap();
     let hashed = recipe("hashed-ngrams.yaml");
     let o = harness(
         home.path(),
