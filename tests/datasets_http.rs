@@ -1,6 +1,7 @@
 //! `datasets fetch` over HTTP, against a server the test starts on 127.0.0.1: plain download,
 //! a corrupted byte (rejected, nothing installed), a transfer cut halfway (resumed with
-//! `Range`), a `.part` file left by an interrupted run, and a server that ignores `Range`.
+//! `Range`), a `.part` file left by an interrupted run, a server that ignores `Range`, and one
+//! that sends more than the lock's size.
 
 mod common;
 
@@ -205,4 +206,33 @@ fn http_missing_file_and_unreachable_server_are_named_in_the_error() {
     assert!(msg.contains("404"), "{msg}");
     assert!(msg.contains("127.0.0.1:9"), "{msg}");
     assert!(!data.path().join(NAME).join("sub/small.txt").exists());
+}
+
+/// A server sending more bytes than the lock gives is cut off at the first byte too many:
+/// the download is rejected and nothing of it is kept (a larger file would fill the disk).
+#[test]
+fn http_file_larger_than_the_lock_is_cut_off_and_rejected() {
+    let (good, lock) = common::synthetic();
+    let entry = &lock.dataset[0];
+    let bad = tempfile::tempdir().unwrap();
+    common::copy_tree(good.path(), bad.path());
+    let big = bad.path().join(NAME).join("big.bin");
+    let mut bytes = std::fs::read(&big).unwrap();
+    bytes.extend(std::iter::repeat_n(0u8, 10 * BIG));
+    std::fs::write(&big, bytes).unwrap();
+    let server = Server::start(bad.path(), Behaviour::default());
+    let data = tempfile::tempdir().unwrap();
+
+    let err = fetch_dataset(entry, data.path(), &[Mirror::parse(&server.url)], opts()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("big.bin") && msg.contains("more than"),
+        "{msg}"
+    );
+    let dest = data.path().join(NAME).join("big.bin");
+    assert!(!dest.exists());
+    assert!(
+        !part_path(&dest).exists(),
+        "the oversized download was kept"
+    );
 }

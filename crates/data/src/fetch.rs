@@ -601,6 +601,7 @@ fn download_verified(
         let mut reader = response.into_reader();
         let mut buf = vec![0u8; 1 << 16];
         let mut cut = None;
+        let mut received = 0u64;
         loop {
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
@@ -611,6 +612,17 @@ fn download_verified(
                     break;
                 }
             };
+            received += n as u64;
+            // A server sending more than the lock's size would fill the disk: stop at the
+            // first byte too many.
+            if before + received > f.bytes {
+                drop(out);
+                remove_part()?;
+                return Err(Attempt::Bad(format!(
+                    "{url}: the server sent more than the {} bytes datasets.lock gives: rejected",
+                    f.bytes
+                )));
+            }
             // Unbuffered writes: whatever arrived is in the .part file if we are killed.
             out.write_all(&buf[..n])
                 .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
