@@ -93,6 +93,7 @@ fn http_transfer_cut_halfway_resumes_with_a_range_request() {
             cut_after: Some(half),
             cut_requests: 1,
             ignore_range: false,
+            redirect: None,
         },
     );
     let data = tempfile::tempdir().unwrap();
@@ -123,6 +124,7 @@ fn http_part_file_of_an_interrupted_run_is_kept_and_resumed() {
             cut_after: Some(tenth),
             cut_requests: usize::MAX,
             ignore_range: false,
+            redirect: None,
         },
     );
     let data = tempfile::tempdir().unwrap();
@@ -167,6 +169,7 @@ fn http_server_ignoring_range_restarts_from_zero() {
         mirror.path(),
         Behaviour {
             ignore_range: true,
+            redirect: None,
             ..Behaviour::default()
         },
     );
@@ -235,4 +238,59 @@ fn http_file_larger_than_the_lock_is_cut_off_and_rejected() {
         !part_path(&dest).exists(),
         "the oversized download was kept"
     );
+}
+
+/// Redirects are followed only within the mirror's scheme: a redirect to `file:` (which
+/// would read a local file into the data directory), `ftp:` or `https:` is refused naming
+/// where it pointed, and nothing is installed; a redirect within http is followed.
+#[test]
+fn http_redirects_to_other_schemes_are_refused() {
+    let (mirror, lock) = common::synthetic();
+    let entry = &lock.dataset[0];
+    for target in [
+        "file:///etc/passwd",
+        "ftp://127.0.0.1/{path}",
+        "https://127.0.0.1:9/{path}",
+    ] {
+        let server = Server::start(
+            mirror.path(),
+            Behaviour {
+                redirect: Some(target.to_string()),
+                ..Behaviour::default()
+            },
+        );
+        let data = tempfile::tempdir().unwrap();
+        let err =
+            fetch_dataset(entry, data.path(), &[Mirror::parse(&server.url)], opts()).unwrap_err();
+        let msg = err.to_string();
+        let scheme = target.split(':').next().unwrap();
+        assert!(
+            msg.contains("refused") && msg.contains(&format!("{scheme}:")),
+            "{target}: {msg}"
+        );
+        assert!(
+            common::tree(data.path())
+                .iter()
+                .all(|p| !p.contains("SOURCE.txt")
+                    && !p.contains("big.bin")
+                    && !p.contains("small.txt")),
+            "{target}: {:?}",
+            common::tree(data.path())
+        );
+    }
+    // Within http (a relative Location): followed, and every file verifies.
+    let server = Server::start(
+        mirror.path(),
+        Behaviour {
+            redirect: Some("/real/{path}".to_string()),
+            ..Behaviour::default()
+        },
+    );
+    let data = tempfile::tempdir().unwrap();
+    let report = fetch_dataset(entry, data.path(), &[Mirror::parse(&server.url)], opts()).unwrap();
+    assert_eq!(report.installed.len(), 3);
+    assert!(server
+        .requests()
+        .iter()
+        .any(|r| r.path.ends_with("big.bin")));
 }

@@ -104,6 +104,12 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     }
     std::fs::create_dir_all(&history)
         .with_context(|| format!("creating the history store {}", history.display()))?;
+    for left in store::remove_dead_partials(&history) {
+        harness_core::note!(
+            "removed {}: left by a night that was killed",
+            left.display()
+        );
+    }
     let probe = probe_input(settings, &history, config.speed_probe_sentences)?;
     let commit = harness_core::git_commit().to_string();
     let opts = NightOptions {
@@ -160,6 +166,17 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     text.push('\n');
     harness_core::fsutil::write_atomic(&partial.join("night.json"), text.as_bytes())
         .with_context(|| format!("writing {}", partial.join("night.json").display()))?;
+    // The morning report is written inside the partial folder, before the rename: a night
+    // in the history always has its report, whenever this process is killed.
+    let mut nights = store::load_history(&history, 0).map_err(anyhow::Error::msg)?;
+    nights.retain(|n| n.record.date.as_str() <= date.as_str());
+    nights.push(store::Night::load(&partial).map_err(anyhow::Error::msg)?);
+    // The order of `store::list_nights`: by date, then finishing time.
+    nights.sort_by(|a, b| {
+        (&a.record.date, &a.record.finished).cmp(&(&b.record.date, &b.record.finished))
+    });
+    let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
+    morning::write(&m, &partial.join("report")).map_err(anyhow::Error::msg)?;
     let final_dir = history.join(&record.name);
     std::fs::rename(&partial, &final_dir).with_context(|| {
         format!(
@@ -168,11 +185,8 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             final_dir.display()
         )
     })?;
-    let nights = upto(&history, Some(&date))?;
-    let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
-    let html = morning::write(&m, &final_dir.join("report")).map_err(anyhow::Error::msg)?;
     print!("{}", terminal_safe(&morning::terminal(&m)));
-    println!("report: {}", html.display());
+    println!("report: {}", final_dir.join("report/report.html").display());
     println!("night: {}", final_dir.display());
     Ok(ExitCode::from(m.status.code()))
 }

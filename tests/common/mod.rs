@@ -115,6 +115,9 @@ pub struct Behaviour {
     pub cut_requests: usize,
     /// Answer every request with the whole file (200), ignoring `Range`.
     pub ignore_range: bool,
+    /// Answer requests under `/mirror/` with `302 Found` and this `Location`, `{path}`
+    /// replaced by the file's path (`/real/{path}` serves the file itself).
+    pub redirect: Option<String>,
 }
 
 /// A tiny HTTP/1.1 server serving files under `root`, one connection at a time, every
@@ -197,9 +200,24 @@ fn serve(
         }
     }
     let target = request_line.split_whitespace().nth(1).unwrap_or("/");
-    let Some(rel) = target.strip_prefix("/mirror/") else {
-        return respond(&mut conn, "404 Not Found", &[], b"", None);
+    let (rel, redirect) = match (
+        target.strip_prefix("/mirror/"),
+        target.strip_prefix("/real/"),
+    ) {
+        (Some(rel), _) => (rel, behaviour.lock().unwrap().redirect.clone()),
+        (None, Some(rel)) => (rel, None),
+        (None, None) => return respond(&mut conn, "404 Not Found", &[], b"", None),
     };
+    if let Some(location) = redirect {
+        let location = location.replace("{path}", rel);
+        return respond(
+            &mut conn,
+            "302 Found",
+            &[("Location", &location)],
+            b"",
+            None,
+        );
+    }
     let rel = percent_decode(rel);
     let earlier = {
         let mut s = seen.lock().unwrap();

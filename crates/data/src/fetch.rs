@@ -293,6 +293,12 @@ pub fn fetch_dataset(
     mirrors: &[Mirror],
     opts: FetchOptions,
 ) -> Result<FetchReport, DataError> {
+    // Parsing checks this already; an entry built in code is checked here all the same,
+    // before any of its paths touches the disk.
+    entry.check_paths().map_err(|detail| DataError::Lock {
+        path: PathBuf::from("datasets.lock"),
+        detail,
+    })?;
     let dir = data_dir.join(&entry.name);
     let mut report = FetchReport {
         dataset: entry.name.clone(),
@@ -345,6 +351,8 @@ pub fn fetch_dataset(
     let total: u64 = todo.iter().map(|(f, _)| f.bytes).sum();
     let pb = progress_bar(total, opts.progress, &entry.name);
     let agent = ureq::AgentBuilder::new()
+        // Redirects are followed by `get_following`, which checks their scheme.
+        .redirects(0)
         .timeout_connect(Duration::from_secs(15))
         .timeout_read(Duration::from_secs(60))
         .build();
@@ -544,11 +552,8 @@ fn download_verified(
         if have == f.bytes {
             break;
         }
-        let mut request = agent.get(url);
-        if have > 0 {
-            request = request.set("Range", &format!("bytes={have}-"));
-        }
-        let response = match request.call() {
+        let range = (have > 0).then(|| format!("bytes={have}-"));
+        let response = match get_following(agent, url, range.as_deref())? {
             Ok(r) => r,
             Err(ureq::Error::Status(404 | 410, _)) => {
                 return Err(Attempt::NotThere(format!("{url}: not found (HTTP 404)")))
@@ -655,6 +660,59 @@ fn download_verified(
         .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
     std::fs::rename(&part, dest).map_err(|e| Attempt::Local(DataError::io(dest, e)))?;
     Ok(())
+}
+
+/// Redirects followed for one request (ureq's own default).
+const MAX_REDIRECTS: usize = 5;
+
+/// GETs `url` (with a `Range` header when given), following redirects by hand, and only
+/// within the URL's own scheme: a mirror that points elsewhere (`file:`, `ftp:`, or from
+/// https down to http) is refused with the URL it named, so a hostile or misconfigured
+/// mirror can neither read a local file into the data directory nor strip TLS. ureq's own
+/// redirect handling would follow http → https and report other schemes only as unknown.
+/// The outer error is that refusal; the inner result is the final request's.
+fn get_following(
+    agent: &ureq::Agent,
+    url: &str,
+    range: Option<&str>,
+) -> Result<Result<ureq::Response, ureq::Error>, Attempt> {
+    let first =
+        url::Url::parse(url).map_err(|e| Attempt::Bad(format!("{url}: not a URL ({e})")))?;
+    let mut current = first.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let mut request = agent.get(current.as_str());
+        if let Some(r) = range {
+            request = request.set("Range", r);
+        }
+        let response = match request.call() {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !(300..400).contains(&response.status()) {
+            return Ok(Ok(response));
+        }
+        let code = response.status();
+        let Some(location) = response.header("Location") else {
+            return Err(Attempt::Bad(format!(
+                "{current}: HTTP {code} redirect without a Location"
+            )));
+        };
+        let next = current.join(location).map_err(|e| {
+            Attempt::Bad(format!(
+                "{current}: HTTP {code} redirect to `{location}`, not a URL ({e})"
+            ))
+        })?;
+        if next.scheme() != first.scheme() {
+            return Err(Attempt::Bad(format!(
+                "{current}: HTTP {code} redirect to {next} refused: a mirror may redirect only within {}:",
+                first.scheme()
+            )));
+        }
+        current = next;
+    }
+    Err(Attempt::Bad(format!(
+        "{url}: more than {MAX_REDIRECTS} redirects"
+    )))
 }
 
 /// The first byte position of a `Content-Range: bytes START-END/TOTAL` header.

@@ -59,6 +59,39 @@ impl DatasetEntry {
     }
 }
 
+impl DatasetEntry {
+    /// Refuses a name or file path that would place a file outside `<data dir>/<name>/`
+    /// (`..`, an absolute path, a backslash, an empty or hidden segment): the paths of a
+    /// lock become paths on disk, and a hostile lock must not write anywhere else.
+    pub fn check_paths(&self) -> Result<(), String> {
+        if !safe_segment(&self.name) {
+            return Err(format!(
+                "dataset name `{}` is not a plain folder name. Fix: letters, digits, `.`, `_` and `-` only",
+                self.name.escape_default()
+            ));
+        }
+        for f in &self.file {
+            if f.path.is_empty() || !f.path.split('/').all(safe_segment) {
+                return Err(format!(
+                    "dataset `{}`: file path `{}` leaves the dataset folder or is not a plain relative path. Fix: `/`-separated names of letters, digits, `.`, `_`, `-`, `+`, `=`, `,`, `@` and spaces, none of them `.`, `..` or hidden",
+                    self.name,
+                    f.path.escape_default()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A name harness may create inside its data directory: not empty, not hidden (no `.`,
+/// `..`, `.harness-…`), and only characters that mean nothing to a path or a shell.
+fn safe_segment(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "._-+=,@ ".contains(c))
+}
+
 impl FileEntry {
     /// The file's place under `root/<dataset>/`, built from the `/`-separated path.
     pub fn local_path(&self, dataset_dir: &Path) -> PathBuf {
@@ -76,10 +109,17 @@ impl Lock {
 
     /// Parses lock text; errors name `path`.
     pub fn parse(text: &str, path: PathBuf) -> Result<Lock, DataError> {
-        toml::from_str(text).map_err(|e| DataError::Lock {
-            path,
+        let lock: Lock = toml::from_str(text).map_err(|e| DataError::Lock {
+            path: path.clone(),
             detail: e.to_string(),
-        })
+        })?;
+        for d in &lock.dataset {
+            d.check_paths().map_err(|detail| DataError::Lock {
+                path: path.clone(),
+                detail,
+            })?;
+        }
+        Ok(lock)
     }
 
     /// Lowercase hex sha256 of the embedded lock text: one short value that pins every dataset
@@ -289,6 +329,41 @@ mod tests {
             licence: "CC0 \"quoted\"".into(),
             source: "test".into(),
             format: format.into(),
+        }
+    }
+
+    /// A hostile lock: names and paths that would leave the data directory are refused
+    /// when the lock is read, naming the lock and the path.
+    #[test]
+    fn paths_leaving_the_dataset_folder_are_refused() {
+        let lock = |name: &str, path: &str| {
+            format!(
+                "version = 1\n[[dataset]]\nname = {name:?}\nversion = \"1\"\nlicence = \"x\"\nsource = \"x\"\nformat = \"x\"\n[[dataset.file]]\npath = {path:?}\nbytes = 1\nsha256 = \"{}\"\n",
+                "0".repeat(64)
+            )
+        };
+        assert!(Lock::parse(&lock("ok", "a/b c+d=e,f@g.txt"), "l.lock".into()).is_ok());
+        for (name, path) in [
+            ("ok", "../escape.txt"),
+            ("ok", "a/../../escape.txt"),
+            ("ok", "/etc/passwd"),
+            ("ok", "a//b"),
+            ("ok", ""),
+            ("ok", "a\\..\\b"),
+            ("ok", ".hidden"),
+            ("ok", "a/./b"),
+            ("ok", "a:b"),
+            ("ok", "$(rm -rf ~)"),
+            ("..", "a.txt"),
+            ("../x", "a.txt"),
+            ("", "a.txt"),
+            ("a/b", "a.txt"),
+        ] {
+            let err = Lock::parse(&lock(name, path), "hostile.lock".into())
+                .expect_err(&format!("{name:?} {path:?} accepted"))
+                .to_string();
+            assert!(err.contains("hostile.lock"), "{err}");
+            assert!(err.contains("not a plain"), "{name:?} {path:?}: {err}");
         }
     }
 

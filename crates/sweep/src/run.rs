@@ -452,6 +452,13 @@ fn spawn(p: &PlannedPoint, exe: &Path, threads: usize, log: &Path) -> Result<Chi
         .stdin(Stdio::null())
         .stdout(f)
         .stderr(err);
+    die_with_parent(&mut cmd);
+    cmd.spawn().map_err(io(exe))
+}
+
+/// Makes the child of `cmd` die with this process (`PR_SET_PDEATHSIG`, Linux): a SIGKILLed
+/// sweep or night leaves no orphan writing into folders its next run reuses or removes.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
@@ -463,7 +470,8 @@ fn spawn(p: &PlannedPoint, exe: &Path, threads: usize, log: &Path) -> Result<Chi
             });
         }
     }
-    cmd.spawn().map_err(io(exe))
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// The last `error:` line of a point's log, else its last line.

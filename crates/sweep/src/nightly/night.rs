@@ -279,11 +279,13 @@ fn child(exe: &Path, args: &[String], log: &Path, cpu: &mut Option<f64>) -> Resu
         .try_clone()
         .map_err(|e| format!("{}: {e}", log.display()))?;
     let before = children_cpu_seconds();
-    let status = Command::new(exe)
-        .args(args)
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(file))
-        .stderr(Stdio::from(err))
+        .stderr(Stdio::from(err));
+    crate::run::die_with_parent(&mut cmd);
+    let status = cmd
         .status()
         .map_err(|e| format!("{}: cannot start ({e})", exe.display()))?;
     if let (Some(a), Some(b)) = (before, children_cpu_seconds()) {
@@ -350,21 +352,21 @@ fn failed_benchmarks(results: &Path) -> Vec<String> {
 /// `harness embed` prints (`wrote X (N × D) in S s: …`).
 fn probe(exe: &Path, encoder: &str, input: &Path, scratch: &Path) -> Option<(f64, f64)> {
     let out = scratch.join("speed-probe.npy");
-    let o = Command::new(exe)
-        .args([
-            "embed",
-            "--encoder",
-            encoder,
-            "--no-cache",
-            "--force",
-            "--input",
-        ])
-        .arg(input)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "embed",
+        "--encoder",
+        encoder,
+        "--no-cache",
+        "--force",
+        "--input",
+    ])
+    .arg(input)
+    .arg("--out")
+    .arg(&out)
+    .stdin(Stdio::null());
+    crate::run::die_with_parent(&mut cmd);
+    let o = cmd.output().ok()?;
     // The matrix is only a by-product of the timing: harness wrote it, harness removes it.
     let _ = std::fs::remove_file(&out);
     if !o.status.success() {

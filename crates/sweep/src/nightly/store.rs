@@ -222,6 +222,54 @@ pub fn is_date(s: &str) -> bool {
             .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
+/// Removes what nights killed before their end left in `history`: their `.NAME.partial-PID`
+/// folders and `.speed-probe-PID.txt` files, only where process PID no longer runs (a
+/// night still running keeps its own). Returns what was removed.
+pub fn remove_dead_partials(history: &Path) -> Vec<PathBuf> {
+    let Ok(listing) = std::fs::read_dir(history) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in listing.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = dead_writer(&name) else {
+            continue;
+        };
+        if pid == std::process::id() || harness_core::fsutil::process_alive(pid) {
+            continue;
+        }
+        let p = e.path();
+        let gone = if name.ends_with(".txt") {
+            std::fs::remove_file(&p)
+        } else {
+            std::fs::remove_dir_all(&p)
+        };
+        if gone.is_ok() {
+            removed.push(p);
+        }
+    }
+    removed
+}
+
+/// The pid in the name of a night's scratch file or partial folder (the names
+/// `night::partial_dir` and the speed probe use); `None` for any other name.
+fn dead_writer(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let pid = if let Some(probe) = rest.strip_prefix("speed-probe-") {
+        probe.strip_suffix(".txt")?
+    } else {
+        let (night, pid) = rest.rsplit_once(".partial-")?;
+        if night.len() < 11 || !is_date(&night[..10]) {
+            return None;
+        }
+        pid
+    };
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
 /// The finished nights of a history, oldest first (by date, then finishing time). Folders
 /// that are not nights (hidden, partial, foreign) are skipped.
 pub fn list_nights(history: &Path) -> Result<Vec<PathBuf>, String> {
@@ -264,6 +312,40 @@ pub fn load_history(history: &Path, n: usize) -> Result<Vec<Night>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_dead_nights_leftovers_are_removed() {
+        let h = tempfile::tempdir().unwrap();
+        // A pid that cannot run (above the kernel's pid_max).
+        let dead = 4_194_305u32;
+        let me = std::process::id();
+        let mk = |n: &str| std::fs::create_dir_all(h.path().join(n).join("a")).unwrap();
+        let touch = |n: &str| std::fs::write(h.path().join(n), "x").unwrap();
+        mk(&format!(".2026-11-01-0123abcd.partial-{dead}"));
+        touch(&format!(".speed-probe-{dead}.txt"));
+        mk(&format!(".2026-11-01-0123abcd.partial-{me}"));
+        touch(&format!(".speed-probe-{me}.txt"));
+        mk("2026-11-01-0123abcd");
+        mk(&format!(".mine.partial-{dead}"));
+        touch(&format!(".speed-probe-{dead}.txt.bak"));
+        let removed = remove_dead_partials(h.path());
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        let mut left: Vec<String> = std::fs::read_dir(h.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                format!(".2026-11-01-0123abcd.partial-{me}"),
+                format!(".mine.partial-{dead}"),
+                format!(".speed-probe-{dead}.txt.bak"),
+                format!(".speed-probe-{me}.txt"),
+                "2026-11-01-0123abcd".to_string(),
+            ]
+        );
+    }
 
     #[test]
     fn names_and_dates() {
