@@ -274,3 +274,87 @@ fn untrusted_names_are_escaped_in_markdown_and_html() {
         "report.md: a live Markdown link"
     );
 }
+
+/// `<script>` from every place a user's text enters a report is text, never markup:
+/// - a sentence quoted in a failed result's error (shown as the cell's footnote), through
+///   `harness report` (a system name in a result file: the test above);
+/// - a grid's axis alias (in every row label) and metric label (a column), through the
+///   sweep report;
+/// - a recipe name is refused outright (it names the run directory), naming the key.
+#[test]
+fn script_tags_from_data_recipes_grids_and_results_stay_text() {
+    const EVIL: &str = "<script>alert(1)</script>";
+    let escaped = |body: &str, f: &str| {
+        assert!(!body.contains("<script"), "{f}: raw <script>");
+        assert!(
+            body.contains("&lt;script&gt;"),
+            "{f}: the text is not shown"
+        );
+    };
+    let home = tempfile::tempdir().unwrap();
+
+    // A result file: a failed benchmark quoting a sentence.
+    let results = home.path().join("results");
+    let o = eval(home.path(), &results);
+    assert!(o.status.success(), "{}", text(&o));
+    let path = results.join("stsb-test.json");
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    r["error"] = format!("row 7 (`{EVIL}`): the encoder returned NaN").into();
+    std::fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    let rep = home.path().join("rep");
+    let o = report(home.path(), &results, &rep);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["report.md", "report.html"] {
+        let body = std::fs::read_to_string(rep.join(f)).unwrap();
+        escaped(&body, f);
+        assert!(
+            body.contains("the encoder returned NaN"),
+            "{f}: no footnote"
+        );
+    }
+
+    // A grid: an axis alias and a metric label.
+    let grid = home.path().join("grid.yaml");
+    std::fs::write(
+        &grid,
+        format!(
+            "name: evil\nrecipe: {}\nset:\n  evaluate: [stsb-test]\naxes:\n  model.encoder.dim: [16, 32]\naliases:\n  model.encoder.dim: \"{EVIL}\"\nmetrics:\n  - {{bench: stsb-test, field: main_score, label: \"{EVIL}\", better: higher}}\n",
+            repo().join("recipes/hashed-ngrams.yaml").display()
+        ),
+    )
+    .unwrap();
+    let o = binary::command(home.path(), &["sweep", grid.to_str().unwrap()])
+        .env("HARNESS_RUNS_DIR", home.path().join("runs"))
+        .env("HARNESS_SWEEPS_DIR", home.path().join("sweeps"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let sweep = std::fs::read_dir(home.path().join("sweeps"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for f in ["report.md", "report.html"] {
+        let body = std::fs::read_to_string(sweep.join("report").join(f)).unwrap();
+        escaped(&body, f);
+    }
+
+    // A recipe name: refused before anything runs.
+    let recipe = home.path().join("evil.yaml");
+    let hashed = std::fs::read_to_string(repo().join("recipes/hashed-ngrams.yaml")).unwrap();
+    std::fs::write(
+        &recipe,
+        hashed.replace("name: hashed-ngrams", &format!("name: \"{EVIL}\"")),
+    )
+    .unwrap();
+    let o = harness(home.path(), &["validate", recipe.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("evil.yaml:4: name:"), "{}", text(&o));
+    assert!(
+        text(&o).contains("name") && text(&o).contains("letters, digits"),
+        "{}",
+        text(&o)
+    );
+}

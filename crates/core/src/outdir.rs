@@ -54,6 +54,19 @@ pub enum OutDirError {
 struct Manifest {
     kind: String,
     files: BTreeSet<String>,
+    /// Every file of the last output was written ([`OutDir::finish`]); false from its first
+    /// write on, so an output killed halfway is never taken for a whole one.
+    #[serde(default)]
+    complete: bool,
+}
+
+/// Whether `dir` holds a whole output: its manifest says that the last writer wrote every
+/// file it meant to ([`OutDir::finish`]), not that it was stopped halfway.
+pub fn is_complete(dir: &Path) -> bool {
+    std::fs::read(dir.join(MANIFEST))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
+        .is_some_and(|m| m.complete)
 }
 
 /// A user-named output directory, claimed for one kind of output.
@@ -111,6 +124,7 @@ impl OutDir {
         let manifest = manifest.filter(|m| m.kind == kind).unwrap_or(Manifest {
             kind: kind.to_string(),
             files: BTreeSet::new(),
+            complete: false,
         });
         // A run's own report folder is harness's only if it is a real folder of the run.
         if foreign == Foreign::Ours && is_link(dir) {
@@ -176,7 +190,9 @@ impl OutDir {
                 });
             }
         }
-        if self.manifest.files.insert(rel.to_string()) {
+        let new_file = self.manifest.files.insert(rel.to_string());
+        let was_complete = std::mem::take(&mut self.manifest.complete);
+        if new_file || was_complete {
             self.save_manifest()?;
         }
         crate::fsutil::write_atomic(&path, bytes).map_err(io)?;
@@ -190,6 +206,12 @@ impl OutDir {
             source: e,
         })?;
         self.write(rel, &bytes)
+    }
+
+    /// Records that every file of this output was written ([`is_complete`]).
+    pub fn finish(mut self) -> Result<(), OutDirError> {
+        self.manifest.complete = true;
+        self.save_manifest()
     }
 
     fn save_manifest(&self) -> Result<(), OutDirError> {
@@ -227,6 +249,27 @@ fn local(dir: &Path, rel: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_is_complete_only_after_finish_and_until_the_next_write() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let files = ["a.txt".to_string(), "b/c.txt".to_string()];
+        let mut w = OutDir::claim(&out, "report", &files, Foreign::RefuseDirectory, false).unwrap();
+        w.write("a.txt", b"a").unwrap();
+        assert!(!is_complete(&out), "one of two files written");
+        w.write("b/c.txt", b"c").unwrap();
+        assert!(!is_complete(&out));
+        w.finish().unwrap();
+        assert!(is_complete(&out));
+        // A second render: incomplete from its first write (even of a file already listed).
+        let mut w = OutDir::claim(&out, "report", &files, Foreign::RefuseDirectory, false).unwrap();
+        w.write("a.txt", b"a2").unwrap();
+        assert!(!is_complete(&out));
+        drop(w);
+        assert!(!is_complete(&out), "killed before finish");
+        assert!(!is_complete(d.path()), "no manifest");
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)

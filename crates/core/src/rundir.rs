@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 pub enum RunDirError {
     #[error("{0}")]
     Refused(String),
+    /// Another process holds the directory's lock.
+    #[error("{}: another harness process (pid {}) is using this run directory. Fix: wait for it to finish, or run with --out DIR elsewhere", .lock.display(), .pid.map_or("unknown".into(), |p| p.to_string()))]
+    Busy { lock: PathBuf, pid: Option<u32> },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -277,12 +280,7 @@ impl RunLock {
                     .split_whitespace()
                     .next()
                     .and_then(|p| p.parse::<u32>().ok());
-                bail!(
-                    "{}: another harness process (pid {}) is using this run directory. \
-                     Fix: wait for it to finish, or run with --out DIR elsewhere",
-                    path.display(),
-                    pid.map_or("unknown".into(), |p| p.to_string())
-                );
+                return Err(RunDirError::Busy { lock: path, pid });
             }
             if !still_at(&file, &path) {
                 continue;

@@ -260,6 +260,8 @@ pub fn write_all(report: &Report, out: &Path, owned: bool) -> Result<Vec<PathBuf
                 .map_err(|e| ReportError::Setup(e.to_string()))?,
         );
     }
+    dir.finish()
+        .map_err(|e| ReportError::Setup(e.to_string()))?;
     Ok(files)
 }
 

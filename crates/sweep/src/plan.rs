@@ -21,6 +21,9 @@ pub struct PlannedPoint {
     pub benches: Vec<String>,
     /// Whether the recipe trains (has tasks).
     pub trains: bool,
+    /// Whether its run renders a report (the recipe lists `report:` tables): then the point
+    /// is done only once that report is whole.
+    pub reports: bool,
     /// The arguments after `harness` that run it: `run RECIPE [--profile P] --set ... --out DIR`.
     pub args: Vec<String>,
 }
@@ -46,6 +49,8 @@ pub enum Progress {
     Missing { have: usize, of: usize },
     /// A result file holds an error.
     Failed { bench: String, error: String },
+    /// Every result is there, but the run was stopped while writing its report.
+    Unreported,
 }
 
 impl PlannedPoint {
@@ -69,7 +74,11 @@ impl PlannedPoint {
             have += 1;
         }
         if have == self.benches.len() {
-            Progress::Done
+            if self.reports && !harness_core::outdir::is_complete(&self.run_dir.join("report")) {
+                Progress::Unreported
+            } else {
+                Progress::Done
+            }
         } else {
             Progress::Missing {
                 have,
@@ -187,6 +196,7 @@ pub fn plan(
             run_dir,
             benches,
             trains: !resolved.recipe.tasks.is_empty(),
+            reports: !resolved.recipe.report.is_empty(),
             args,
         });
     }

@@ -125,8 +125,15 @@ impl SweepDir {
         let dir = &sweep.dir;
         std::fs::create_dir_all(dir.join("logs")).map_err(io(dir))?;
         std::fs::create_dir_all(dir.join("runs")).map_err(io(dir))?;
-        let lock = harness_core::rundir::RunLock::acquire(dir)
-            .map_err(|e| RunError::Lock(e.to_string()))?;
+        let lock = harness_core::rundir::RunLock::acquire(dir).map_err(|e| match e {
+            harness_core::rundir::RunDirError::Busy { pid, .. } => RunError::Lock(format!(
+                "{}: another `harness sweep` of this grid is running (pid {}); this one started nothing. Fix: wait for it to finish (a sweep started again afterwards runs only the points it left), or follow it in {}",
+                dir.display(),
+                pid.map_or("unknown".into(), |p| p.to_string()),
+                dir.join("status.json").display()
+            )),
+            e => RunError::Lock(e.to_string()),
+        })?;
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
             harness_core::fsutil::write_atomic(&p, bytes).map_err(io(&p))
@@ -221,7 +228,7 @@ pub fn current_ledger(sweep: &Sweep) -> Result<Ledger, RunError> {
                     e.error = Some(format!("{bench}: {error}"));
                 }
             }
-            Progress::Missing { .. } => {
+            Progress::Missing { .. } | Progress::Unreported => {
                 if matches!(e.state, State::Done | State::Reused) {
                     // Its results were removed since: it has to run again.
                     e.state = State::Pending;
@@ -377,6 +384,13 @@ pub fn run(
                         Progress::Failed { bench, error } => format!("{bench}: {error}"),
                         Progress::Missing { have, of } => format!(
                             "exit {}: {} ({have} of {of} results written)",
+                            status
+                                .code()
+                                .map_or("by a signal".into(), |c| c.to_string()),
+                            last_error(&log)
+                        ),
+                        Progress::Unreported => format!(
+                            "exit {}: {} (every result written, the report not finished)",
                             status
                                 .code()
                                 .map_or("by a signal".into(), |c| c.to_string()),

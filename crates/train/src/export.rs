@@ -78,5 +78,6 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError>
     })?;
     dir.write("config.json", text.as_bytes())?;
     dir.copy("tokenizer.json", &files.tokenizer)?;
+    dir.finish()?;
     Ok(())
 }

@@ -153,5 +153,6 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
         let bytes = json_bytes(&out.join(name), &value)?;
         dir.write(name, &bytes)?;
     }
+    dir.finish()?;
     Ok(())
 }

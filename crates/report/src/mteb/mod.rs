@@ -358,6 +358,8 @@ pub fn export(
         dir.write(rel, bytes)
             .map_err(|e| ReportError::Setup(e.to_string()))?;
     }
+    dir.finish()
+        .map_err(|e| ReportError::Setup(e.to_string()))?;
     Ok(MtebExport {
         out_dir: out_dir.to_path_buf(),
         model_name,

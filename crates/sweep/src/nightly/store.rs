@@ -335,16 +335,15 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(
-            left,
-            [
-                format!(".2026-11-01-0123abcd.partial-{me}"),
-                format!(".mine.partial-{dead}"),
-                format!(".speed-probe-{dead}.txt.bak"),
-                format!(".speed-probe-{me}.txt"),
-                "2026-11-01-0123abcd".to_string(),
-            ]
-        );
+        let mut kept = vec![
+            format!(".2026-11-01-0123abcd.partial-{me}"),
+            format!(".mine.partial-{dead}"),
+            format!(".speed-probe-{dead}.txt.bak"),
+            format!(".speed-probe-{me}.txt"),
+            "2026-11-01-0123abcd".to_string(),
+        ];
+        kept.sort();
+        assert_eq!(left, kept);
     }
 
     #[test]
