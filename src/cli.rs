@@ -84,10 +84,28 @@ pub fn main() -> ExitCode {
         // `harness datasets list | head` closes the pipe early: that is success, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", terminal_safe(&format!("{e:#}")));
+            eprintln!("error: {}", terminal_safe(&error_text(&e)));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes joined with `: `, leaving out a cause whose text an outer
+/// message already quotes (error types that print `{path}: {source}` and also expose
+/// `source` would otherwise show it twice).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -129,5 +147,35 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ExportResults(args) => commands::export_results::run(&args),
         Command::Models(cmd) => commands::models::run(&cmd, &settings),
         Command::Report(args) => commands::report::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_quoted_by_its_outer_message_is_shown_once() {
+        #[derive(Debug)]
+        struct Io {
+            path: String,
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Io {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}: {}", self.path, self.source)
+            }
+        }
+        impl std::error::Error for Io {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let e = anyhow::Error::new(Io {
+            path: "/x/y".into(),
+            source: std::io::Error::other("the disk is full"),
+        })
+        .context("writing results");
+        assert_eq!(error_text(&e), "writing results: /x/y: the disk is full");
     }
 }

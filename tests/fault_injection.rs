@@ -921,3 +921,98 @@ fn training_killed_at_random_points_resumes_to_the_uninterrupted_weights() {
 fn training_killed_at_fifty_random_points_resumes_to_the_uninterrupted_weights() {
     train_kill_points(50, 4040);
 }
+
+/// Fills `disk` up to `leave` bytes of free space with one file; that file.
+fn fill(disk: &Path, leave: u64) -> PathBuf {
+    use std::io::Write;
+    let filler = disk.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 16 << 10];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.sync_all();
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(leave)).unwrap();
+    filler
+}
+
+/// A full disk under the embedding cache costs nothing but the cache: the evaluation ends
+/// with a lone run's scores and one warning. A full disk under the results folder stops the
+/// evaluation naming the disk and the file, keeps the results written before, and the same
+/// command with room again ends with a lone run's scores. Needs a tmpfs (root); skipped with
+/// the reason where none can be mounted.
+#[test]
+fn a_full_disk_under_the_cache_or_the_results_loses_no_result() {
+    let disk = match SmallDisk::mount("2m") {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: no small disk to fill ({why})");
+            return;
+        }
+    };
+    let reference = tempfile::tempdir().unwrap();
+    let reference_out = reference.path().join("results");
+    complete(reference.path(), &eval_args(&reference_out));
+    let expected = scores(&reference_out);
+
+    let home = tempfile::tempdir().unwrap();
+    // Datasets installed while there is room (they are not on the small disk).
+    let o = command(home.path(), &["datasets", "fetch", "stsbenchmark", "sick"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+
+    // The cache's disk is full.
+    let filler = fill(&disk.0, 64 << 10);
+    let out = home.path().join("results");
+    let o = command(home.path(), &strs(&eval_args(&out)))
+        .env("HARNESS_CACHE_DIR", disk.0.join("cache"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(scores(&out), expected);
+    let warnings = text(&o)
+        .lines()
+        .filter(|l| l.contains("could not write embedding cache segment"))
+        .count();
+    assert_eq!(warnings, 1, "{}", text(&o));
+    assert!(text(&o).contains("the disk is full"), "{}", text(&o));
+    assert!(leftovers(&disk.0).is_empty(), "{:?}", leftovers(&disk.0));
+    std::fs::remove_file(&filler).unwrap();
+    let _ = std::fs::remove_dir_all(disk.0.join("cache"));
+
+    // The results' disk fills up after the first benchmark.
+    let results = disk.0.join("results");
+    let args = |bench: &str| {
+        vec![
+            "eval".to_string(),
+            "--encoder".into(),
+            "hashed-ngrams".into(),
+            "--bench".into(),
+            bench.into(),
+            "--out".into(),
+            results.display().to_string(),
+        ]
+    };
+    complete(home.path(), &args("stsb-test"));
+    let first = std::fs::read(results.join("stsb-test.json")).unwrap();
+    let filler = fill(&disk.0, 0);
+    let o = command(home.path(), &strs(&args("sick-r")))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("the disk is full") && text(&o).contains(&results.display().to_string()),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(results.join("stsb-test.json")).unwrap(),
+        first
+    );
+    assert!(!results.join("sick-r.json").exists());
+    assert!(leftovers(&disk.0).is_empty(), "{:?}", leftovers(&disk.0));
+    // Room again: the same command ends with a lone run's scores.
+    std::fs::remove_file(&filler).unwrap();
+    complete(home.path(), &args("sick-r"));
+    assert_eq!(scores(&results), expected);
+}

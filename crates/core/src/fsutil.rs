@@ -5,15 +5,66 @@ use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, then rename.
+/// A full disk is named as such, with the free space left (the file at `path` is then
+/// unchanged and the temporary file removed).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = parent_dir(path);
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = temp_file_in(dir)?;
-    tmp.write_all(bytes)?;
-    make_readable(tmp.as_file())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = temp_file_in(dir)?;
+        tmp.write_all(bytes)?;
+        make_readable(tmp.as_file())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    write().map_err(|e| disk_full(e, dir))
+}
+
+/// `e` restated as "the disk is full" when it is one (ENOSPC, EDQUOT), naming the free space
+/// on the file system of `dir`; any other error as it is.
+pub fn disk_full(e: std::io::Error, dir: &Path) -> std::io::Error {
+    // The kind survives tempfile's wrapping of the error with its path; the raw code not.
+    let full = matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    );
+    if !full {
+        return e;
+    }
+    let free = free_space(dir).map_or(String::new(), |b| format!(": {b} bytes free"));
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "the disk is full{free} on the file system of {}; nothing was replaced. Fix: free space there, or write elsewhere",
+            dir.display()
+        ),
+    )
+}
+
+/// Bytes an unprivileged process may still write on the file system holding `path`;
+/// `None` where the platform does not say. By hand because std has no call for it and one
+/// `statvfs` does not warrant a crate.
+#[cfg(unix)]
+pub fn free_space(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` is written by the call before it is read.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    // The field types differ between platforms (u32 on some), hence the casts.
+    #[allow(clippy::unnecessary_cast)]
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+pub fn free_space(_: &Path) -> Option<u64> {
+    None
 }
 
 /// A temporary file in `dir` for a write that is renamed into place, named

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const MAGIC: &[u8; 8] = b"HEMBSEG1";
@@ -359,14 +359,23 @@ impl<E: Encoder> CachedEncoder<E> {
 
     /// Stores `rows` under `keys` as a new segment (atomically); a failure only warns, since
     /// the vectors in hand are still correct.
+    /// After the first failure (a full disk, most often) this process writes no more
+    /// segments: one warning instead of one per batch, and no more attempts to fill a full
+    /// disk.
     fn write_segment(&self, keys: &[SentenceKey], rows: &Matrix) {
+        static WRITES_FAILED: AtomicBool = AtomicBool::new(false);
+        if WRITES_FAILED.load(Ordering::Relaxed) {
+            return;
+        }
         let (bytes, digest) = segment_bytes(&self.fingerprint, keys, rows);
         let path = self.dir.join(format!("seg-{}.hseg", &digest[..32]));
         if let Err(e) = harness_core::fsutil::write_atomic(&path, &bytes) {
-            harness_core::note!(
-                "warning: could not write embedding cache segment {}: {e} (results are unaffected; check the cache_dir setting)",
-                path.display()
-            );
+            if !WRITES_FAILED.swap(true, Ordering::Relaxed) {
+                harness_core::note!(
+                    "warning: could not write embedding cache segment {}: {e}. Results are unaffected; this run writes no more to the cache. Fix: free space there, or point the cache_dir setting elsewhere",
+                    path.display()
+                );
+            }
         }
     }
 

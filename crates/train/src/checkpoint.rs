@@ -249,30 +249,7 @@ fn dir_size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes an unprivileged process may still write on the file system holding `path`;
-/// `None` where the platform does not say. By hand because std has no call for it and one
-/// `statvfs` does not warrant a crate.
-#[cfg(unix)]
-fn free_space(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is a NUL-terminated path and `st` is written by the call before it is read.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so it filled `st`.
-    let st = unsafe { st.assume_init() };
-    // The field types differ between platforms (u32 on some), hence the casts.
-    #[allow(clippy::unnecessary_cast)]
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
-
-#[cfg(not(unix))]
-fn free_space(_: &Path) -> Option<u64> {
-    None
-}
+use harness_core::fsutil::free_space;
 
 /// Reads a checkpoint's `state.json`.
 pub fn read_state(dir: &Path) -> Result<TrainState, TrainError> {
