@@ -335,9 +335,9 @@ pub fn evaluate(
     out: &Path,
     keep: bool,
 ) -> Result<Vec<BenchResult>, BenchError> {
-    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
     let fingerprint = encoder.fingerprint();
     check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;
+    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
     let progress = harness_core::progress::bar(
         plan.len() as u64,
         "evaluate [{bar:30}] {pos}/{len} {msg} ({elapsed})",
@@ -382,6 +382,13 @@ pub fn evaluate(
 /// their files, the last writer winning per benchmark), or a file that is not a harness
 /// result where one of this evaluation's goes.
 fn check_results_dir(plan: &Plan, out: &Path, fingerprint: Option<&str>) -> Result<(), BenchError> {
+    if out.exists() && !out.is_dir() {
+        return Err(BenchError::format(
+            out,
+            "is a file, not a folder for the results",
+            "give --out a new or existing directory",
+        ));
+    }
     let entries = match fingerprint {
         Some(_) => std::fs::read_dir(out)
             .into_iter()

@@ -171,6 +171,11 @@ pub enum CappedReadError {
     TooLarge(u64),
 }
 
+/// The most a hand-written configuration file (nightly configuration, acknowledgements,
+/// table and benchmark specs) may hold: far above any real one, far below what a device
+/// such as `/dev/zero` or a mistaken data file would make harness read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads the UTF-8 text of `path`, refusing more than `cap` bytes without reading past
 /// them: the size is counted while reading, since a pipe, a device (`/dev/zero`) or a file
 /// growing meanwhile has no size to trust beforehand.

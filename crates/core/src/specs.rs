@@ -92,9 +92,11 @@ fn kind_of(text: &str) -> Option<Kind> {
 pub fn runtime_files(kind: Kind) -> Result<Vec<RuntimeFile>, SpecFileError> {
     let mut out = Vec::new();
     let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|e| SpecFileError {
-            path: p.to_path_buf(),
-            detail: format!("cannot read it: {e}"),
+        crate::fsutil::read_text_capped(p, crate::fsutil::MAX_CONFIG_BYTES).map_err(|e| {
+            SpecFileError {
+                path: p.to_path_buf(),
+                detail: format!("cannot read it: {e}"),
+            }
         })
     };
     let local = match kind {

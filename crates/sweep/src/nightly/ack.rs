@@ -25,7 +25,7 @@ pub struct Ack {
 
 /// Reads an acknowledgement file; errors name the file and the fix.
 pub fn load_acks(path: &Path) -> Result<Vec<Ack>, String> {
-    let text = std::fs::read_to_string(path)
+    let text = harness_core::fsutil::read_text_capped(path, harness_core::fsutil::MAX_CONFIG_BYTES)
         .map_err(|e| format!("--ack {}: cannot read ({e})", path.display()))?;
     let acks: Vec<Ack> = serde_yaml::from_str(&text).map_err(|e| {
         format!(

@@ -178,7 +178,11 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 impl NightlyConfig {
     /// Reads and checks a configuration; errors name the file, the key and the fix.
     pub fn load(path: &Path) -> Result<NightlyConfig, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = harness_core::fsutil::read_text_capped(
+            path,
+            harness_core::fsutil::MAX_CONFIG_BYTES,
+        )
+        .map_err(|e| {
             format!(
                 "{}: cannot read the nightly configuration ({e})",
                 path.display()
