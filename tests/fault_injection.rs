@@ -1016,3 +1016,59 @@ fn a_full_disk_under_the_cache_or_the_results_loses_no_result() {
     complete(home.path(), &args("sick-r"));
     assert_eq!(scores(&results), expected);
 }
+
+/// A sweep sent SIGTERM (a scheduler's cancel or time limit) stops as on Ctrl-C: the points
+/// running are told to stop, none is left marked running, and the sweep started again
+/// finishes the rest without repeating a finished point.
+#[test]
+fn a_sweep_sent_sigterm_stops_cleanly_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let grid = hashed_grid(home.path());
+    let mut child = sweep_cmd(home.path(), &grid, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ledger = |home: &Path| -> Option<serde_json::Value> {
+        let dir = std::fs::read_dir(home.join("sweeps"))
+            .ok()?
+            .next()?
+            .ok()?
+            .path();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("status.json")).ok()?).ok()
+    };
+    let t0 = Instant::now();
+    while !ledger(home.path()).is_some_and(|l| {
+        l["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["state"] == "running")
+    }) {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no point started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child started above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(
+        status.code().is_some(),
+        "killed by the signal, not stopped: {status:?}"
+    );
+    let l = ledger(home.path()).unwrap();
+    let points = l["points"].as_array().unwrap();
+    assert!(points.iter().all(|p| p["state"] != "running"), "{l}");
+    let done: Vec<String> = points
+        .iter()
+        .filter(|p| p["state"] == "done")
+        .map(|p| p["alias"].to_string())
+        .collect();
+    complete_cmd(sweep_cmd(home.path(), &grid, &[]));
+    let l = ledger(home.path()).unwrap();
+    for p in l["points"].as_array().unwrap() {
+        assert!(p["state"] == "done" || p["state"] == "reused", "{p}");
+        if done.contains(&p["alias"].to_string()) {
+            assert_eq!(p["attempts"], 1, "{p}");
+        }
+    }
+}

@@ -291,10 +291,19 @@ pub fn run(
     let jobs = opts.jobs.max(1);
     let threads = (opts.threads / jobs).max(1);
     INTERRUPTED.store(false, Ordering::SeqCst);
+    // SIGTERM (a scheduler's cancel or time limit, `kill`) is handled as Ctrl-C: the points
+    // running are told to stop at a checkpoint, and are recorded as interrupted.
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     let previous = unsafe {
         libc::signal(
             libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
+    // SAFETY: as above.
+    let previous_term = unsafe {
+        libc::signal(
+            libc::SIGTERM,
             on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
         )
     };
@@ -304,8 +313,9 @@ pub fn run(
     let mut stopping: Option<String> = None;
     loop {
         if stopping.is_none() && INTERRUPTED.load(Ordering::SeqCst) {
-            let why = "interrupted (Ctrl-C): the points running stop at their next checkpoint"
-                .to_string();
+            let why =
+                "interrupted (Ctrl-C or SIGTERM): the points running stop at their next checkpoint"
+                    .to_string();
             for r in &running {
                 // SAFETY: plain kill(2) of our own child.
                 unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGINT) };
@@ -435,7 +445,10 @@ pub fn run(
         }
     }
     // SAFETY: restoring the handler that was installed before.
-    unsafe { libc::signal(libc::SIGINT, previous) };
+    unsafe {
+        libc::signal(libc::SIGINT, previous);
+        libc::signal(libc::SIGTERM, previous_term);
+    }
     summary.not_started = total - next;
     summary.stopped = stopping;
     if let Some(s) = ledger.sessions.last_mut() {

@@ -178,16 +178,14 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 impl NightlyConfig {
     /// Reads and checks a configuration; errors name the file, the key and the fix.
     pub fn load(path: &Path) -> Result<NightlyConfig, String> {
-        let text = harness_core::fsutil::read_text_capped(
-            path,
-            harness_core::fsutil::MAX_CONFIG_BYTES,
-        )
-        .map_err(|e| {
-            format!(
-                "{}: cannot read the nightly configuration ({e})",
-                path.display()
-            )
-        })?;
+        let text =
+            harness_core::fsutil::read_text_capped(path, harness_core::fsutil::MAX_CONFIG_BYTES)
+                .map_err(|e| {
+                    format!(
+                        "{}: cannot read the nightly configuration ({e})",
+                        path.display()
+                    )
+                })?;
         let mut config: NightlyConfig = serde_yaml::from_str(&text).map_err(|e| {
             format!(
                 "{}: {e}. Fix: see nightly/example.yaml for every key",
