@@ -20,7 +20,17 @@ fn main() {
     let commit = git(&["rev-parse", "HEAD"]).map_or_else(
         || "unknown".to_string(),
         |head| {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some();
+            // `--no-optional-locks`: a plain `git status` refreshes `.git/index` when its
+            // stat data is stale (always, in a fresh clone), and the index is watched below,
+            // so the next `cargo build` or `cargo run` would run this script again and
+            // re-link the binary for nothing.
+            let dirty = git(&[
+                "--no-optional-locks",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+            ])
+            .is_some();
             if dirty {
                 format!("{head}-dirty")
             } else {
