@@ -152,15 +152,7 @@ fn the_same_training_recipe_twice_writes_the_same_result_file() {
 fn a_sweep_gives_the_same_results_with_one_or_two_jobs() {
     let sweep = |jobs: &str| {
         let home = tempfile::tempdir().unwrap();
-        let grid = home.path().join("grid.yaml");
-        std::fs::write(
-            &grid,
-            format!(
-                "name: hashed-dims\nrecipe: {}\nset:\n  evaluate: [stsb-test]\naxes:\n  model.encoder.dim: [16, 32]\nseeds: [1, 2]\nmetrics:\n  - {{bench: stsb-test, field: main_score, label: STS-B, better: higher}}\n",
-                binary::repo().join("recipes/hashed-ngrams.yaml").display()
-            ),
-        )
-        .unwrap();
+        let grid = binary::hashed_grid(home.path(), "[16, 32]");
         let o = command(
             home.path(),
             &["sweep", grid.to_str().unwrap(), "--jobs", jobs],

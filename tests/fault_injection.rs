@@ -153,6 +153,15 @@ struct Plan<'a> {
     cold_every: usize,
 }
 
+/// Asserts that no dead writer's file is left under `dir` (`at`: where in the test).
+fn assert_no_leftovers(dir: &Path, at: &str) {
+    let left = leftovers(dir);
+    assert!(
+        left.is_empty(),
+        "{at}: a dead writer's files are left: {left:?}"
+    );
+}
+
 /// The kill loop every scenario shares. Before each kill point, every `cold_every` points,
 /// `reset` makes the state cold again (so kills land in first writes too, not only in
 /// later runs' reads). The command from `start` is SIGKILLed at a seeded random moment
@@ -223,11 +232,7 @@ fn eval_kill_points(n: usize, seed: u64) {
         || complete(home.path(), &args),
         |at| {
             assert_eq!(scores(&out), expected, "{at}");
-            let left = leftovers(home.path());
-            assert!(
-                left.is_empty(),
-                "{at}: a dead writer's files are left: {left:?}"
-            );
+            assert_no_leftovers(home.path(), at);
         },
     );
 }
@@ -285,8 +290,7 @@ fn four_concurrent_evaluations_share_a_cold_home() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let left = leftovers(home.path());
-    assert!(left.is_empty(), "{left:?}");
+    assert_no_leftovers(home.path(), "after the runs");
 }
 
 /// Two `harness sweep`s of one grid started at once: every point runs exactly once (one
@@ -335,8 +339,7 @@ fn two_sweeps_of_one_grid_at_once_run_every_point_exactly_once() {
     let third = sweep_cmd(home.path(), &grid, &[]).output().unwrap();
     assert!(third.status.success(), "{}", text(&third));
     assert!(text(&third).contains("0 started"), "{}", text(&third));
-    let left = leftovers(home.path());
-    assert!(left.is_empty(), "{left:?}");
+    assert_no_leftovers(home.path(), "after the runs");
 }
 
 /// A tmpfs mounted for one test, unmounted (and its folder removed) on drop.
@@ -513,8 +516,7 @@ fn fetch_kill_points(n: usize, seed: u64, http: bool) {
                 .output()
                 .unwrap();
             assert!(o.status.success(), "{at}: {}", text(&o));
-            let left = leftovers(home.path());
-            assert!(left.is_empty(), "{at}: {left:?}");
+            assert_no_leftovers(home.path(), at);
         },
     );
 }
@@ -568,8 +570,7 @@ fn report_kill_points(n: usize, seed: u64) {
         || complete_cmd(report(&out)),
         |at| {
             assert_eq!(digests(&out, &|_| true), expected, "{at}");
-            let left = leftovers(home.path());
-            assert!(left.is_empty(), "{at}: {left:?}");
+            assert_no_leftovers(home.path(), at);
         },
     );
 }
@@ -585,20 +586,9 @@ fn report_killed_at_fifty_random_points_renders_the_uninterrupted_report() {
     report_kill_points(50, 3737);
 }
 
-/// A grid over the hashed n-gram encoder (two sizes × seeds 1, 2 on STS-B test), written
-/// into `home`; its path.
+/// The grid of the sweep scenarios: two sizes × seeds 1, 2 on STS-B test.
 fn hashed_grid(home: &Path) -> PathBuf {
-    let recipe = binary::repo().join("recipes/hashed-ngrams.yaml");
-    let path = home.join("grid.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "name: hashed-dims\nrecipe: {}\nset:\n  evaluate: [stsb-test]\naxes:\n  model.encoder.dim: [16, 32]\nseeds: [1, 2]\nmetrics:\n  - {{bench: stsb-test, field: main_score, label: STS-B, better: higher}}\n",
-            recipe.display()
-        ),
-    )
-    .unwrap();
-    path
+    binary::hashed_grid(home, "[16, 32]")
 }
 
 /// `harness sweep GRID` with its runs and sweeps under `home`.
@@ -688,8 +678,7 @@ fn sweep_kill_points(n: usize, seed: u64) {
         || complete_cmd(sweep_cmd(home.path(), &grid, &[])),
         |at| {
             assert_eq!(sweep_outcome(home.path()), expected, "{at}");
-            let left = leftovers(home.path());
-            assert!(left.is_empty(), "{at}: {left:?}");
+            assert_no_leftovers(home.path(), at);
         },
     );
 }
@@ -822,8 +811,7 @@ fn nightly_kill_points(n: usize, seed: u64) {
         |at| {
             let dir = night(home.path()).unwrap_or_else(|| panic!("{at}: no night"));
             assert_eq!(night_outcome(&dir), expected, "{at}");
-            let left = leftovers(&home.path().join("store"));
-            assert!(left.is_empty(), "{at}: {left:?}");
+            assert_no_leftovers(&home.path().join("store"), at);
             // The next kill point runs the same night again.
             std::fs::remove_dir_all(&dir).unwrap();
         },
@@ -905,8 +893,7 @@ fn train_kill_points(n: usize, seed: u64) {
         || complete(home.path(), &a),
         |at| {
             assert_eq!(outcome(home.path()), expected, "{at}");
-            let left = leftovers(home.path());
-            assert!(left.is_empty(), "{at}: {left:?}");
+            assert_no_leftovers(home.path(), at);
         },
     );
 }
@@ -976,7 +963,7 @@ fn a_full_disk_under_the_cache_or_the_results_loses_no_result() {
         .count();
     assert_eq!(warnings, 1, "{}", text(&o));
     assert!(text(&o).contains("the disk is full"), "{}", text(&o));
-    assert!(leftovers(&disk.0).is_empty(), "{:?}", leftovers(&disk.0));
+    assert_no_leftovers(&disk.0, "the small disk");
     std::fs::remove_file(&filler).unwrap();
     let _ = std::fs::remove_dir_all(disk.0.join("cache"));
 
@@ -1010,7 +997,7 @@ fn a_full_disk_under_the_cache_or_the_results_loses_no_result() {
         first
     );
     assert!(!results.join("sick-r.json").exists());
-    assert!(leftovers(&disk.0).is_empty(), "{:?}", leftovers(&disk.0));
+    assert_no_leftovers(&disk.0, "the small disk");
     // Room again: the same command ends with a lone run's scores.
     std::fs::remove_file(&filler).unwrap();
     complete(home.path(), &args("sick-r"));

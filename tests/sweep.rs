@@ -37,17 +37,9 @@ impl Env {
     }
     /// A grid over the hashed n-gram encoder: `dims` × seeds 1, 2 on STS-B test.
     fn grid(&self, dims: &str) -> String {
-        let recipe = binary::repo().join("recipes/hashed-ngrams.yaml");
-        let path = self.path("grid.yaml");
-        std::fs::write(
-            &path,
-            format!(
-                "name: hashed-dims\nrecipe: {}\nset:\n  evaluate: [stsb-test]\naxes:\n  model.encoder.dim: {dims}\nseeds: [1, 2]\nmetrics:\n  - {{bench: stsb-test, field: main_score, label: STS-B, better: higher}}\n",
-                recipe.display()
-            ),
-        )
-        .unwrap();
-        path.display().to_string()
+        binary::hashed_grid(self.home.path(), dims)
+            .display()
+            .to_string()
     }
     fn sweep_dir(&self) -> PathBuf {
         let d: Vec<PathBuf> = std::fs::read_dir(self.path("sweeps"))

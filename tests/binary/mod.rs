@@ -109,3 +109,20 @@ pub fn check_report_html(html: &Path, shot: &Path, height: &str) -> Output {
         .output()
         .expect("running scripts/check_report_html.sh")
 }
+
+/// Writes `dir/grid.yaml`: a grid over the hashed n-gram encoder, `model.encoder.dim` over
+/// `dims` (a YAML list) × seeds 1, 2, evaluated on STS-B test with its headline as the one
+/// metric (seconds per point); its path.
+pub fn hashed_grid(dir: &Path, dims: &str) -> PathBuf {
+    let recipe = repo().join("recipes/hashed-ngrams.yaml");
+    let path = dir.join("grid.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: hashed-dims\nrecipe: {}\nset:\n  evaluate: [stsb-test]\naxes:\n  model.encoder.dim: {dims}\nseeds: [1, 2]\nmetrics:\n  - {{bench: stsb-test, field: main_score, label: STS-B, better: higher}}\n",
+            recipe.display()
+        ),
+    )
+    .unwrap();
+    path
+}
