@@ -1,7 +1,7 @@
 //! harness-kernels: the CPU numeric kernels the layers above share, written once: the f32
-//! matrix product ([`gemm`], matrixmultiply's kernels split over rayon) and vectorisable
-//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`] over slices). Uses no other harness
-//! crate.
+//! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), vectorisable
+//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`] over slices) and the classifiers'
+//! deterministic [`dot`] and [`axpy`]. Uses no other harness crate.
 //!
 //! Why by hand: matrixmultiply provides the GEMM micro-kernels but no threading we control
 //! (its own `threading` feature splits differently per thread count, which would make results
@@ -10,9 +10,13 @@
 
 use rayon::prelude::*;
 
+pub mod dot;
 pub mod math;
 pub mod packed;
 
+#[cfg(target_arch = "x86_64")]
+pub use dot::dot_avx2;
+pub use dot::{axpy, dot};
 pub use math::{exp, sigmoid, tanh};
 pub use packed::{gemm_packed, PackedB};
 

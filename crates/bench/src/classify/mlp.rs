@@ -500,86 +500,6 @@ fn softmax_cross_entropy_rows(
     loss
 }
 
-/// Lanes of the dot product below: independent partial sums, which the compiler keeps in
-/// SIMD registers.
-const LANES: usize = 32;
-
-/// `Σ a_i b_i` in f32: `LANES` partial sums over the chunks, a fixed-order reduction, then the
-/// remainder. Deterministic (no dependence on threads or alignment), and the same bits in
-/// [`dot_avx2`]: every lane is a separate multiply and add, never fused (Rust does not
-/// contract `a * b + c` into an FMA).
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut acc = [0.0f32; LANES];
-    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..LANES {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    dot_finish(acc, ra, rb)
-}
-
-/// The lanes' reduction (a fixed pairwise tree) plus the remainder, shared by both dots.
-#[inline(always)]
-fn dot_finish(mut acc: [f32; LANES], ra: &[f32], rb: &[f32]) -> f32 {
-    let mut width = LANES / 2;
-    while width > 0 {
-        for l in 0..width {
-            acc[l] += acc[l + width];
-        }
-        width /= 2;
-    }
-    let mut sum = acc[0];
-    for (x, y) in ra.iter().zip(rb) {
-        sum += x * y;
-    }
-    sum
-}
-
-/// [`dot`] with its 32 lanes in four 256-bit registers (the compiler vectorises the portable
-/// loop poorly): four independent addition chains.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
-    use std::arch::x86_64::{
-        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-    };
-    const _: () = assert!(LANES == 32);
-    let len = a.len().min(b.len());
-    let full = len / LANES * LANES;
-    let (pa, pb) = (a.as_ptr(), b.as_ptr());
-    let mut acc: [__m256; 4] = [_mm256_setzero_ps(); 4];
-    let mut i = 0;
-    while i < full {
-        for (r, reg) in acc.iter_mut().enumerate() {
-            // SAFETY: i + 32 <= full <= the length of both slices.
-            let prod = _mm256_mul_ps(
-                _mm256_loadu_ps(pa.add(i + 8 * r)),
-                _mm256_loadu_ps(pb.add(i + 8 * r)),
-            );
-            *reg = _mm256_add_ps(*reg, prod);
-        }
-        i += LANES;
-    }
-    let mut lanes = [0.0f32; LANES];
-    for (r, reg) in acc.iter().enumerate() {
-        _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * r), *reg);
-    }
-    dot_finish(lanes, &a[full..len], &b[full..len])
-}
-
-/// `out += alpha · x`.
-#[inline(always)]
-fn axpy(alpha: f32, x: &[f32], out: &mut [f32]) {
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o += alpha * v;
-    }
-}
-
 /// Which implementation of the gradient [`train`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kernel {
@@ -618,7 +538,16 @@ fn logreg_gradient(
         // SAFETY: the CPU supports AVX2 (checked just above).
         return unsafe { logreg_gradient_avx2(model, x, y, batch, scale, grad, logits) };
     }
-    logreg_gradient_body(model, x, y, batch, scale, grad, logits, dot)
+    logreg_gradient_body(
+        model,
+        x,
+        y,
+        batch,
+        scale,
+        grad,
+        logits,
+        harness_kernels::dot,
+    )
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -633,7 +562,7 @@ unsafe fn logreg_gradient_avx2(
     logits: &mut Vec<f32>,
 ) -> f64 {
     // SAFETY: this function only runs where AVX2 is available.
-    let dot = |a: &[f32], b: &[f32]| unsafe { dot_avx2(a, b) };
+    let dot = |a: &[f32], b: &[f32]| unsafe { harness_kernels::dot_avx2(a, b) };
     logreg_gradient_body(model, x, y, batch, scale, grad, logits, dot)
 }
 
@@ -665,7 +594,7 @@ fn logreg_gradient_body(
     for (&i, delta) in batch.iter().zip(logits.chunks_exact(k)) {
         let xi = x.row(i);
         for c in 0..k {
-            axpy(delta[c], xi, &mut gw[c * d..(c + 1) * d]);
+            harness_kernels::axpy(delta[c], xi, &mut gw[c * d..(c + 1) * d]);
             gb[c] += delta[c];
         }
     }
@@ -1338,7 +1267,6 @@ mod tests {
                 assert!((g - w).abs() < 1e-5 * (1.0 + w.abs()), "{g} vs {w}");
             }
         }
-        assert_eq!(dot(&[1.0; 40], &[0.5; 40]), 20.0);
     }
 
     #[test]
@@ -1352,7 +1280,16 @@ mod tests {
         let batch: Vec<usize> = (0..x.rows).rev().step_by(3).collect();
         let mut base = vec![0.0f32; model.params().len()];
         let mut wide = base.clone();
-        let a = logreg_gradient_body(&model, &x, &y, &batch, 1.0, &mut base, &mut Vec::new(), dot);
+        let a = logreg_gradient_body(
+            &model,
+            &x,
+            &y,
+            &batch,
+            1.0,
+            &mut base,
+            &mut Vec::new(),
+            harness_kernels::dot,
+        );
         // SAFETY: AVX2 was detected above.
         let b = unsafe {
             logreg_gradient_avx2(&model, &x, &y, &batch, 1.0, &mut wide, &mut Vec::new())
@@ -1360,13 +1297,6 @@ mod tests {
         assert_eq!(a.to_bits(), b.to_bits());
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&base), bits(&wide));
-        for len in [0, 5, 16, 37, 64, 75, 512] {
-            let a: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
-            let b: Vec<f32> = (0..len).map(|i| (i as f32 * 0.11).cos()).collect();
-            // SAFETY: AVX2 was detected above.
-            let wide = unsafe { dot_avx2(&a, &b) };
-            assert_eq!(dot(&a, &b).to_bits(), wide.to_bits(), "len {len}");
-        }
     }
 
     #[test]
