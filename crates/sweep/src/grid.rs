@@ -217,7 +217,7 @@ const MAX_GRID_BYTES: u64 = 1 << 20;
 
 /// The most points (configs × seeds) a grid may expand to: far beyond a real sweep (the
 /// papers' ablations have a few dozen runs), and small enough that a slip such as ten axes
-/// of ten values (10^10 points, found by the grid fuzz target) is an error naming the grid,
+/// of ten values (10^10 points) is an error naming the grid,
 /// not an out-of-memory abort.
 pub const MAX_POINTS: usize = 10_000;
 
