@@ -10,3 +10,4 @@
 
 pub mod cli;
 pub mod commands;
+pub mod fuzz;

@@ -48,8 +48,8 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, DataError> {
             DataError::io(path, e)
         }
     })?;
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::with_capacity(raw.len() * 4);
+    let bytes = if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
         flate2::read::MultiGzDecoder::new(&raw[..])
             .read_to_end(&mut out)
             .map_err(|e| {
@@ -60,21 +60,52 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>, DataError> {
                     "re-fetch the file with `harness datasets fetch --force`",
                 )
             })?;
-        Ok(out)
+        out
     } else {
-        Ok(raw)
+        raw
+    };
+    // No dataset file is empty: a 0-byte file is an interrupted copy, and loading it would
+    // give an empty split (or class) that only shows later as a meaningless score.
+    if bytes.is_empty() {
+        return Err(DataError::format(
+            path,
+            None,
+            "the file is empty (0 bytes)",
+            "the copy was interrupted; re-fetch it with `harness datasets fetch --force`",
+        ));
     }
+    Ok(bytes)
 }
 
 /// Decodes bytes to lines: drops a leading UTF-8 BOM, splits on LF, strips one CR before
 /// each LF, and drops the empty piece after a final newline. Empty lines inside the file
-/// are kept (some formats count them as records).
+/// are kept (some formats count them as records). UTF-16 text (a UTF-16 byte-order mark)
+/// and NUL bytes are errors in either encoding: no dataset here holds them, and Latin-1
+/// would otherwise read any binary file as "text".
 pub fn decode_lines(
     path: &Path,
     bytes: &[u8],
     encoding: Encoding,
 ) -> Result<Vec<String>, DataError> {
+    const REFETCH: &str = "re-fetch it with `harness datasets fetch --force`";
+    if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+        return Err(DataError::format(
+            path,
+            Some(1),
+            "UTF-16 text (the file starts with a UTF-16 byte-order mark), not UTF-8 or Latin-1",
+            format!("convert it (`iconv -f UTF-16 -t UTF-8`) or {REFETCH}"),
+        ));
+    }
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        return Err(DataError::format(
+            path,
+            Some(line),
+            format!("NUL byte at offset {at}: a binary (or UTF-16) file, not text"),
+            format!("the file is corrupt or the wrong file; {REFETCH}"),
+        ));
+    }
     let mut pieces: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if pieces.last().is_some_and(|p| p.is_empty()) {
         pieces.pop();
@@ -291,15 +322,18 @@ pub fn tab_fields<'a>(
 }
 
 /// Parses a number field, naming the file and line when it is not one.
+/// NaN and infinities are refused too: Rust parses `nan` and `inf`, but no score of a
+/// dataset is one, and a NaN would poison every correlation computed from it.
 pub fn parse_f64(path: &Path, line_no: usize, field: &str, what: &str) -> Result<f64, DataError> {
-    field.trim().parse::<f64>().map_err(|_| {
-        DataError::format(
+    match field.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(DataError::format(
             path,
             Some(line_no),
-            format!("{what} `{field}` is not a number"),
+            format!("{what} `{field}` is not a finite number"),
             "the file is corrupt; re-fetch it with `harness datasets fetch --force`",
-        )
-    })
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -342,6 +376,38 @@ mod tests {
         std::fs::write(dir.path().join("t.txt.gz"), &gz[..gz.len() / 2]).unwrap();
         let msg = read_lines(&path, Encoding::Utf8).unwrap_err().to_string();
         assert!(msg.contains("truncated"), "{msg}");
+    }
+
+    #[test]
+    fn utf16_nul_empty_and_non_finite_are_errors_naming_file_and_line() {
+        let utf16 = decode_lines(Path::new("u.txt"), b"\xFF\xFEa\x00\n\x00", Encoding::Latin1);
+        let msg = utf16.unwrap_err().to_string();
+        assert!(msg.contains("u.txt:1") && msg.contains("UTF-16"), "{msg}");
+        let nul = decode_lines(Path::new("b.bin"), b"ok\nbin\x00ary\n", Encoding::Latin1);
+        let msg = nul.unwrap_err().to_string();
+        assert!(msg.contains("b.bin:2") && msg.contains("NUL"), "{msg}");
+        let dir = tempfile::tempdir().unwrap();
+        // A 0-byte file, and a whole gzip stream of 0 bytes.
+        let empty_gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default())
+            .finish()
+            .unwrap();
+        for (name, bytes) in [("e.txt", Vec::new()), ("e.txt.gz", empty_gz)] {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+            let msg = read_lines(&dir.path().join(name), Encoding::Utf8)
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(name) && msg.contains("empty"), "{msg}");
+        }
+        for bad in ["nan", "inf", "-Infinity", "x"] {
+            let msg = parse_f64(Path::new("s.txt"), 3, bad, "score")
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains("s.txt:3"), "{msg}");
+        }
+        assert_eq!(
+            parse_f64(Path::new("s.txt"), 1, " 4.5 ", "score").unwrap(),
+            4.5
+        );
     }
 
     #[test]

@@ -46,7 +46,13 @@ pub fn write_npy(path: &Path, m: &Matrix) -> Result<(), EncodeError> {
 /// Reads a 2-D `.npy` matrix of `<f4` or `<f8` in C order (f64 is rounded to f32).
 pub fn read_npy(path: &Path) -> Result<Matrix, EncodeError> {
     let bytes = std::fs::read(path).map_err(|e| EncodeError::io(path, e))?;
-    parse_npy(&bytes).map_err(|(detail, fix)| EncodeError::format(path, detail, fix))
+    npy_from_bytes(path, &bytes)
+}
+
+/// Parses the bytes of a `.npy` file (see [`read_npy`]); `path` only names it in errors.
+/// The entry point of the npy fuzz target (`fuzz/`).
+pub fn npy_from_bytes(path: &Path, bytes: &[u8]) -> Result<Matrix, EncodeError> {
+    parse_npy(bytes).map_err(|(detail, fix)| EncodeError::format(path, detail, fix))
 }
 
 /// Parses `.npy` bytes; errors are (what is wrong, how to fix it).

@@ -64,8 +64,36 @@ impl Resolved {
 /// Loads, resolves and checks a recipe against `known` names. On failure the error holds
 /// every problem found, each with its file, key path and (where the text has it) line.
 pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, RecipeError> {
+    load_from(path, None, opts, known)
+}
+
+/// [`load_with`] on recipe text held in memory (`path` names it in problems and anchors its
+/// `base:`, which is read from disk).
+pub fn load_text(
+    path: &Path,
+    text: &str,
+    opts: &LoadOptions,
+    known: &Known,
+) -> Result<Resolved, RecipeError> {
+    load_from(path, Some(text), opts, known)
+}
+
+/// `path`'s chain, its own text given or read.
+fn chain(path: &Path, text: Option<&str>) -> Result<(Value, Vec<load::Layer>), Vec<Problem>> {
+    match text {
+        Some(t) => load::read_chain_text(path, t),
+        None => load::read_chain(path),
+    }
+}
+
+fn load_from(
+    path: &Path,
+    text: Option<&str>,
+    opts: &LoadOptions,
+    known: &Known,
+) -> Result<Resolved, RecipeError> {
     let invalid = |problems| RecipeError::Invalid { problems };
-    let (mut merged, layers) = load::read_chain(path).map_err(invalid)?;
+    let (mut merged, layers) = chain(path, text).map_err(invalid)?;
     let mut sources = Sources {
         layers,
         profile: None,
@@ -188,7 +216,11 @@ pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resol
 
 /// The profile names a recipe (and its bases) define; empty when it cannot be read.
 pub fn profile_names(path: &Path) -> Vec<String> {
-    match load::read_chain(path) {
+    profile_names_from(path, None)
+}
+
+fn profile_names_from(path: &Path, text: Option<&str>) -> Vec<String> {
+    match chain(path, text) {
         Ok((merged, _)) => match merged.get("profiles") {
             Some(Value::Mapping(m)) => m
                 .keys()
@@ -203,7 +235,27 @@ pub fn profile_names(path: &Path) -> Vec<String> {
 /// Checks one recipe as `harness validate` does: as given, and, when no `--profile` is
 /// chosen, with each of its profiles too (problems a profile adds are marked with it).
 pub fn validate(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, Vec<Problem>> {
-    let main = load_with(path, opts, known);
+    validate_from(path, None, opts, known)
+}
+
+/// [`validate`] on recipe text held in memory (see [`load_text`]): the entry point of the
+/// recipe fuzz target (`fuzz/`), which feeds it arbitrary text.
+pub fn validate_text(
+    path: &Path,
+    text: &str,
+    opts: &LoadOptions,
+    known: &Known,
+) -> Result<Resolved, Vec<Problem>> {
+    validate_from(path, Some(text), opts, known)
+}
+
+fn validate_from(
+    path: &Path,
+    text: Option<&str>,
+    opts: &LoadOptions,
+    known: &Known,
+) -> Result<Resolved, Vec<Problem>> {
+    let main = load_from(path, text, opts, known);
     let mut problems: Vec<Problem> = match &main {
         Ok(_) => Vec::new(),
         Err(e) => e.problems().to_vec(),
@@ -212,12 +264,12 @@ pub fn validate(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolv
         problems.push(Problem::new(path.into(), None, "", msg.clone()));
     }
     if opts.profile.is_none() {
-        for name in profile_names(path) {
+        for name in profile_names_from(path, text) {
             let with_profile = LoadOptions {
                 profile: Some(name.clone()),
                 sets: opts.sets.clone(),
             };
-            if let Err(e) = load_with(path, &with_profile, known) {
+            if let Err(e) = load_from(path, text, &with_profile, known) {
                 for mut p in e.problems().iter().cloned() {
                     let already = problems
                         .iter()

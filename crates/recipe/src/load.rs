@@ -45,6 +45,20 @@ pub struct Sources {
 
 /// Reads `path` and its `base:` chain and merges them (base first). Problems name the file.
 pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
+    read_chain_from(path, None)
+}
+
+/// [`read_chain`] with the text of `path` itself given rather than read (a recipe held in
+/// memory: the fuzz targets, an editor); the files its `base:` names are read from disk,
+/// relative to `path`'s folder as always.
+pub fn read_chain_text(path: &FsPath, text: &str) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
+    read_chain_from(path, Some(text))
+}
+
+fn read_chain_from(
+    path: &FsPath,
+    mut first: Option<&str>,
+) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
     let mut layers = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut values = Vec::new();
@@ -71,7 +85,14 @@ pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
             };
             vec![Problem::new(file, line, key, message)]
         };
-        let text = match harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES) {
+        let read = match first.take() {
+            Some(t) if t.len() as u64 > MAX_RECIPE_BYTES => Err(
+                harness_core::fsutil::CappedReadError::TooLarge(MAX_RECIPE_BYTES),
+            ),
+            Some(t) => Ok(t.to_string()),
+            None => harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES),
+        };
+        let text = match read {
             Ok(t) => t,
             Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => {
                 return Err(unreadable(format!(
@@ -510,6 +531,23 @@ mod tests {
 
     fn k(s: &str) -> Seg {
         Seg::Key(s.into())
+    }
+
+    #[test]
+    fn text_in_memory_reads_its_base_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("base.yaml"), "name: base\nseed: 3\n").unwrap();
+        let path = dir.path().join("in-memory.yaml");
+        let (merged, layers) = read_chain_text(&path, "base: base.yaml\nname: mine\n").unwrap();
+        assert_eq!(merged.get("seed"), Some(&Value::from(3)));
+        assert_eq!(merged.get("name"), Some(&Value::from("mine")));
+        assert_eq!(layers[0].path, path);
+        let big = "#".repeat(MAX_RECIPE_BYTES as usize + 1);
+        let problems = read_chain_text(&path, &big).unwrap_err();
+        assert!(
+            problems[0].message.contains("more than 1048576"),
+            "{problems:?}"
+        );
     }
 
     #[test]

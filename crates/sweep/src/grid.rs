@@ -215,6 +215,12 @@ fn key(k: &str) -> Seg {
 /// Largest grid file read (a grid is a few lines; a huge file is a mistake).
 const MAX_GRID_BYTES: u64 = 1 << 20;
 
+/// The most points (configs × seeds) a grid may expand to: far beyond a real sweep (the
+/// papers' ablations have a few dozen runs), and small enough that a slip such as ten axes
+/// of ten values (10^10 points) is an error naming the grid,
+/// not an out-of-memory abort.
+pub const MAX_POINTS: usize = 10_000;
+
 impl Grid {
     /// Reads and parses a grid file, applying grid profile `profile`. Every problem found
     /// is returned, each with the file, line and key.
@@ -553,6 +559,18 @@ impl Grid {
                     .collect(),
             );
         }
+        let too_many = |what: &str, at: &str| {
+            vec![self.problem(
+                &[key(at)],
+                format!("{what} more than {MAX_POINTS} points, the most a grid may have. Fix: split the sweep into several grids, or vary fewer values at once"),
+            )]
+        };
+        let n_product = axes
+            .iter()
+            .try_fold(1usize, |n, axis| n.checked_mul(axis.len()));
+        if n_product.is_none_or(|n| n > MAX_POINTS) {
+            return Err(too_many("the axes and zip groups multiply to", "axes"));
+        }
         let mut product: Vec<Assignment> = vec![Vec::new()];
         for axis in &axes {
             let mut next = Vec::with_capacity(product.len() * axis.len());
@@ -669,12 +687,15 @@ impl Grid {
                 fixed.push(set_arg(k, v));
             }
         }
-        let mut points = Vec::new();
         let seeds: Vec<Option<u64>> = if f.seeds.is_empty() {
             vec![None]
         } else {
             f.seeds.iter().copied().map(Some).collect()
         };
+        if configs.len().saturating_mul(seeds.len()) > MAX_POINTS {
+            return Err(too_many("its configurations times its seeds make", "seeds"));
+        }
+        let mut points = Vec::new();
         for (ci, c) in configs.iter().enumerate() {
             for seed in &seeds {
                 let mut sets = fixed.clone();
@@ -762,6 +783,29 @@ mod tests {
 
     fn aliases(e: &Expansion) -> Vec<String> {
         e.points.iter().map(|p| p.alias.clone()).collect()
+    }
+
+    #[test]
+    fn a_grid_of_too_many_points_is_an_error_not_an_allocation() {
+        // Ten axes of ten values: 10^10 points.
+        let axes: String = (0..10)
+            .map(|i| format!("  k{i}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n"))
+            .collect();
+        let err = grid(&format!("recipe: r.yaml\naxes:\n{axes}"))
+            .expand()
+            .unwrap_err();
+        assert!(err[0].message.contains("more than 10000 points"), "{err:?}");
+        // Few configurations, but too many seeds.
+        let seeds: Vec<String> = (0..2_000).map(|s| s.to_string()).collect();
+        let text = format!(
+            "recipe: r.yaml\naxes:\n  k: [1, 2, 3, 4, 5, 6]\nseeds: [{}]\n",
+            seeds.join(", ")
+        );
+        let err = grid(&text).expand().unwrap_err();
+        assert!(
+            err[0].message.contains("times its seeds") && err[0].key == "seeds",
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -23,4 +23,6 @@ pub mod xnli;
 pub mod xsid;
 
 #[cfg(test)]
+mod bad_input;
+#[cfg(test)]
 pub(crate) mod test_support;

@@ -13,7 +13,7 @@
 use crate::records::{LabeledText, Splits};
 use crate::text::{read_csv, read_lines, resolve, CsvFormat, Encoding};
 use crate::DataError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The split file names, in [`Splits`] order.
 pub const SPLITS: [&str; 3] = ["train", "dev", "test"];
@@ -44,18 +44,25 @@ pub fn languages(dir: &Path) -> Result<Vec<String>, DataError> {
 
 /// The category names of `lang` (`labels.txt`, one per line, in file order).
 pub fn labels(dir: &Path, lang: &str) -> Result<Vec<String>, DataError> {
+    Ok(read_labels(dir, lang)?.1)
+}
+
+/// `labels.txt` of `lang`: its path (a split row with another category names it, since a
+/// truncated `labels.txt` is as likely the culprit as the row) and its categories.
+fn read_labels(dir: &Path, lang: &str) -> Result<(PathBuf, Vec<String>), DataError> {
     let path = resolve(&dir.join(lang), "labels.txt")?;
-    Ok(read_lines(&path, Encoding::Utf8)?
+    let labels = read_lines(&path, Encoding::Utf8)?
         .into_iter()
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
-        .collect())
+        .collect();
+    Ok((path, labels))
 }
 
 /// Loads the three splits of `lang` (e.g. `"eng_Latn"`); each label is a category name
 /// from `labels.txt`.
 pub fn load(dir: &Path, lang: &str) -> Result<Splits<LabeledText>, DataError> {
-    let labels = labels(dir, lang)?;
+    let labels = read_labels(dir, lang)?;
     let d = dir.join(lang);
     Ok(Splits {
         train: split_file(&d, "train.tsv", &labels)?,
@@ -64,7 +71,11 @@ pub fn load(dir: &Path, lang: &str) -> Result<Splits<LabeledText>, DataError> {
     })
 }
 
-fn split_file(dir: &Path, name: &str, labels: &[String]) -> Result<Vec<LabeledText>, DataError> {
+fn split_file(
+    dir: &Path,
+    name: &str,
+    (labels_path, labels): &(PathBuf, Vec<String>),
+) -> Result<Vec<LabeledText>, DataError> {
     let path = resolve(dir, name)?;
     read_csv(&path, &FORMAT)?
         .into_iter()
@@ -74,8 +85,8 @@ fn split_file(dir: &Path, name: &str, labels: &[String]) -> Result<Vec<LabeledTe
                     &path,
                     Some(line),
                     format!(
-                        "expected a numeric index_id and a category from labels.txt, found `{}` and `{}`",
-                        f[0], f[1]
+                        "expected a numeric index_id and a category listed in {}, found `{}` and `{}`",
+                        labels_path.display(), f[0], f[1]
                     ),
                     FIX,
                 ));

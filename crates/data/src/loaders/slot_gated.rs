@@ -80,7 +80,12 @@ pub fn load_split(dir: &Path, split: &str) -> Result<Vec<LabeledText>, DataError
                 return Err(DataError::format(
                     &out_path,
                     Some(i + 1),
-                    format!("{n_tags} slot tags for {} tokens of seq.in", tokens.len()),
+                    format!(
+                        "{n_tags} slot tags for the {} tokens of line {} of {}",
+                        tokens.len(),
+                        i + 1,
+                        in_path.display()
+                    ),
                     FIX,
                 ));
             }

@@ -402,7 +402,9 @@ pub fn load_train_en(dir: &Path) -> Result<Vec<LabeledText>, DataError> {
                     &label_path,
                     Some(i + 1),
                     format!(
-                        "{n_tags} slot tags for {n_tok} tokens of text.en, intent `{}`",
+                        "{n_tags} slot tags for the {n_tok} tokens of line {} of {}, intent `{}`",
+                        i + 1,
+                        text_path.display(),
                         f[1]
                     ),
                     FIX,

