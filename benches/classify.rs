@@ -273,6 +273,7 @@ fn cases(scale: usize) -> Vec<Case> {
 }
 
 fn main() {
+    harness_core::memory::keep_freed_memory();
     let rounds = env("CLASSIFY_BENCH_ROUNDS", 2).max(1);
     let scale = env("CLASSIFY_BENCH_EPOCHS", 1).max(1);
     let only = std::env::var("CLASSIFY_BENCH_ONLY").ok();

@@ -68,6 +68,7 @@ fn sentence_transformers_rate(batch: usize, threads: usize, rounds: usize) -> Op
 }
 
 fn main() {
+    harness_core::memory::keep_freed_memory();
     let dir = minilm_dir();
     let threads = env("EMBED_BENCH_THREADS", 2);
     let batch = env("EMBED_BENCH_BATCH", 32);

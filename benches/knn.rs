@@ -116,6 +116,7 @@ fn rates(flops: f64, (wall, cpu): (f64, f64)) -> (f64, f64) {
 }
 
 fn main() {
+    harness_core::memory::keep_freed_memory();
     let threads = rayon::current_num_threads();
     let mut rng = Rng(42);
     println!("load average before: {}", load_average());

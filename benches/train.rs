@@ -202,6 +202,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
 }
 
 fn main() {
+    harness_core::memory::keep_freed_memory();
     harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let steps = env("TRAIN_BENCH_STEPS", 60);
     let rounds = env("TRAIN_BENCH_ROUNDS", 2).max(1);

@@ -76,6 +76,7 @@ pub enum Command {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    harness_core::memory::keep_freed_memory();
     // Every recipe this process loads types its objectives with the trainer's definitions.
     harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let cli = Cli::parse();

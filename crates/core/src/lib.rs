@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod device;
 pub mod fsutil;
+pub mod memory;
 pub mod outdir;
 pub mod progress;
 pub mod rundir;

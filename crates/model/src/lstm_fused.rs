@@ -240,6 +240,7 @@ fn inference_layer(input: LayerInput<Cpu>, reverse: bool) -> Tensor<Cpu, 3> {
         &host(input.c0),
         d,
         reverse,
+        true,
     );
     to_cpu(fwd.hs, [d.time, d.batch, d.hidden])
 }
@@ -388,7 +389,7 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
         has_ctx.then(|| host_values(&ctx.primitive)).as_deref(),
         d,
     );
-    let fwd = forward(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse);
+    let fwd = forward(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse, false);
     let out = to_cpu(fwd.hs.clone(), [d.time, d.batch, d.hidden])
         .into_primitive()
         .tensor();
@@ -470,6 +471,8 @@ struct Recurrence<'a> {
     c0: &'a [f32],
     d: Dims,
     reverse: bool,
+    /// Inference: keep only the hidden states (no gates or cell states for a backward pass).
+    states_only: bool,
 }
 
 /// One block of rows `[r0, r1)` through the whole sequence.
@@ -482,19 +485,38 @@ fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
         c0,
         d,
         reverse,
+        ..
     } = *l;
     let (n, h) = (d.batch, d.hidden);
     let rows = r1 - r0;
     let mut hcur = h0[r0 * h..r1 * h].to_vec();
     let mut ccur = c0[r0 * h..r1 * h].to_vec();
+    // Inference keeps only the hidden states: one step's gates in a scratch buffer, no cell
+    // states: nothing for a backward pass is written.
+    let saved = |len: usize| {
+        if l.states_only {
+            Vec::new()
+        } else {
+            vec![0.0; len]
+        }
+    };
     let mut out = Forward {
         hs: vec![0.0; d.time * rows * h],
-        cs: vec![0.0; d.time * rows * h],
-        gates: vec![0.0; d.time * rows * 4 * h],
+        cs: saved(d.time * rows * h),
+        gates: saved(d.time * rows * 4 * h),
+    };
+    let mut scratch = if l.states_only {
+        vec![0.0f32; rows * 4 * h]
+    } else {
+        Vec::new()
     };
     let mut cnew = vec![0.0f32; h];
     for t in order(d.time, reverse) {
-        let g = &mut out.gates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
+        let g = if l.states_only {
+            &mut scratch[..]
+        } else {
+            &mut out.gates[t * rows * 4 * h..(t + 1) * rows * 4 * h]
+        };
         g.copy_from_slice(&xw[(t * n + r0) * 4 * h..(t * n + r1) * 4 * h]);
         harness_kernels::gemm_packed(rows, &hcur, w, g);
         for j in 0..rows {
@@ -519,7 +541,9 @@ fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
             }
         }
         out.hs[t * rows * h..(t + 1) * rows * h].copy_from_slice(&hcur);
-        out.cs[t * rows * h..(t + 1) * rows * h].copy_from_slice(&ccur);
+        if !l.states_only {
+            out.cs[t * rows * h..(t + 1) * rows * h].copy_from_slice(&ccur);
+        }
     }
     out
 }
@@ -533,6 +557,7 @@ fn scatter(dst: &mut [f32], src: &[f32], d: Dims, width: usize, (r0, r1): (usize
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
 fn forward(
     xw: &[f32],
     w: &[f32],
@@ -541,6 +566,7 @@ fn forward(
     c0: &[f32],
     d: Dims,
     reverse: bool,
+    states_only: bool,
 ) -> Forward {
     let blocks = row_blocks(d.batch);
     // The recurrent weights are packed once for every step of every block.
@@ -553,21 +579,35 @@ fn forward(
         c0,
         d,
         reverse,
+        states_only,
     };
-    let parts: Vec<Forward> = blocks
+    let mut parts: Vec<Forward> = blocks
         .par_iter()
         .map(|&b| forward_block(&layer, b))
         .collect();
+    if parts.len() == 1 {
+        // One block is the whole batch, already in its layout.
+        return parts.pop().expect("one block");
+    }
     let h = d.hidden;
+    let saved = |len: usize| {
+        if states_only {
+            Vec::new()
+        } else {
+            vec![0.0; len]
+        }
+    };
     let mut out = Forward {
         hs: vec![0.0; d.time * d.batch * h],
-        cs: vec![0.0; d.time * d.batch * h],
-        gates: vec![0.0; d.time * d.batch * 4 * h],
+        cs: saved(d.time * d.batch * h),
+        gates: saved(d.time * d.batch * 4 * h),
     };
     for (part, &b) in parts.iter().zip(&blocks) {
         scatter(&mut out.hs, &part.hs, d, h, b);
-        scatter(&mut out.cs, &part.cs, d, h, b);
-        scatter(&mut out.gates, &part.gates, d, 4 * h, b);
+        if !states_only {
+            scatter(&mut out.cs, &part.cs, d, h, b);
+            scatter(&mut out.gates, &part.gates, d, 4 * h, b);
+        }
     }
     out
 }

@@ -35,6 +35,7 @@ use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::sib200;
 use harness_data::records::LabeledText;
 use harness_embed::matrix::Matrix;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -276,8 +277,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut main_score = 0.0;
     let mut pivot_all = serde_json::Map::new();
     let mut groups = Vec::new();
-    for (i, code) in params.languages.iter().enumerate() {
-        let (model, report) = train_on(code)?;
+    // The classifiers are independent and tiny (a 512→10→8→7 network in batches of 12, where
+    // per-step overhead, not arithmetic, is the cost): one per thread. Each draws from its own
+    // seed, so the results do not depend on the number of threads.
+    let trained = params
+        .languages
+        .par_iter()
+        .map(|code| train_on(code))
+        .collect::<Result<Vec<_>, _>>()?;
+    for ((i, code), (model, report)) in params.languages.iter().enumerate().zip(trained) {
         let is_main = *code == params.train_language;
         let mut row: Vec<f64> = Vec::with_capacity(params.languages.len());
         for (j, t) in params.languages.iter().enumerate() {
