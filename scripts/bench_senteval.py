@@ -20,6 +20,9 @@ both accuracies and |difference|, with totals, and where each side's time goes (
 the rest). The classifiers differ: SentEval's sklearn path (lbfgs logistic regression, C grid
 2^-2..2^3 or 2^-1..2^5) against harness's default, SentEval's PyTorch logistic regression (Adam,
 early stopping, weight-decay grid 1e-5..1e-2); accuracies agree within noise, not exactly.
+`--classifier pytorch` runs SentEval's PyTorch classifier instead (usepytorch True, its default,
+the one harness reimplements), patched from here to run on the CPU: the same classifier on
+both sides, and much slower on SentEval's (on MPQA: 414 s against sklearn's 5 s).
 
 Both sides run with T threads (default 2): torch.set_num_threads, OMP/MKL/OPENBLAS_NUM_THREADS
 and threadpoolctl for SentEval (numpy/scipy BLAS in the sklearn fits), RAYON_NUM_THREADS for
@@ -44,7 +47,8 @@ on PATH. The model folder: --model DIR (default $HARNESS_MODELS_DIR/all-MiniLM-L
 scripts/bench_st.py; fetched with `harness models fetch all-MiniLM-L6-v2` when missing).
 
 Usage: python3 scripts/bench_senteval.py [--senteval DIR] [--tasks mr,cr,...] [--threads 2]
-       [--kfold 5] [--model DIR] [--harness BIN] [--data DIR] [--side both|senteval|harness]
+       [--kfold 5] [--classifier sklearn|pytorch] [--model DIR] [--harness BIN] [--data DIR]
+       [--side both|senteval|harness]
        [--wait passive|library] [--no-warm] [--json FILE] [--keep DIR] [--verbose]
        [--setup-only]
 """
@@ -138,13 +142,44 @@ def materialise(shared: Path, dest: Path, benches) -> Path:
     return dest
 
 
-def patch_senteval() -> None:
+def patch_senteval(pytorch: bool) -> None:
     """What SentEval (2019) needs from a current Python: `inspect.getargspec` (gone in 3.11;
-    used by `utils.get_optimizer`, on SentEval's PyTorch path only)."""
+    used by `utils.get_optimizer`, on SentEval's PyTorch path only). With `pytorch`, its
+    PyTorch classifier (`tools/classifier.py`, written for a GPU) made to run on the CPU:
+    `.cuda()` a no-op, the data prepared on the CPU, and the loss summed as SentEval asks
+    (`loss_fn.size_average = False`, which current torch ignores once the loss is built; the
+    published numbers and harness's default `reduction: sum` add it up)."""
     import inspect
 
     if not hasattr(inspect, "getargspec"):
         inspect.getargspec = inspect.getfullargspec
+    if not pytorch:
+        return
+    import torch
+    from torch import nn
+
+    import senteval.tools.classifier as classifier
+
+    nn.Module.cuda = lambda self, *a, **k: self
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    prepare = classifier.PyTorchClassifier.prepare_split
+
+    def prepare_on_cpu(self, *a, **k):
+        # `cudaEfficient` is what makes prepare_split pick the CPU; only for this call.
+        saved, self.cudaEfficient = self.cudaEfficient, True
+        try:
+            return prepare(self, *a, **k)
+        finally:
+            self.cudaEfficient = saved
+
+    classifier.PyTorchClassifier.prepare_split = prepare_on_cpu
+    init = classifier.MLP.__init__
+
+    def init_summed(self, *a, **k):
+        init(self, *a, **k)
+        self.loss_fn = nn.CrossEntropyLoss(reduction="sum")
+
+    classifier.MLP.__init__ = init_summed
 
 
 def run_senteval(args, benches, task_path: Path) -> dict:
@@ -159,7 +194,7 @@ def run_senteval(args, benches, task_path: Path) -> dict:
 
     torch.set_num_threads(args.threads)
     sys.path.insert(0, str(args.senteval))
-    patch_senteval()
+    patch_senteval(args.classifier == "pytorch")
     import senteval
 
     logging.basicConfig(format="%(asctime)s : %(message)s",
@@ -184,7 +219,8 @@ def run_senteval(args, benches, task_path: Path) -> dict:
         clock["sentences"] += len(sentences)
         return emb
 
-    params = {"task_path": str(task_path), "usepytorch": False, "kfold": args.kfold}
+    params = {"task_path": str(task_path), "usepytorch": args.classifier == "pytorch",
+              "kfold": args.kfold}
     se = senteval.engine.SE(params, batcher)
     out = {"_load_seconds": load}
     with threadpool_limits(limits=args.threads):
@@ -262,9 +298,13 @@ def print_table(args, benches, se, hc, hw, loads, versions):
           f"(same data and machine)")
     for line in versions:
         print(f"  {line}")
-    print("  classifiers differ: SentEval = sklearn LogisticRegression (lbfgs, max_iter 100) with "
-          "its C grid (usepytorch False); harness = its default, SentEval's PyTorch logistic "
-          "regression (Adam, early stopping, weight-decay grid 1e-5..1e-2)")
+    if args.classifier == "sklearn":
+        print("  classifiers differ: SentEval = sklearn LogisticRegression (lbfgs, max_iter 100) "
+              "with its C grid (usepytorch False); harness = its default, SentEval's PyTorch "
+              "logistic regression (Adam, early stopping, weight-decay grid 1e-5..1e-2)")
+    else:
+        print("  same classifier: SentEval's PyTorch logistic regression (usepytorch True, on the "
+              "CPU, summed loss) and harness's reimplementation of it (its default)")
     print(f"  Python side's idle threads: {args.wait}"
           + (f" ({', '.join(f'{k}={v}' for k, v in PASSIVE_WAIT.items())})"
              if args.wait == "passive" else " (libraries' spinning defaults)"))
@@ -329,6 +369,10 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=default_shared(),
                     help="SentEval's data/downstream folder (plain or name.gz files)")
     ap.add_argument("--side", choices=["both", "senteval", "harness"], default="both")
+    ap.add_argument("--classifier", choices=["sklearn", "pytorch"], default="sklearn",
+                    help="SentEval's classifier: scikit-learn's (usepytorch False, default) or "
+                         "its PyTorch one (usepytorch True, run on the CPU), which harness "
+                         "reimplements")
     ap.add_argument("--wait", choices=["passive", "library"], default="passive",
                     help="the Python side's idle threads: sleep (default) or the libraries' "
                          "spinning defaults")
@@ -420,6 +464,7 @@ def main() -> int:
         if args.json:
             args.json.write_text(json.dumps({
                 "tasks": benches, "threads": args.threads, "kfold": args.kfold,
+                "classifier": args.classifier, "wait": args.wait,
                 "versions": versions, "load_before": loads[0], "load_after": loads[1],
                 "senteval": se, "harness_cold": hc, "harness_warm": hw,
             }, indent=2, default=str))
