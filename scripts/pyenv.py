@@ -1,18 +1,20 @@
 """The Python environment of harness's scripts: one virtual environment, pinned versions.
 
 `scripts/bench_st.py`, `scripts/laser_torch.py`, `scripts/bench_torch_laser.py`,
-`scripts/bench_torch_muse.py` and `scripts/mteb_load_results.py` run in one venv under
-~/.cache/harness-bench/venv (or $HARNESS_BENCH_VENV). Each script names the packages it
-needs; the first run installs those that are missing at the versions pinned here, later runs
-reuse them. CPU-only torch comes from the PyTorch index where it answers, else from PyPI (run
-on the CPU either way); everything else comes from PyPI.
+`scripts/bench_torch_muse.py`, `scripts/mteb_load_results.py` and `scripts/bench_senteval.py`
+run in one venv under ~/.cache/harness-bench/venv (or $HARNESS_BENCH_VENV). Each script names
+the packages it needs; the first run installs those that are missing at the versions pinned
+here, later runs reuse them. CPU-only torch comes from the PyTorch index where it answers, else
+from PyPI (run on the CPU either way); everything else comes from PyPI.
 
 The pins are one consistent set (what pip resolves for sentence-transformers 6.2.0 and
 transformers 5.23.0, the versions behind the parity fixtures of ../shared/models/README.md
 section 3, and mteb 2.26.24, whose result loader reads `harness export-results --format mteb`
-output; installed together with the others, pip keeps every pin), so every script's subset
-can live in the same venv. `<venv>/.harness-pins` records the `name==version` lines
-installed; a lock file beside the venv keeps two scripts from installing at once.
+output; scikit-learn and scipy, which `scripts/bench_senteval.py` runs SentEval's classifiers
+on, at the versions those two already pull in; installed together with the others, pip keeps
+every pin), so every script's subset can live in the same venv. `<venv>/.harness-pins` records
+the `name==version` lines installed; a lock file beside the venv keeps two scripts from
+installing at once.
 
 Usage from a script (before importing anything from the venv):
 
@@ -37,6 +39,8 @@ PINS = {
     "numpy": "2.4.6",
     "pyyaml": "6.0.3",
     "mteb": "2.26.24",
+    "scikit-learn": "1.9.1",
+    "scipy": "1.17.1",
 }
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
