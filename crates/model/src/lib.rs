@@ -18,6 +18,7 @@ pub mod limits;
 pub mod linear_fused;
 pub mod lstm;
 pub mod lstm_fused;
+pub mod maxpool_fused;
 pub mod output_ce;
 pub mod pretrained;
 pub mod random;

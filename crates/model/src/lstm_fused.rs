@@ -434,6 +434,25 @@ struct Forward {
     gates: Vec<f32>,
 }
 
+impl Forward {
+    /// Zeroed arrays for `rows` rows over `time` steps. Inference (`states_only`) keeps only
+    /// the hidden states: the cell states and gates a backward pass reads stay empty.
+    fn zeros(time: usize, rows: usize, hidden: usize, states_only: bool) -> Self {
+        let saved = |len: usize| {
+            if states_only {
+                Vec::new()
+            } else {
+                vec![0.0; len]
+            }
+        };
+        Self {
+            hs: vec![0.0; time * rows * hidden],
+            cs: saved(time * rows * hidden),
+            gates: saved(time * rows * 4 * hidden),
+        }
+    }
+}
+
 /// Host gradients of one layer.
 struct Grads {
     dxw: Vec<f32>,
@@ -493,18 +512,7 @@ fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
     let mut ccur = c0[r0 * h..r1 * h].to_vec();
     // Inference keeps only the hidden states: one step's gates in a scratch buffer, no cell
     // states: nothing for a backward pass is written.
-    let saved = |len: usize| {
-        if l.states_only {
-            Vec::new()
-        } else {
-            vec![0.0; len]
-        }
-    };
-    let mut out = Forward {
-        hs: vec![0.0; d.time * rows * h],
-        cs: saved(d.time * rows * h),
-        gates: saved(d.time * rows * 4 * h),
-    };
+    let mut out = Forward::zeros(d.time, rows, h, l.states_only);
     let mut scratch = if l.states_only {
         vec![0.0f32; rows * 4 * h]
     } else {
@@ -590,18 +598,7 @@ fn forward(
         return parts.pop().expect("one block");
     }
     let h = d.hidden;
-    let saved = |len: usize| {
-        if states_only {
-            Vec::new()
-        } else {
-            vec![0.0; len]
-        }
-    };
-    let mut out = Forward {
-        hs: vec![0.0; d.time * d.batch * h],
-        cs: saved(d.time * d.batch * h),
-        gates: saved(d.time * d.batch * 4 * h),
-    };
+    let mut out = Forward::zeros(d.time, d.batch, h, states_only);
     for (part, &b) in parts.iter().zip(&blocks) {
         scatter(&mut out.hs, &part.hs, d, h, b);
         if !states_only {

@@ -13,7 +13,7 @@ pub fn pool<B: Backend>(
     mask: Tensor<B, 2>,
     finals: Vec<Tensor<B, 2>>,
 ) -> Tensor<B, 2> {
-    let [batch, time, d] = states.dims();
+    let [batch, _, d] = states.dims();
     match kind {
         "mean" => {
             let len = mask.sum_dim(1); // [batch, 1]
@@ -27,15 +27,7 @@ pub fn pool<B: Backend>(
             }
         }
         "cls" => states.slice([0..batch, 0..1, 0..d]).reshape([batch, d]),
-        _ => {
-            let pad = mask
-                .unsqueeze_dim::<3>(2)
-                .equal_elem(0.0)
-                .expand([batch, time, d]);
-            states
-                .mask_fill(pad, f32::NEG_INFINITY)
-                .max_dim(1)
-                .reshape([batch, d])
-        }
+        // One fused pass on the CPU backend (`maxpool_fused`), burn's ops elsewhere.
+        _ => crate::maxpool_fused::max_pool(states, mask),
     }
 }
