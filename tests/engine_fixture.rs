@@ -24,9 +24,10 @@ const CASES: &[(&str, &str, &[&str])] = &[
         "laser-default",
         "recipes/laser.yaml",
         &[
-            // The default's settings when the fixture was written (the default's vocabulary
-            // and learning rate moved on 2026-11-28; this fixture is about the engine).
+            // The default's settings when the fixture was written (the default's vocabulary,
+            // width and learning rate moved on 2026-11-28; this fixture is about the engine).
             "data.tokenizer.vocab=5000",
+            "model.encoder.hidden=256",
             "optimizer.lr=0.006",
             "train.steps=40",
             "train.eval_every=null",
