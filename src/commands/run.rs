@@ -33,13 +33,15 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     // Every device problem is refused before any work; the recipe is loaded and checked once.
     // The evaluation encodes where training ran (burn-flex trains only: its encoder is read
     // back on ndarray, the same CPU).
-    let device = Device::parse(&train.device, &super::compiled())?;
+    // A device list (`cpu,cpu`) trains data-parallel; the evaluation encodes on the first.
+    let devices = Device::parse_list(&train.device, &super::compiled())?;
+    let device = devices[0];
     let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
     super::on_device(device, || {
         if !resolved.recipe.tasks.is_empty() {
             // A training recipe: train (or resume) into its run directory, then evaluate its
             // best checkpoint. The run directory stays locked until the report is written.
-            let (dir, trained) = super::train::train(&resolved, device, train, settings)?;
+            let (dir, trained) = super::train::train(&resolved, &devices, train, settings)?;
             if trained.outcome.interrupted {
                 return Ok(super::train::exit_code(&trained));
             }

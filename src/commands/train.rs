@@ -24,7 +24,8 @@ pub struct TrainArgs {
     pub out: Option<PathBuf>,
     /// `cpu` (burn-ndarray), `flex` (burn-flex, a build made with `--features flex`),
     /// `cuda:N` (a build made with `--features cuda`) or `wgpu` (Vulkan, Metal, DirectX 12:
-    /// a build made with `--features wgpu`)
+    /// a build made with `--features wgpu`); several of one kind separated by commas
+    /// (`cpu,cpu`, `cuda:0,cuda:1`) train data-parallel, one model copy per device
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Stop after this many steps in all, as if killed (only the checkpoints already due
@@ -36,19 +37,20 @@ pub struct TrainArgs {
 /// `harness train`.
 pub fn run(args: &TrainArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     // Every device problem is refused before any work.
-    let device = Device::parse(&args.device, &super::compiled())?;
+    let devices = Device::parse_list(&args.device, &super::compiled())?;
     let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
-    super::on_device(device, || {
-        let (_dir, trained) = train(&resolved, device, args, settings)?;
+    super::on_device(devices[0], || {
+        let (_dir, trained) = train(&resolved, &devices, args, settings)?;
         Ok(exit_code(&trained))
     })
 }
 
 /// Opens the run directory of a resolved recipe and trains it there; the directory stays
-/// locked as long as the returned [`RunDir`](harness_core::rundir::RunDir) lives.
+/// locked as long as the returned [`RunDir`](harness_core::rundir::RunDir) lives. Several
+/// `devices` (of one backend) train data-parallel; `env.json` records the first.
 pub fn train(
     resolved: &Resolved,
-    device: Device,
+    devices: &[Device],
     args: &TrainArgs,
     settings: &Settings,
 ) -> anyhow::Result<(harness_core::rundir::RunDir, Trained)> {
@@ -57,10 +59,15 @@ pub fn train(
         settings,
         resolved,
         &args.sets,
-        Some(device),
+        devices.first().copied(),
     )?;
-    let trained =
-        harness_train::session::train(resolved, dir.path(), settings, device, args.stop_after)?;
+    let trained = harness_train::session::train_on_devices(
+        resolved,
+        dir.path(),
+        settings,
+        devices,
+        args.stop_after,
+    )?;
     print_outcome(&trained);
     Ok((dir, trained))
 }

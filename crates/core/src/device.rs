@@ -55,6 +55,14 @@ pub enum DeviceError {
     /// No such device.
     #[error("--device {device}: unknown device. Fix: use `cpu`, `flex` (a build made with `--features flex`), `cuda:N` (with `--features cuda`) or `wgpu` (with `--features wgpu`)")]
     Unknown { device: String },
+    /// A device list (`cpu,cpu`, `cuda:0,cuda:1`) whose devices are of different backends
+    /// or name one GPU twice.
+    #[error("--device {devices}: {detail}. Fix: {fix}")]
+    BadList {
+        devices: String,
+        detail: String,
+        fix: String,
+    },
     /// `flex` for a command that only encodes.
     #[error("--device {device}: burn-flex trains only; encoders run on burn-ndarray, the same CPU. Fix: use `--device cpu`")]
     TrainingOnly { device: String },
@@ -97,6 +105,47 @@ impl Device {
                 device: other.to_string(),
             }),
         }
+    }
+
+    /// Parses a `--device` list for training: one device (`cpu`, `cuda:0`), or several
+    /// separated by commas (`cpu,cpu`, `cuda:0,cuda:1`), which train data-parallel, one copy
+    /// of the model per device. Every device of a list is of one backend (the peers
+    /// all-reduce tensors of one burn backend type) and no GPU is named twice; the CPU may
+    /// be (each peer is a thread).
+    pub fn parse_list(devices: &str, compiled: &Compiled) -> Result<Vec<Device>, DeviceError> {
+        let list = devices
+            .split(',')
+            .map(|d| Device::parse(d.trim(), compiled))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bad = |detail: String, fix: &str| DeviceError::BadList {
+            devices: devices.to_string(),
+            detail,
+            fix: fix.to_string(),
+        };
+        if let Some(other) = list.iter().find(|d| d.backend() != list[0].backend()) {
+            return Err(bad(
+                format!(
+                    "`{}` and `{other}` are different backends; data-parallel peers share one",
+                    list[0]
+                ),
+                "list devices of one kind (`cpu,cpu` or `cuda:0,cuda:1`)",
+            ));
+        }
+        if list.len() > 1 && matches!(list[0], Device::Wgpu) {
+            return Err(bad(
+                "`wgpu` names the default adapter only, so it cannot be listed twice".into(),
+                "use `cuda:0,cuda:1` (a build made with `--features cuda`) or one `wgpu`",
+            ));
+        }
+        for (i, d) in list.iter().enumerate() {
+            if d.is_gpu() && list[..i].contains(d) {
+                return Err(bad(
+                    format!("`{d}` is listed twice"),
+                    "name each GPU once (`cuda:0,cuda:1`)",
+                ));
+            }
+        }
+        Ok(list)
     }
 
     /// [`Device::parse`] for the commands that only encode (`eval`, `embed`): `flex`, which
@@ -272,6 +321,35 @@ mod tests {
             "{e}"
         );
         assert_eq!(Device::parse_for_encoding("wgpu", &ALL), Ok(Device::Wgpu));
+    }
+
+    #[test]
+    fn device_lists_are_of_one_backend() {
+        assert_eq!(Device::parse_list("cpu", &ALL), Ok(vec![Device::Cpu]));
+        assert_eq!(
+            Device::parse_list("cpu,cpu", &ALL),
+            Ok(vec![Device::Cpu, Device::Cpu])
+        );
+        assert_eq!(
+            Device::parse_list("cuda:0, cuda:1", &ALL),
+            Ok(vec![Device::Cuda(0), Device::Cuda(1)])
+        );
+        let e = Device::parse_list("cpu,cuda:0", &ALL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("different backends"), "{e}");
+        let e = Device::parse_list("cuda:1,cuda:1", &ALL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`cuda:1` is listed twice"), "{e}");
+        // A backend this build lacks is refused by name, as for one device.
+        let e = Device::parse_list("cpu,cuda:1", &Compiled::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--device cuda:1: this binary was built without CUDA"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -75,6 +75,10 @@ pub enum TrainError {
     /// device: [`DeviceError::Failed`](harness_core::device::DeviceError::Failed)).
     #[error("step {step}: burn's device thread failed: {detail}")]
     DeviceFailed { step: u64, detail: String },
+    /// A data-parallel peer stopped because an all-reduce failed: another peer failed
+    /// first (whose error the run reports instead, when there is one) or the collective did.
+    #[error("data-parallel peer {rank} stopped: an all-reduce failed ({detail}). Fix: see the error of the device that failed first; to isolate it, train on one device (`--device cpu`)")]
+    PeerStopped { rank: usize, detail: String },
     /// The loss became NaN or infinite.
     #[error("step {step}: the loss is {value} (task `{task}`). Fix: lower `optimizer.lr`, set `optimizer.grad_clip`, or resume from an earlier checkpoint")]
     Diverged { step: u64, task: String, value: f64 },

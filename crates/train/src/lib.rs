@@ -23,6 +23,7 @@ pub mod hard_negatives;
 pub mod mixture;
 pub mod objectives;
 pub mod optim;
+pub mod parallel;
 pub mod plan;
 pub mod session;
 pub mod step;

@@ -414,6 +414,41 @@ where
     trainer::train::<B>(plan, device, opts)
 }
 
+/// [`train_on`] data-parallel on `devices` (two or more; `crate::parallel`): peer 0
+/// evaluates, logs and checkpoints into `run_dir`.
+pub fn train_parallel_on<B: AutodiffBackend>(
+    plan: &Plan,
+    run_dir: &Path,
+    devices: &[B::Device],
+    stop_after: Option<u64>,
+) -> Result<Outcome, TrainError>
+where
+    B::Device: Sync,
+{
+    if plan
+        .recipe
+        .train
+        .as_ref()
+        .is_some_and(|t| t.best_metric.is_some() || t.best_per_language.is_some())
+    {
+        return Err(TrainError::recipe(
+            "train.best_metric",
+            "data-parallel training (a `--device` list) does not evaluate during training yet",
+            "drop `train.best_metric` / `train.best_per_language`, or train on one device",
+        ));
+    }
+    trainer::install_interrupt_handler();
+    let options = |progress| Options {
+        objectives: crate::objectives::registry(),
+        run_dir: run_dir.to_path_buf(),
+        stop_after,
+        progress,
+        keep: 2,
+        evaluate: None,
+    };
+    crate::parallel::train::<B>(plan, devices, options(true), || options(false))
+}
+
 /// What a training session did.
 pub struct Trained {
     pub outcome: Outcome,
@@ -430,6 +465,25 @@ pub fn train(
     device: Device,
     stop_after: Option<u64>,
 ) -> Result<Trained, TrainError> {
+    train_on_devices(resolved, run_dir, settings, &[device], stop_after)
+}
+
+/// [`train`] on one device, or data-parallel on several of one backend (`--device
+/// cpu,cpu`, `cuda:0,cuda:1`: `harness_core::device::Device::parse_list`).
+pub fn train_on_devices(
+    resolved: &Resolved,
+    run_dir: &Path,
+    settings: &Settings,
+    devices: &[Device],
+    stop_after: Option<u64>,
+) -> Result<Trained, TrainError> {
+    let Some(&device) = devices.first() else {
+        return Err(TrainError::recipe(
+            "--device",
+            "no device given",
+            "name one: `--device cpu`",
+        ));
+    };
     let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
     for c in &counts {
         let removed: usize = c.parts.values().map(|p| p.1).sum();
@@ -455,7 +509,37 @@ pub fn train(
             )?
         };
     }
+    // Several devices: data-parallel peers on one backend (the parse refused mixed lists).
+    macro_rules! parallel_with {
+        ($backend:ty, $device:expr) => {{
+            let list: Vec<burn::tensor::Device<$backend>> =
+                devices.iter().map($device).collect();
+            train_parallel_on::<burn::backend::Autodiff<$backend>>(
+                &plan, run_dir, &list, stop_after,
+            )?
+        }};
+    }
     let outcome = match device {
+        Device::Cpu if devices.len() > 1 => {
+            parallel_with!(burn::backend::NdArray<f32>, |_| Default::default())
+        }
+        #[cfg(feature = "cuda")]
+        Device::Cuda(_) if devices.len() > 1 => parallel_with!(
+            burn::backend::Cuda<f32, i32>,
+            |d: &Device| match d {
+                Device::Cuda(i) => burn::backend::cuda::CudaDevice::new(*i),
+                _ => Default::default(),
+            }
+        ),
+        _ if devices.len() > 1 => {
+            return Err(TrainError::recipe(
+                "--device",
+                format!(
+                    "data-parallel training runs on `cpu` or `cuda:N` lists, not on `{device}`"
+                ),
+                "list `cpu,cpu` or `cuda:0,cuda:1`, or name one device",
+            ))
+        }
         Device::Cpu => train_with!(burn::backend::NdArray<f32>, &Default::default()),
         #[cfg(feature = "cuda")]
         Device::Cuda(index) => train_with!(

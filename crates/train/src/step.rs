@@ -193,6 +193,11 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         std::mem::take(&mut self.deferred)
     }
 
+    /// The examples in the step's batch (of its drawn task).
+    pub fn batch_examples(&self) -> usize {
+        self.index.len()
+    }
+
     /// Real tokens read so far (encoder inputs once each, plus what losses add).
     pub fn tokens(&self) -> usize {
         self.tokens

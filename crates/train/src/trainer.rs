@@ -8,6 +8,7 @@
 use crate::checkpoint::{self, Best, TrainState};
 use crate::objectives::{Registry, TaskLoss};
 use crate::optim::{clip_global_norm, learning_rate, scale_gradients, AnyOptimizer};
+use crate::parallel::{shard_weight, Peer};
 use crate::plan::{InnerPlan, Plan};
 use crate::step::Step;
 use crate::TrainError;
@@ -238,12 +239,15 @@ struct Loop<'p, B: AutodiffBackend> {
     state: TrainState,
     checkpoints: PathBuf,
     metrics_path: PathBuf,
-    metrics: std::fs::File,
+    /// `None` on a data-parallel peer other than the first, which writes no files.
+    metrics: Option<std::fs::File>,
     session: Outcome,
     smoothed: Option<f64>,
     keep: usize,
     /// The encoders selected per language so far (`train.best_per_language`).
     best_encoders: Option<BestEncoders>,
+    /// This loop's place in a data-parallel run (`None`: the one-device run).
+    peer: Option<Peer>,
 }
 
 /// What one step did, for its metrics line.
@@ -267,7 +271,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         plan: &'p Plan,
         device: &B::Device,
         opts: &Options<'_, B>,
+        peer: Option<Peer>,
     ) -> Result<Self, TrainError> {
+        let leads = peer.is_none_or(|p| p.leads());
         let recipe = &plan.recipe;
         let spec = recipe.optimizer.clone().ok_or_else(|| {
             TrainError::recipe(
@@ -278,8 +284,10 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         })?;
         let checkpoints = opts.run_dir.join("checkpoints");
         let metrics_path = opts.run_dir.join("train").join("metrics.jsonl");
-        std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
-            .map_err(|e| io(&opts.run_dir, e))?;
+        if leads {
+            std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
+                .map_err(|e| io(&opts.run_dir, e))?;
+        }
         let losses = build_losses(plan, &opts.objectives)?;
         let mut model: System<B> = plan.system.init(recipe.seed, device);
         let mut optim = AnyOptimizer::<System<B>, B>::from_spec(&spec);
@@ -324,12 +332,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             // weights.
             model = start.start(model, &pretrained_encoders(plan), device)?;
         }
-        truncate_metrics(&metrics_path, state.step)?;
-        let metrics = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&metrics_path)
-            .map_err(|e| io(&metrics_path, e))?;
+        let metrics = if leads {
+            truncate_metrics(&metrics_path, state.step)?;
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&metrics_path)
+                .map_err(|e| io(&metrics_path, e))?;
+            Some(file)
+        } else {
+            None
+        };
         let session = Outcome {
             steps: state.step,
             session_steps: 0,
@@ -354,6 +367,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             smoothed: None,
             keep: opts.keep,
             best_encoders,
+            peer,
         })
     }
 
@@ -403,6 +417,24 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let position =
             |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
         let (index, next) = data.batch_at(position(&self.state, &task.name));
+        // A data-parallel peer computes its shard of the batch (every peer sees the same
+        // batch, so all refuse one too small alike, before any all-reduce).
+        let index = match self.peer {
+            None => index,
+            Some(p) if index.len() < p.peers => {
+                return Err(TrainError::recipe(
+                    "train.batch_tokens",
+                    format!(
+                        "step {step}: a batch of task `{}` holds {} examples, fewer than the {} devices",
+                        task.name,
+                        index.len(),
+                        p.peers
+                    ),
+                    "raise `train.batch_tokens` (or the task's `batch_size`) or list fewer devices",
+                ));
+            }
+            Some(p) => crate::parallel::shard(index, p.rank, p.peers),
+        };
         // Joint tasks that draw batches of their own take their next one.
         let own: Vec<(usize, &[u32], crate::data::Position)> = task
             .joint
@@ -432,17 +464,47 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             ctx = ctx.with_own(j, &plan.tasks[j], i);
         }
         let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
-        let tokens = ctx.tokens();
+        // Data-parallel: the shard's loss weighted by its share of the batch's count, so
+        // that the gradients summed over the peers are the whole batch's.
+        let loss = match self.peer {
+            None => loss,
+            Some(p) => {
+                let count = self.losses[t].averaged_over(&mut ctx)?;
+                let total = p.sum::<B::InnerBackend>(&[count], device)?[0];
+                loss * shard_weight(count, total)
+            }
+        };
+        let mut tokens = ctx.tokens();
         let deferred = ctx.take_deferred();
-        let value: f64 = loss.clone().into_scalar().elem();
-        if !value.is_finite() {
-            return Err(TrainError::Diverged {
-                step,
-                task: task.name.clone(),
-                value,
-            });
-        }
-        let mut grads = GradientsParams::from_grads(loss.backward(), self.model());
+        let mut value: f64 = loss.clone().into_scalar().elem();
+        let mut grads = match self.peer {
+            None => {
+                if !value.is_finite() {
+                    return Err(TrainError::Diverged {
+                        step,
+                        task: task.name.clone(),
+                        value,
+                    });
+                }
+                GradientsParams::from_grads(loss.backward(), self.model())
+            }
+            Some(p) => {
+                // The batch's loss and tokens are the sums over the peers; a shard whose loss
+                // is not finite makes it so on every peer, which all stop alike.
+                let sums = p.sum::<B::InnerBackend>(&[value, tokens as f64], device)?;
+                (value, tokens) = (sums[0], sums[1].round() as usize);
+                if !value.is_finite() {
+                    return Err(TrainError::Diverged {
+                        step,
+                        task: task.name.clone(),
+                        value,
+                    });
+                }
+                let mut grads = GradientsParams::from_grads(loss.backward(), self.model());
+                p.reduce_gradients(self.model(), &mut grads, device)?;
+                grads
+            }
+        };
         if self.spec.embedding_grad_scale != 1.0 {
             let tables = self
                 .model()
@@ -635,6 +697,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
 
     /// Appends the step's line to `train/metrics.jsonl`.
     fn record(&mut self, s: &Stepped, eval: Option<&(String, f64)>) -> Result<(), TrainError> {
+        let Some(metrics) = self.metrics.as_mut() else {
+            return Ok(());
+        };
         let line = MetricLine {
             step: self.state.step,
             task: &self.plan.tasks[s.task].name,
@@ -651,16 +716,18 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             detail: format!("a metrics line did not serialize ({e})"),
         })?;
         text.push('\n');
-        self.metrics
+        metrics
             .write_all(text.as_bytes())
             .map_err(|e| io(&self.metrics_path, e))
     }
 
     /// Writes a checkpoint of the model, the optimizer and the loop's state.
     fn checkpoint(&mut self) -> Result<(), TrainError> {
-        self.metrics
-            .flush()
-            .map_err(|e| io(&self.metrics_path, e))?;
+        // Only the first data-parallel peer writes (every peer holds the same state).
+        let Some(metrics) = self.metrics.as_mut() else {
+            return Ok(());
+        };
+        metrics.flush().map_err(|e| io(&self.metrics_path, e))?;
         let inner: Vec<(&str, &AnyOptimizer<System<B>, B>)> = self
             .inner
             .iter()
@@ -682,7 +749,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
 pub fn train<B: AutodiffBackend>(
     plan: &Plan,
     device: &B::Device,
+    opts: Options<'_, B>,
+) -> Result<Outcome, TrainError> {
+    train_peer(plan, device, opts, None)
+}
+
+/// [`train`] as one peer of a data-parallel run (`crate::parallel`), or alone (`None`).
+pub(crate) fn train_peer<B: AutodiffBackend>(
+    plan: &Plan,
+    device: &B::Device,
     mut opts: Options<'_, B>,
+    peer: Option<Peer>,
 ) -> Result<Outcome, TrainError> {
     let train_spec = plan.recipe.train.clone().ok_or_else(|| {
         TrainError::recipe(
@@ -692,7 +769,7 @@ pub fn train<B: AutodiffBackend>(
         )
     })?;
     keep_freed_memory();
-    let mut l = Loop::resume(plan, device, &opts)?;
+    let mut l = Loop::resume(plan, device, &opts, peer)?;
     let total = plan.total_steps;
     let bar = if opts.progress {
         let b =
@@ -705,7 +782,15 @@ pub fn train<B: AutodiffBackend>(
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);
     while l.state.step < total {
-        if interrupted() {
+        // Data-parallel peers stop together: each sees Ctrl-C at its own moment, so they
+        // agree on it (a sum over the peers) before the step.
+        let stop = match peer {
+            None => interrupted(),
+            Some(p) => {
+                p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted()))], device)?[0] > 0.0
+            }
+        };
+        if stop {
             harness_core::note!("interrupted: saving a checkpoint at step {}", l.state.step);
             l.checkpoint()?;
             l.session.interrupted = true;

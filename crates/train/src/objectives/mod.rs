@@ -153,6 +153,14 @@ pub trait Loss: Objective {
     /// every loss computed on it (joint tasks).
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
 
+    /// How many items [`Self::loss`] averages over on the batch of `step`: its examples
+    /// unless the objective says otherwise (`seq2seq_ce`: the target tokens). Data-parallel
+    /// training (`--device cpu,cpu`) weights each device's shard of a batch by its share of
+    /// this count, so that the summed gradients are those of the whole batch.
+    fn averaged_over<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<f64, TrainError> {
+        Ok(step.batch_examples() as f64)
+    }
+
     /// The loss of one inner update ([`Objective::inner_loop`]) on the batch of `step`.
     fn inner_loss<B: AutodiffBackend>(
         &self,
@@ -279,6 +287,8 @@ pub trait TaskLoss<B: AutodiffBackend>: Send + Sync {
     fn loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
     /// See [`Loss::inner_loss`].
     fn inner_loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError>;
+    /// See [`Loss::averaged_over`].
+    fn averaged_over(&self, step: &mut Step<'_, B>) -> Result<f64, TrainError>;
 }
 
 impl<B: AutodiffBackend, T: Loss> TaskLoss<B> for T {
@@ -287,6 +297,9 @@ impl<B: AutodiffBackend, T: Loss> TaskLoss<B> for T {
     }
     fn inner_loss(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
         Loss::inner_loss(self, step)
+    }
+    fn averaged_over(&self, step: &mut Step<'_, B>) -> Result<f64, TrainError> {
+        Loss::averaged_over(self, step)
     }
 }
 

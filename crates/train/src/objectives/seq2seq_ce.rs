@@ -48,23 +48,32 @@ impl Objective for Seq2seqCe {
 
     fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
-        if cx.recipe.model.as_ref().is_some_and(|m| m.decoder.is_none()) {
-            out.push(Finding::new(vec![Seg::Key("objective".into())],
+        if cx
+            .recipe
+            .model
+            .as_ref()
+            .is_some_and(|m| m.decoder.is_none())
+        {
+            out.push(Finding::new(
+                vec![Seg::Key("objective".into())],
                 "`seq2seq_ce` needs `model.decoder`",
             ));
         }
         if !(0.0..1.0).contains(&self.label_smoothing) {
-            out.push(Finding::new(param("label_smoothing"),
+            out.push(Finding::new(
+                param("label_smoothing"),
                 format!("must be in [0, 1), found {}", self.label_smoothing),
             ));
         }
         if !(0.0..=1.0).contains(&self.autoencode) {
-            out.push(Finding::new(param("autoencode"),
+            out.push(Finding::new(
+                param("autoencode"),
                 format!("must be in [0, 1], found {}", self.autoencode),
             ));
         }
         if self.autoencode > 0.0 && self.both_directions {
-            out.push(Finding::new(param("autoencode"),
+            out.push(Finding::new(
+                param("autoencode"),
                 "`autoencode` applies to one-direction training: drop it or `both_directions`",
             ));
         }
@@ -127,6 +136,18 @@ impl Loss for Seq2seqCe {
             loss = loss + self.decode(decoder, target.sentence, &b.to_src, step);
         }
         Ok(loss)
+    }
+
+    /// The real target tokens of the decoded side (both sides with `both_directions`: then
+    /// the loss is a sum of two means, and a shard's weight is exact only when its share of
+    /// each side's tokens is the same).
+    fn averaged_over<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<f64, TrainError> {
+        let b = step.pair_batch()?;
+        let mut n = b.to_tgt.input.tokens;
+        if self.both_directions {
+            n += b.to_src.input.tokens;
+        }
+        Ok(n as f64)
     }
 }
 

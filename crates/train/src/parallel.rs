@@ -1,0 +1,330 @@
+//! Data-parallel training over several devices (`--device cpu,cpu`, `cuda:0,cuda:1`) with
+//! burn's own collective operations (burn-collective's `all_reduce`), not a transport of ours.
+//!
+//! N peers, one thread each, each with its own copy of the model and optimizer state,
+//! initialised from the same seed (so equal). Each step, the batch the one-device run would
+//! take is split by examples into N contiguous shards ([`shard`]); each peer computes its
+//! shard's loss, weighted by the shard's share of what the objective averages over
+//! ([`crate::objectives::Loss::averaged_over`]: examples, or target tokens for
+//! `seq2seq_ce`), and its gradients; the gradients are summed over the peers, so every peer
+//! holds the gradient of the whole batch's mean loss, clips it like the one-device run and
+//! takes the same optimizer step: the weights stay equal on every peer and equal, within
+//! float rounding, to the one-device run's.
+//!
+//! Not equal: losses with in-batch negatives (the ranking objectives, `quick_thought`,
+//! `alignment_l2`'s random negatives) rank each example against its own shard only (like
+//! PyTorch's DDP without an all-gather), and dropout draws other masks (same distribution).
+//! Joint tasks and inner loops are refused (their batches are not sharded yet).
+//!
+//! Only peer 0 logs, evaluates, writes `metrics.jsonl` and checkpoints. A peer that fails
+//! resets the collective, which turns every other peer's pending or next `all_reduce` into an
+//! error, so no peer stays blocked; the run then reports the failing peer's own error.
+
+use crate::trainer::{Options, Outcome};
+use crate::TrainError;
+use burn::module::{AutodiffModule, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorData, TensorPrimitive};
+use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
+
+/// One peer of a data-parallel run: its rank among `peers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// 0 for the peer that logs, evaluates and checkpoints.
+    pub rank: usize,
+    /// How many peers train together.
+    pub peers: usize,
+}
+
+impl Peer {
+    /// Whether this peer writes the run's files (metrics, checkpoints) and evaluates.
+    pub fn leads(&self) -> bool {
+        self.rank == 0
+    }
+
+    fn id(&self) -> PeerId {
+        PeerId::from(self.rank as u32)
+    }
+
+    /// The element-wise sum over the peers of `values` (every peer passes as many).
+    pub fn sum<IB: Backend>(
+        &self,
+        values: &[f64],
+        device: &IB::Device,
+    ) -> Result<Vec<f64>, TrainError> {
+        let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        let t = Tensor::<IB, 1>::from_data(TensorData::new(data, [values.len()]), device);
+        let t = self.all_reduce(t)?;
+        t.into_data()
+            .convert::<f64>()
+            .to_vec::<f64>()
+            .map_err(|e| collective(format!("reading a reduced tensor: {e:?}")))
+    }
+
+    /// The sum over the peers of `tensor`.
+    pub fn all_reduce<IB: Backend, const D: usize>(
+        &self,
+        tensor: Tensor<IB, D>,
+    ) -> Result<Tensor<IB, D>, TrainError> {
+        let out = burn_collective::all_reduce::<IB>(
+            self.id(),
+            tensor.into_primitive().tensor(),
+            ReduceOperation::Sum,
+        )
+        .map_err(|e| TrainError::PeerStopped {
+            rank: self.rank,
+            detail: format!("{e:?}"),
+        })?;
+        Ok(Tensor::from_primitive(TensorPrimitive::Float(out)))
+    }
+
+    /// Sums `grads` (this peer's gradients of its weighted shard loss) over the peers, in
+    /// place: afterwards every peer holds the whole batch's gradients. A parameter has a
+    /// gradient afterwards if it had one on any peer (an absent one counts as zeros), as the
+    /// one-device run's backward pass would have given it one.
+    pub fn reduce_gradients<B: AutodiffBackend, M: AutodiffModule<B>>(
+        &self,
+        module: &M,
+        grads: &mut GradientsParams,
+        device: &B::Device,
+    ) -> Result<(), TrainError> {
+        let mut present = Present::<B> {
+            grads,
+            found: Vec::new(),
+            _b: std::marker::PhantomData,
+        };
+        module.visit(&mut present);
+        let found = self.sum::<B::InnerBackend>(&present.found, device)?;
+        let mut reduce = Reduce::<B> {
+            peer: *self,
+            grads,
+            present: found,
+            next: 0,
+            device,
+            error: None,
+        };
+        module.visit(&mut reduce);
+        reduce.error.map_or(Ok(()), Err)
+    }
+}
+
+/// Which parameters have a gradient on this peer (1.0) or not (0.0), in visiting order.
+struct Present<'a, B: AutodiffBackend> {
+    grads: &'a GradientsParams,
+    found: Vec<f64>,
+    _b: std::marker::PhantomData<B>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Present<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let has = self.grads.get::<B::InnerBackend, D>(param.id).is_some();
+        self.found.push(if has { 1.0 } else { 0.0 });
+    }
+}
+
+/// All-reduces each parameter's gradient that some peer has, in visiting order (the same on
+/// every peer: the same module tree).
+struct Reduce<'a, B: AutodiffBackend> {
+    peer: Peer,
+    grads: &'a mut GradientsParams,
+    present: Vec<f64>,
+    next: usize,
+    device: &'a B::Device,
+    error: Option<TrainError>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Reduce<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let i = self.next;
+        self.next += 1;
+        if self.error.is_some() || self.present.get(i).is_none_or(|&n| n == 0.0) {
+            return;
+        }
+        let g = self
+            .grads
+            .remove::<B::InnerBackend, D>(param.id)
+            .unwrap_or_else(|| Tensor::zeros(param.val().shape(), self.device));
+        match self.peer.all_reduce(g) {
+            Ok(sum) => self.grads.register(param.id, sum),
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+fn collective(detail: String) -> TrainError {
+    TrainError::PeerStopped { rank: 0, detail }
+}
+
+/// Peer `rank`'s shard of a batch's examples `index`: contiguous, sizes differing by at most
+/// one. Every shard of a batch of at least `peers` examples is non-empty.
+pub fn shard(index: &[u32], rank: usize, peers: usize) -> &[u32] {
+    let n = index.len();
+    let (start, end) = (rank * n / peers, (rank + 1) * n / peers);
+    &index[start..end]
+}
+
+/// The weight of a shard's mean loss: its share of the batch's count (`total`, the sum of
+/// every shard's), so that the weighted shard losses sum to the batch's mean loss.
+pub fn shard_weight(count: f64, total: f64) -> f64 {
+    if total > 0.0 {
+        count / total
+    } else {
+        0.0
+    }
+}
+
+/// What data-parallel training cannot do yet, checked before any peer starts: joint tasks
+/// (their own batches and the center loss's deferred centres are not sharded) and inner
+/// loops.
+pub fn check_plan(plan: &crate::plan::Plan) -> Result<(), TrainError> {
+    for t in &plan.tasks {
+        if !t.joint.is_empty() || t.inner.is_some() || t.data.is_none() {
+            return Err(TrainError::recipe(
+                format!("tasks.{}", t.name),
+                "data-parallel training (a `--device` list) does not shard joint tasks or inner loops yet",
+                "train this recipe on one device (`--device cpu` or `cuda:0`)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Trains `plan` data-parallel on `devices` (one peer each; at least two), resuming from
+/// the newest checkpoint like [`crate::trainer::train`]. `opts` is peer 0's (its
+/// evaluation, progress bar and run directory); the other peers get `follower` options of
+/// their own (no evaluation, no progress bar).
+pub fn train<B: AutodiffBackend>(
+    plan: &crate::plan::Plan,
+    devices: &[B::Device],
+    opts: Options<'_, B>,
+    follower: impl Fn() -> Options<'static, B> + Sync,
+) -> Result<Outcome, TrainError>
+where
+    B::Device: Sync,
+{
+    check_plan(plan)?;
+    let peers = devices.len();
+    harness_core::note!(
+        "data-parallel on {peers} devices: each step's batch is split by examples; \
+         in-batch negatives (ranking losses) come from each device's shard only"
+    );
+    // Forget peers a previous run in this process may have left registered.
+    burn_collective::reset_collective::<B::InnerBackend>();
+    let config = CollectiveConfig::default().with_num_devices(peers);
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..peers)
+            .map(|rank| {
+                let (config, device, follower) = (config.clone(), &devices[rank], &follower);
+                std::thread::Builder::new()
+                    .name(format!("peer-{rank}"))
+                    .spawn_scoped(s, move || {
+                        run_peer(plan, device, follower(), Peer { rank, peers }, config)
+                    })
+            })
+            .collect();
+        // Peer 0 runs here: its evaluation closure need not be `Send`.
+        let lead = run_peer(
+            plan,
+            &devices[0],
+            opts,
+            Peer { rank: 0, peers },
+            config.clone(),
+        );
+        let mut all = vec![lead];
+        for h in handles {
+            all.push(match h {
+                Ok(h) => h.join().unwrap_or_else(|p| {
+                    Err(TrainError::PeerStopped {
+                        rank: 0,
+                        detail: harness_core::device::panic_message(&*p),
+                    })
+                }),
+                Err(e) => Err(collective(format!("starting a peer thread: {e}"))),
+            });
+        }
+        all
+    });
+    // The first error that is not another peer's having stopped is the cause.
+    let mut outcome = None;
+    let mut stopped = None;
+    for r in results {
+        match r {
+            Ok(o) => outcome = outcome.or(Some(o)),
+            Err(e @ TrainError::PeerStopped { .. }) => stopped = stopped.or(Some(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    match stopped {
+        Some(e) => Err(e),
+        None => outcome.ok_or_else(|| collective("no peer finished".into())),
+    }
+}
+
+/// One peer: registers with the collective first (so that no peer waits for one that
+/// failed before registering), trains, and on an error or panic resets the collective so
+/// that the other peers' all-reduces fail instead of waiting for it.
+fn run_peer<B: AutodiffBackend>(
+    plan: &crate::plan::Plan,
+    device: &B::Device,
+    opts: Options<'_, B>,
+    peer: Peer,
+    config: CollectiveConfig,
+) -> Result<Outcome, TrainError> {
+    burn_collective::register::<B::InnerBackend>(peer.id(), device.clone(), config).map_err(
+        |e| TrainError::PeerStopped {
+            rank: peer.rank,
+            detail: format!("registering with the collective: {e:?}"),
+        },
+    )?;
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::trainer::train_peer(plan, device, opts, Some(peer))
+    }));
+    let result = match run {
+        Ok(r) => r,
+        Err(p) => Err(TrainError::DeviceFailed {
+            step: 0,
+            detail: format!(
+                "peer {} panicked: {}",
+                peer.rank,
+                harness_core::device::panic_message(&*p)
+            ),
+        }),
+    };
+    match &result {
+        Ok(_) => {
+            let _ = burn_collective::finish_collective::<B::InnerBackend>(peer.id());
+        }
+        Err(TrainError::PeerStopped { .. }) => {}
+        Err(_) => burn_collective::reset_collective::<B::InnerBackend>(),
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_the_batch_in_order() {
+        let index: Vec<u32> = (10..17).collect();
+        let shards: Vec<&[u32]> = (0..3).map(|r| shard(&index, r, 3)).collect();
+        assert_eq!(shards, [&[10, 11][..], &[12, 13], &[14, 15, 16]]);
+        assert_eq!(shards.concat(), index);
+        assert_eq!(shard(&index, 0, 1), &index[..]);
+        // Fewer examples than peers: some shards are empty.
+        assert!(shard(&index[..1], 0, 2).is_empty());
+    }
+
+    #[test]
+    fn weighted_shard_means_sum_to_the_batch_mean() {
+        // Per-item losses of a batch, split 2 + 3: each shard's mean weighted by its share.
+        let items = [0.5, 1.5, 2.0, 4.0, 0.25];
+        let mean = items.iter().sum::<f64>() / 5.0;
+        let (a, b) = items.split_at(2);
+        let m = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        let got = shard_weight(2.0, 5.0) * m(a) + shard_weight(3.0, 5.0) * m(b);
+        assert!((got - mean).abs() < 1e-12, "{got} vs {mean}");
+        assert_eq!(shard_weight(0.0, 0.0), 0.0);
+    }
+}
