@@ -512,8 +512,7 @@ pub fn train_on_devices(
     // Several devices: data-parallel peers on one backend (the parse refused mixed lists).
     macro_rules! parallel_with {
         ($backend:ty, $device:expr) => {{
-            let list: Vec<burn::tensor::Device<$backend>> =
-                devices.iter().map($device).collect();
+            let list: Vec<burn::tensor::Device<$backend>> = devices.iter().map($device).collect();
             train_parallel_on::<burn::backend::Autodiff<$backend>>(
                 &plan, run_dir, &list, stop_after,
             )?

@@ -1,0 +1,188 @@
+//! Data-parallel training (`--device cpu,cpu`, burn-collective's all-reduce): the same small
+//! recipe on the real parallel data, trained on one device and on two, ends with the same
+//! weights within float rounding and logs the same loss, gradient norm and tokens per step
+//! (`seq2seq_ce` averages over target tokens, which the shards' weights account for; no
+//! dropout, whose masks would differ). A device list naming a backend this build lacks is
+//! refused before any work.
+
+mod binary;
+
+use binary::{harness, text};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use std::path::Path;
+
+/// A tiny translation model (BiLSTM encoder, LSTM decoder) on German–English pairs; Adam
+/// with clipping, so both the optimizer's state and the clipped norm are compared.
+const RECIPE: &str = "name: dp-tiny
+seed: 5
+data:
+  tokenizer: {kind: bpe, vocab: 400, train_on: [pairs]}
+  corpora:
+    pairs:
+      dataset: parallel-pairs
+      pairs: [deu-eng]
+      exclude: [tatoeba]
+      max_examples: 200
+model:
+  encoder: {kind: bilstm, layers: 1, hidden: 12, embed: 12, pool: max}
+  decoder: {kind: lstm, layers: 1, hidden: 16, embed: 12, lang_embed: 4, targets: [eng]}
+tasks:
+  - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
+optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 1.0}
+train: {steps: 5, batch_tokens: 300, max_len: 20, checkpoint_every: 5}
+evaluate: []
+report: []
+";
+
+/// Every float parameter of a module, in visiting order.
+struct Collect(Vec<f32>);
+impl<B: Backend> ModuleVisitor<B> for Collect {
+    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<B, D>>) {
+        self.0.extend(
+            p.val()
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap(),
+        );
+    }
+}
+
+/// The trained weights of run `dir` (encoder, decoder, heads).
+fn weights(dir: &Path) -> Vec<f32> {
+    let files = harness_model::trained::run_files(dir).unwrap();
+    let dev = Default::default();
+    let (system, _, _) =
+        harness_model::trained::load_system::<burn::backend::NdArray<f32>>(&files, &dev).unwrap();
+    let mut c = Collect(Vec::new());
+    system.visit(&mut c);
+    c.0
+}
+
+/// `(loss, grad_norm, tokens)` of each line of the run's `metrics.jsonl`.
+fn steps(dir: &Path) -> Vec<(f64, f64, u64)> {
+    std::fs::read_to_string(dir.join("train/metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["loss"].as_f64().unwrap(),
+                v["grad_norm"].as_f64().unwrap(),
+                v["tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_cpu_devices_train_the_weights_of_one() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("dp-tiny.yaml");
+    std::fs::write(&recipe, RECIPE).unwrap();
+    let train = |devices: &str, run: &Path| {
+        let o = harness(
+            home.path(),
+            &[
+                "train",
+                recipe.to_str().unwrap(),
+                "--device",
+                devices,
+                "--out",
+                run.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "--device {devices}: {}", text(&o));
+        text(&o)
+    };
+    let (one, two) = (out.path().join("one"), out.path().join("two"));
+    train("cpu", &one);
+    let log = train("cpu,cpu", &two);
+    assert!(
+        log.contains("data-parallel on 2 devices") && log.contains("in-batch negatives"),
+        "{log}"
+    );
+
+    let (a, b) = (steps(&one), steps(&two));
+    assert_eq!(a.len(), 5);
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        eprintln!(
+            "step {}: loss {:.7} vs {:.7} (diff {:.2e}), grad norm {:.6} vs {:.6}",
+            i + 1,
+            x.0,
+            y.0,
+            (x.0 - y.0).abs(),
+            x.1,
+            y.1
+        );
+        assert_eq!(x.2, y.2, "step {}: tokens", i + 1);
+        assert!(
+            (x.0 - y.0).abs() <= 1e-5 * x.0.abs().max(1.0),
+            "step {}: {x:?} vs {y:?}",
+            i + 1
+        );
+        assert!(
+            (x.1 - y.1).abs() <= 1e-4 * x.1.abs().max(1.0),
+            "step {}: {x:?} vs {y:?}",
+            i + 1
+        );
+    }
+
+    let (wa, wb) = (weights(&one), weights(&two));
+    assert_eq!(wa.len(), wb.len());
+    let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs())).max(1.0);
+    let diff = wa
+        .iter()
+        .zip(&wb)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    eprintln!(
+        "{} weights: max |w_1 − w_2| = {diff:.3e} (max |w| {scale:.3})",
+        wa.len()
+    );
+    assert!(
+        diff <= 1e-5 * scale,
+        "max weight difference {diff} (scale {scale})"
+    );
+}
+
+#[test]
+fn a_device_list_naming_a_missing_backend_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("dp-tiny.yaml");
+    std::fs::write(&recipe, RECIPE).unwrap();
+    let run = out.path().join("run");
+    let refuse = |devices: &str, want: &str| {
+        let o = harness(
+            home.path(),
+            &[
+                "train",
+                recipe.to_str().unwrap(),
+                "--device",
+                devices,
+                "--out",
+                run.to_str().unwrap(),
+            ],
+        );
+        assert!(!o.status.success(), "--device {devices}: {}", text(&o));
+        assert!(text(&o).contains(want), "--device {devices}: {}", text(&o));
+        assert!(
+            !run.exists(),
+            "--device {devices}: refused after work began"
+        );
+    };
+    if !cfg!(feature = "cuda") {
+        refuse(
+            "cpu,cuda:1",
+            "--device cuda:1: this binary was built without CUDA",
+        );
+    }
+    refuse("cpu,tpu:0", "--device tpu:0: unknown device");
+    if cfg!(feature = "cuda") {
+        refuse("cpu,cuda:0", "different backends");
+    }
+}
