@@ -14,7 +14,8 @@ use burn::tensor::Tensor;
 use std::path::Path;
 
 /// A tiny translation model (BiLSTM encoder, LSTM decoder) on German–English pairs; Adam
-/// with clipping, so both the optimizer's state and the clipped norm are compared.
+/// with a clip below every step's gradient norm, so both the optimizer's state and the
+/// clipped update are compared.
 const RECIPE: &str = "name: dp-tiny
 seed: 5
 data:
@@ -30,7 +31,7 @@ model:
   decoder: {kind: lstm, layers: 1, hidden: 16, embed: 12, lang_embed: 4, targets: [eng]}
 tasks:
   - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
-optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 1.0}
+optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 0.1}
 train: {steps: 5, batch_tokens: 300, max_len: 20, checkpoint_every: 5}
 evaluate: []
 report: []
@@ -108,6 +109,12 @@ fn two_cpu_devices_train_the_weights_of_one() {
 
     let (a, b) = (steps(&one), steps(&two));
     assert_eq!(a.len(), 5);
+    // The recipe's `grad_clip` (0.1) is below every step's norm, so both runs clip: the
+    // comparison covers the clipped update, not only the raw gradients.
+    assert!(
+        a.iter().chain(&b).all(|s| s.1 > 0.1),
+        "a step's gradient norm is under the clip, so it was not clipped: {a:?} {b:?}"
+    );
     assert_eq!(a.len(), b.len());
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         eprintln!(

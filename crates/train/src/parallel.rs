@@ -209,29 +209,47 @@ where
         "data-parallel on {peers} devices: each step's batch is split by examples; \
          in-batch negatives (ranking losses) come from each device's shard only"
     );
-    // Forget peers a previous run in this process may have left registered.
-    burn_collective::reset_collective::<B::InnerBackend>();
     let config = CollectiveConfig::default().with_num_devices(peers);
+    together::<B::InnerBackend, _>(
+        devices,
+        config,
+        |peer| crate::trainer::train_peer(plan, &devices[0], opts, Some(peer)),
+        |peer| crate::trainer::train_peer(plan, &devices[peer.rank], follower(), Some(peer)),
+    )
+}
+
+/// Runs one peer per device: `lead` as peer 0 on this thread (its closure need not be
+/// `Send`: the evaluation's), `follow` as each other peer on a thread of its own. Every
+/// peer registers with the collective before it runs (so that no peer waits for one that
+/// failed before registering); one that fails or panics resets the collective, which turns
+/// the other peers' pending and next all-reduces into errors instead of waits. The result
+/// is peer 0's, or the first error that is not another peer's having stopped (the cause).
+fn together<IB: Backend, T: Send>(
+    devices: &[IB::Device],
+    config: CollectiveConfig,
+    lead: impl FnOnce(Peer) -> Result<T, TrainError>,
+    follow: impl Fn(Peer) -> Result<T, TrainError> + Sync,
+) -> Result<T, TrainError>
+where
+    IB::Device: Sync,
+{
+    let peers = devices.len();
+    // Forget peers a previous run in this process may have left registered.
+    burn_collective::reset_collective::<IB>();
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (1..peers)
             .map(|rank| {
-                let (config, device, follower) = (config.clone(), &devices[rank], &follower);
+                let (config, device, follow) = (config.clone(), &devices[rank], &follow);
+                let peer = Peer { rank, peers };
                 std::thread::Builder::new()
                     .name(format!("peer-{rank}"))
                     .spawn_scoped(s, move || {
-                        run_peer(plan, device, follower(), Peer { rank, peers }, config)
+                        run_peer::<IB, T>(device, peer, config, || follow(peer))
                     })
             })
             .collect();
-        // Peer 0 runs here: its evaluation closure need not be `Send`.
-        let lead = run_peer(
-            plan,
-            &devices[0],
-            opts,
-            Peer { rank: 0, peers },
-            config.clone(),
-        );
-        let mut all = vec![lead];
+        let peer = Peer { rank: 0, peers };
+        let mut all = vec![run_peer::<IB, T>(&devices[0], peer, config, || lead(peer))];
         for h in handles {
             all.push(match h {
                 Ok(h) => h.join().unwrap_or_else(|p| {
@@ -261,26 +279,21 @@ where
     }
 }
 
-/// One peer: registers with the collective first (so that no peer waits for one that
-/// failed before registering), trains, and on an error or panic resets the collective so
-/// that the other peers' all-reduces fail instead of waiting for it.
-fn run_peer<B: AutodiffBackend>(
-    plan: &crate::plan::Plan,
-    device: &B::Device,
-    opts: Options<'_, B>,
+/// One peer: registers with the collective, runs `body`, and on an error or panic resets
+/// the collective so that the other peers' all-reduces fail instead of waiting for it.
+fn run_peer<IB: Backend, T>(
+    device: &IB::Device,
     peer: Peer,
     config: CollectiveConfig,
-) -> Result<Outcome, TrainError> {
-    burn_collective::register::<B::InnerBackend>(peer.id(), device.clone(), config).map_err(
-        |e| TrainError::PeerStopped {
+    body: impl FnOnce() -> Result<T, TrainError>,
+) -> Result<T, TrainError> {
+    burn_collective::register::<IB>(peer.id(), device.clone(), config).map_err(|e| {
+        TrainError::PeerStopped {
             rank: peer.rank,
             detail: format!("registering with the collective: {e:?}"),
-        },
-    )?;
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::trainer::train_peer(plan, device, opts, Some(peer))
-    }));
-    let result = match run {
+        }
+    })?;
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(p) => Err(TrainError::DeviceFailed {
             step: 0,
@@ -293,10 +306,10 @@ fn run_peer<B: AutodiffBackend>(
     };
     match &result {
         Ok(_) => {
-            let _ = burn_collective::finish_collective::<B::InnerBackend>(peer.id());
+            let _ = burn_collective::finish_collective::<IB>(peer.id());
         }
         Err(TrainError::PeerStopped { .. }) => {}
-        Err(_) => burn_collective::reset_collective::<B::InnerBackend>(),
+        Err(_) => burn_collective::reset_collective::<IB>(),
     }
     result
 }
@@ -326,5 +339,57 @@ mod tests {
         let got = shard_weight(2.0, 5.0) * m(a) + shard_weight(3.0, 5.0) * m(b);
         assert!((got - mean).abs() < 1e-12, "{got} vs {mean}");
         assert_eq!(shard_weight(0.0, 0.0), 0.0);
+    }
+
+    /// A peer that fails stops the others (their all-reduces error instead of waiting for
+    /// it), and the run reports the failing peer's own error.
+    #[test]
+    fn a_failing_peer_stops_the_others_with_its_own_error() {
+        type Cpu = burn::backend::NdArray<f32>;
+        let (done, wait) = std::sync::mpsc::channel();
+        // On a thread, so that a hang fails the test instead of blocking it.
+        std::thread::spawn(move || {
+            let devices = vec![Default::default(); 3];
+            let config = CollectiveConfig::default().with_num_devices(3);
+            let result = together::<Cpu, usize>(
+                &devices,
+                config,
+                |peer| {
+                    // Peer 0 keeps summing, as a training loop would, until a sum fails.
+                    for round in 0..1000 {
+                        peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                        std::thread::sleep(std::time::Duration::from_millis(1 + round % 2));
+                    }
+                    Ok(1000)
+                },
+                |peer| {
+                    if peer.rank == 2 {
+                        // Peer 2 joins a few sums, then diverges.
+                        for _ in 0..3 {
+                            peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                        }
+                        return Err(TrainError::Diverged {
+                            step: 4,
+                            task: "t".into(),
+                            value: f64::NAN,
+                        });
+                    }
+                    let mut sums = 0;
+                    loop {
+                        peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                        sums += 1;
+                        if sums > 1000 {
+                            return Ok(sums);
+                        }
+                    }
+                },
+            );
+            let _ = done.send(result.map_err(|e| e.to_string()));
+        });
+        let result = wait
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the peers hung after one of them failed");
+        let e = result.unwrap_err();
+        assert!(e.contains("step 4: the loss is NaN"), "{e}");
     }
 }
