@@ -1,7 +1,8 @@
 //! harness-kernels: the CPU numeric kernels the layers above share, written once: the f32
 //! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), vectorisable
 //! elementwise functions ([`exp`], [`sigmoid`], [`tanh`] over slices) and the classifiers'
-//! deterministic [`dot`] and [`axpy`]. Uses no other harness crate.
+//! deterministic [`dot`] and [`axpy`], and the products of layers with few outputs
+//! ([`narrow`]). Uses no other harness crate.
 //!
 //! Why by hand: matrixmultiply provides the GEMM micro-kernels but no threading we control
 //! (its own `threading` feature splits differently per thread count, which would make results
@@ -12,12 +13,13 @@ use rayon::prelude::*;
 
 pub mod dot;
 pub mod math;
+pub mod narrow;
 pub mod packed;
 
 #[cfg(target_arch = "x86_64")]
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
-pub use math::{exp, sigmoid, tanh};
+pub use math::{adam, exp, sigmoid, tanh, AdamStep};
 pub use packed::{gemm_packed, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.

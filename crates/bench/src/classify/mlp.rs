@@ -190,6 +190,10 @@ struct Trace {
 
 const EVAL_CHUNK: usize = 2048;
 
+/// Layers with at most this many outputs run their products through
+/// `harness_kernels::narrow` (dot products read in place) instead of the packing GEMM.
+const NARROW_OUT: usize = 16;
+
 impl Mlp {
     /// A network initialised as PyTorch's `nn.Linear` does, from `seed`.
     pub fn new(spec: &MlpSpec, n_in: usize, n_classes: usize, seed: u64) -> Self {
@@ -262,6 +266,17 @@ impl Mlp {
         let mut out = Matrix::zeros(input.rows, layer.n_out);
         for r in 0..input.rows {
             out.row_mut(r).copy_from_slice(bias);
+        }
+        if layer.n_out <= NARROW_OUT {
+            harness_kernels::narrow::add_a_wt(
+                input.rows,
+                layer.n_out,
+                layer.n_in,
+                &input.data,
+                &self.params[layer.w..layer.b],
+                &mut out.data,
+            );
+            return out;
         }
         gemm(
             input.rows,
@@ -380,18 +395,30 @@ impl Mlp {
         for l in (0..self.layers.len()).rev() {
             let layer = &self.layers[l];
             let input = &inputs[l];
-            gemm(
-                layer.n_out,
-                layer.n_in,
-                batch,
-                1.0,
-                &delta.data,
-                true,
-                &input.data,
-                false,
-                0.0,
-                &mut grad[layer.w..layer.b],
-            );
+            let narrow = layer.n_out <= NARROW_OUT;
+            if narrow {
+                harness_kernels::narrow::dt_a(
+                    batch,
+                    layer.n_out,
+                    layer.n_in,
+                    &delta.data,
+                    &input.data,
+                    &mut grad[layer.w..layer.b],
+                );
+            } else {
+                gemm(
+                    layer.n_out,
+                    layer.n_in,
+                    batch,
+                    1.0,
+                    &delta.data,
+                    true,
+                    &input.data,
+                    false,
+                    0.0,
+                    &mut grad[layer.w..layer.b],
+                );
+            }
             let db = &mut grad[layer.b..layer.b + layer.n_out];
             db.iter_mut().for_each(|v| *v = 0.0);
             for r in 0..batch {
@@ -402,18 +429,29 @@ impl Mlp {
             }
             // Gradient w.r.t. this layer's input, the output of hidden layer l-1.
             let mut dinput = Matrix::zeros(batch, layer.n_in);
-            gemm(
-                batch,
-                layer.n_in,
-                layer.n_out,
-                1.0,
-                &delta.data,
-                false,
-                &self.params[layer.w..layer.b],
-                false,
-                0.0,
-                &mut dinput.data,
-            );
+            if narrow {
+                harness_kernels::narrow::d_w(
+                    batch,
+                    layer.n_out,
+                    layer.n_in,
+                    &delta.data,
+                    &self.params[layer.w..layer.b],
+                    &mut dinput.data,
+                );
+            } else {
+                gemm(
+                    batch,
+                    layer.n_in,
+                    layer.n_out,
+                    1.0,
+                    &delta.data,
+                    false,
+                    &self.params[layer.w..layer.b],
+                    false,
+                    0.0,
+                    &mut dinput.data,
+                );
+            }
             let a = acts[l - 1].as_ref().unwrap_or(input);
             let act = self.spec.activation;
             dinput
@@ -735,17 +773,17 @@ impl Adam {
         let bias2 = 1.0 - (b2 as f64).powi(self.t);
         let step = (lr as f64 / bias1) as f32;
         let bias2_sqrt = bias2.sqrt() as f32;
-        let (eps, wd) = (self.eps, self.weight_decay);
-        // Zipped slices (no bounds checks) so that the compiler vectorises the loop; the
-        // arithmetic is the same, in the same order, as PyTorch's Adam.
+        let s = harness_kernels::AdamStep {
+            beta1: b1,
+            beta2: b2,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            step_size: step,
+            bias2_sqrt,
+        };
+        // The same arithmetic, in the same order, as PyTorch's Adam (`harness_kernels::adam`).
         let update = |p: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]| {
-            for (((p, m), v), g) in p.iter_mut().zip(m.iter_mut()).zip(v.iter_mut()).zip(g) {
-                let gi = g + wd * *p;
-                *m = b1 * *m + (1.0 - b1) * gi;
-                *v = b2 * *v + (1.0 - b2) * gi * gi;
-                let denom = v.sqrt() / bias2_sqrt + eps;
-                *p -= step * *m / denom;
-            }
+            harness_kernels::adam(p, m, v, g, s)
         };
         if params.len() <= ADAM_CHUNK {
             update(params, &mut self.m, &mut self.v, grad);

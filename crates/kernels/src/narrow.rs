@@ -1,0 +1,193 @@
+//! The three products of a layer with few outputs (a classifier's last layers: SIB-200's
+//! 512 → 10 → 8 → 7 network, a 3-way NLI head) as dot products and `axpy`s instead of GEMM
+//! calls. With `n` of 16 or fewer outputs, matrixmultiply spends most of such a product
+//! packing its operands into panels (measured: 23 % of SIB-200's classifier, against 31 % in
+//! the micro-kernel); read in place, each output is one [`dot`] of two contiguous rows.
+//!
+//! Why by hand: no crate offers small-`n` products without packing. The results are those
+//! of a GEMM up to the order of the additions in each sum ([`dot`]'s fixed lanes, then rows
+//! in order for the `axpy` sums), the same on every machine and thread count; on x86-64 with
+//! AVX2 the same code is compiled for 256-bit vectors, bit-identical to the baseline build.
+
+use crate::dot::{axpy, dot};
+
+/// `C (m × n) += A (m × k) · Wᵀ` with `W` stored `n × k`, all row-major: a linear layer's
+/// forward pass (`C` holding the bias).
+pub fn add_a_wt(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
+    check(m, n, k, a.len(), w.len(), c.len(), "add_a_wt");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { add_a_wt_avx2(n, k, a, w, c) };
+    }
+    add_a_wt_body(n, k, a, w, c, dot)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_a_wt_avx2(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
+    // SAFETY: this function only runs where AVX2 is available.
+    add_a_wt_body(n, k, a, w, c, |x, y| unsafe { crate::dot::dot_avx2(x, y) })
+}
+
+#[inline(always)]
+fn add_a_wt_body(
+    n: usize,
+    k: usize,
+    a: &[f32],
+    w: &[f32],
+    c: &mut [f32],
+    dot: impl Fn(&[f32], &[f32]) -> f32,
+) {
+    if k == 0 || n == 0 {
+        return;
+    }
+    for (row, out) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {
+        for (o, wo) in out.iter_mut().zip(w.chunks_exact(k)) {
+            *o += dot(row, wo);
+        }
+    }
+}
+
+/// `G (n × k) = Dᵀ · A` with `D` stored `m × n` and `A` `m × k`: a linear layer's weight
+/// gradient (`G` overwritten), summed over the rows in order.
+pub fn dt_a(m: usize, n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
+    check(m, n, k, a.len(), g.len(), d.len(), "dt_a");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { dt_a_avx2(n, k, d, a, g) };
+    }
+    dt_a_body(n, k, d, a, g)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dt_a_avx2(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
+    dt_a_body(n, k, d, a, g)
+}
+
+#[inline(always)]
+fn dt_a_body(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
+    if k == 0 || n == 0 {
+        g.fill(0.0);
+        return;
+    }
+    // Each element is `Σ_r d[r][o]·a[r][j]` from 0, rows in order (as `axpy` row by row would
+    // give), accumulated in registers over a block of columns instead of in `g`.
+    let mut column = Vec::with_capacity(d.len() / n);
+    for (o, go) in g.chunks_exact_mut(k).enumerate() {
+        column.clear();
+        column.extend(d.iter().skip(o).step_by(n));
+        weighted_rows(go, k, a, &column);
+    }
+}
+
+/// `out[j] = Σ_i c[i] · rows[i][j]` from 0, `i` in order, for the `k`-long rows of `rows`:
+/// [`BLOCK`] columns at a time in registers, then the remainder.
+#[inline(always)]
+fn weighted_rows(out: &mut [f32], k: usize, rows: &[f32], c: &[f32]) {
+    let full = k / BLOCK * BLOCK;
+    for start in (0..full).step_by(BLOCK) {
+        let mut acc = [0.0f32; BLOCK];
+        for (i, &ci) in c.iter().enumerate() {
+            let chunk = &rows[i * k + start..i * k + start + BLOCK];
+            for l in 0..BLOCK {
+                acc[l] += ci * chunk[l];
+            }
+        }
+        out[start..start + BLOCK].copy_from_slice(&acc);
+    }
+    let tail = &mut out[full..];
+    tail.fill(0.0);
+    for (i, &ci) in c.iter().enumerate() {
+        axpy(ci, &rows[i * k + full..(i + 1) * k], tail);
+    }
+}
+
+/// Columns [`weighted_rows`] keeps in registers at once (four 256-bit vectors).
+const BLOCK: usize = 32;
+
+/// `X (m × k) = D (m × n) · W (n × k)`, all row-major: the gradient with respect to a linear
+/// layer's input (`X` overwritten), summed over the outputs in order.
+pub fn d_w(m: usize, n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {
+    check(m, n, k, x.len(), w.len(), d.len(), "d_w");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { d_w_avx2(n, k, d, w, x) };
+    }
+    d_w_body(n, k, d, w, x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn d_w_avx2(n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {
+    d_w_body(n, k, d, w, x)
+}
+
+#[inline(always)]
+fn d_w_body(n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {
+    if k == 0 || n == 0 {
+        x.fill(0.0);
+        return;
+    }
+    // `Σ_o d[r][o]·w[o][j]` from 0, outputs in order, a block of columns in registers.
+    for (out, delta) in x.chunks_exact_mut(k).zip(d.chunks_exact(n)) {
+        weighted_rows(out, k, w, delta);
+    }
+}
+
+/// Panics unless the `m × k`, `n × k` and `m × n` operands have those sizes (a caller bug).
+fn check(m: usize, n: usize, k: usize, mk: usize, nk: usize, mn: usize, what: &str) {
+    assert!(
+        mk == m * k && nk == n * k && mn == m * n,
+        "narrow::{what}: operand sizes {mk}, {nk}, {mn} do not fit m={m} n={n} k={k}"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(len: usize, seed: f32) -> Vec<f32> {
+        (0..len).map(|i| ((i as f32 + seed) * 0.37).sin()).collect()
+    }
+
+    /// Each product against the GEMM on the same operands, within float rounding.
+    #[test]
+    fn the_three_products_equal_the_gemm() {
+        for (m, n, k) in [(12, 10, 512), (7, 3, 37), (1, 1, 1), (5, 8, 10), (3, 0, 4)] {
+            let (a, w, d) = (values(m * k, 1.0), values(n * k, 2.0), values(m * n, 3.0));
+            let close = |x: &[f32], y: &[f32]| {
+                x.iter()
+                    .zip(y)
+                    .all(|(p, q)| (p - q).abs() <= 1e-4 * (1.0 + q.abs()))
+            };
+
+            let mut c = values(m * n, 4.0);
+            let mut want = c.clone();
+            add_a_wt(m, n, k, &a, &w, &mut c);
+            crate::gemm(m, n, k, 1.0, &a, false, &w, true, 1.0, &mut want);
+            assert!(close(&c, &want), "add_a_wt {m}×{n}×{k}");
+
+            let mut g = vec![9.0; n * k];
+            let mut want = vec![0.0; n * k];
+            dt_a(m, n, k, &d, &a, &mut g);
+            crate::gemm(n, k, m, 1.0, &d, true, &a, false, 0.0, &mut want);
+            assert!(close(&g, &want), "dt_a {m}×{n}×{k}");
+
+            let mut x = vec![9.0; m * k];
+            let mut want = vec![0.0; m * k];
+            d_w(m, n, k, &d, &w, &mut x);
+            crate::gemm(m, k, n, 1.0, &d, false, &w, false, 0.0, &mut want);
+            assert!(close(&x, &want), "d_w {m}×{n}×{k}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "do not fit")]
+    fn wrong_sizes_are_a_caller_bug() {
+        add_a_wt(2, 2, 2, &[0.0; 3], &[0.0; 4], &mut [0.0; 4]);
+    }
+}
