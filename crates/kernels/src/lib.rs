@@ -1,11 +1,11 @@
 //! harness-kernels: the CPU numeric kernels the layers above share, written once: the f32
 //! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), vectorisable
-//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`] over slices) and the classifiers'
+//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`], [`gelu`] over slices) and the classifiers'
 //! deterministic [`dot`] and [`axpy`]. Uses no other harness crate.
 //!
 //! Why by hand: matrixmultiply provides the GEMM micro-kernels but no threading we control
 //! (its own `threading` feature splits differently per thread count, which would make results
-//! depend on the machine), and no crate offers an exp/sigmoid/tanh over slices that compiles
+//! depend on the machine), and no crate offers an exp/sigmoid/tanh/GELU over slices that compiles
 //! to AVX2/FMA code chosen at run time without a C library.
 
 use rayon::prelude::*;
@@ -17,7 +17,7 @@ pub mod packed;
 #[cfg(target_arch = "x86_64")]
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
-pub use math::{exp, sigmoid, tanh};
+pub use math::{exp, gelu, sigmoid, tanh};
 pub use packed::{gemm_packed, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.
