@@ -1,12 +1,12 @@
 //! harness-kernels: the CPU numeric kernels the layers above share, written once: the f32
 //! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), vectorisable
-//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`] over slices) and the classifiers'
-//! deterministic [`dot`] and [`axpy`], and the products of layers with few outputs
-//! ([`narrow`]). Uses no other harness crate.
+//! elementwise functions ([`exp`], [`sigmoid`], [`tanh`], [`gelu`] over slices, Adam's
+//! update [`adam`]) and the classifiers' deterministic [`dot`] and [`axpy`], and the products
+//! of layers with few outputs ([`narrow`]). Uses no other harness crate.
 //!
 //! Why by hand: matrixmultiply provides the GEMM micro-kernels but no threading we control
 //! (its own `threading` feature splits differently per thread count, which would make results
-//! depend on the machine), and no crate offers an exp/sigmoid/tanh over slices that compiles
+//! depend on the machine), and no crate offers an exp/sigmoid/tanh/GELU over slices that compiles
 //! to AVX2/FMA code chosen at run time without a C library.
 
 use rayon::prelude::*;
@@ -19,7 +19,7 @@ pub mod packed;
 #[cfg(target_arch = "x86_64")]
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
-pub use math::{adam, exp, sigmoid, tanh, AdamStep};
+pub use math::{adam, exp, gelu, sigmoid, tanh, AdamStep};
 pub use packed::{gemm_packed, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.

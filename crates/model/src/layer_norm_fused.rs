@@ -113,6 +113,86 @@ fn forward(x: &[f32], gamma: &[f32], beta: Option<&[f32]>, d: usize, eps: f32) -
     }
 }
 
+/// Lanes of [`row_sum`]: independent partial sums the compiler keeps in SIMD registers.
+const LANES: usize = 16;
+
+/// `Σ x` in a fixed order (`LANES` partial sums, a pairwise tree, then the remainder): a
+/// function of the row alone, so a row normalises to the same bits whatever else is in the
+/// batch, and vectorised, where a plain `iter().sum()` is a serial chain of additions.
+#[inline(always)]
+fn row_sum(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] += f(c[l]);
+        }
+    }
+    let mut width = LANES / 2;
+    while width > 0 {
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+        width /= 2;
+    }
+    rest.iter().fold(acc[0], |s, &v| s + f(v))
+}
+
+/// Inference form of [`layer_norm`] on host rows, in place: `x ← LayerNorm(x + residual)`
+/// for each row of `d` values (`residual` added first when given, as BERT's post-LN blocks
+/// do: `LayerNorm(dense(h) + input)`). Same formula as the forward pass above (biased
+/// variance, ε inside the root, `(x − μ)/σ·γ + β`), without saving anything for a backward
+/// pass and without allocating. Rows in parallel.
+pub(crate) fn layer_norm_rows(
+    x: &mut [f32],
+    residual: Option<&[f32]>,
+    gamma: &[f32],
+    beta: Option<&[f32]>,
+    d: usize,
+    eps: f32,
+) {
+    if d == 0 {
+        return;
+    }
+    let norm_row = |x: &mut [f32]| {
+        let mean = row_sum(x, |v| v) / d as f32;
+        let var = row_sum(x, |v| (v - mean) * (v - mean)) / d as f32;
+        let sigma = (var + eps).sqrt();
+        match beta {
+            Some(beta) => {
+                for ((v, g), b) in x.iter_mut().zip(gamma).zip(beta) {
+                    *v = (*v - mean) / sigma * g + b;
+                }
+            }
+            None => {
+                for (v, g) in x.iter_mut().zip(gamma) {
+                    *v = (*v - mean) / sigma * g;
+                }
+            }
+        }
+    };
+    let task = ROWS_PER_TASK * d;
+    match residual {
+        Some(residual) => x
+            .par_chunks_mut(task)
+            .zip(residual.par_chunks(task))
+            .for_each(|(x, r)| {
+                for (x, r) in x.chunks_exact_mut(d).zip(r.chunks_exact(d)) {
+                    for (v, r) in x.iter_mut().zip(r) {
+                        *v += r;
+                    }
+                    norm_row(x);
+                }
+            }),
+        None => x.par_chunks_mut(task).for_each(|x| {
+            for x in x.chunks_exact_mut(d) {
+                norm_row(x);
+            }
+        }),
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Saved {
     normalized: Arc<Vec<f32>>,
@@ -277,5 +357,35 @@ mod tests {
             &values(layer_norm(&inner, xi.clone(), 1e-5)),
             &values(inner.forward(xi)),
         );
+    }
+
+    #[test]
+    fn in_place_rows_with_a_residual_equal_burns_layer_norm_of_the_sum() {
+        let dev = Default::default();
+        // Rows of 37 (two lane chunks and a remainder), more rows than one task holds.
+        let (rows, d) = (150, 37);
+        let mut norm = LayerNormConfig::new(d)
+            .with_epsilon(1e-12)
+            .init::<Cpu>(&dev);
+        norm.gamma = Param::from_tensor(tensor(d, [d], 0.4).inner());
+        norm.beta = Some(Param::from_tensor(tensor(d, [d], 1.9).inner()));
+        let x = tensor(rows * d, [rows, d], 0.1).inner();
+        let r = tensor(rows * d, [rows, d], 2.7).inner();
+        let want = values(norm.forward(x.clone() + r.clone()));
+        let mut got = values(x.clone());
+        let gamma = values(norm.gamma.val());
+        let beta = values(norm.beta.as_ref().unwrap().val());
+        layer_norm_rows(&mut got, Some(&values(r)), &gamma, Some(&beta), d, 1e-12);
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst <= 1e-5, "max |diff| {worst:e}");
+        // Without the residual it is the plain norm, and the rows really were changed.
+        let mut plain = values(x.clone());
+        layer_norm_rows(&mut plain, None, &gamma, Some(&beta), d, 1e-12);
+        close(&plain, &values(norm.forward(x.clone())));
+        assert!(plain.iter().zip(&got).any(|(a, b)| (a - b).abs() > 1e-2));
     }
 }

@@ -195,6 +195,7 @@ impl BertConfig {
             max_position_embeddings: self.max_position_embeddings,
             vocab_size: self.vocab_size,
             pad_token_id: self.pad_token_id,
+            layer_norm_eps: self.layer_norm_eps,
         }
     }
 }
@@ -494,7 +495,8 @@ fn is_cpu_backend<B: Backend>() -> bool {
 ///
 /// burn-ndarray computes `erf` by widening every element to f64 for libm's `erf`, which took
 /// a quarter of all-MiniLM-L6-v2's CPU time. This takes the tensor's buffer, applies
-/// [`erf_f32`] in place and hands it back: two copies of the buffer, no f64 arithmetic.
+/// [`harness_kernels::gelu`] (vectorised; [`erf_f32`]'s formula) in place and hands it back:
+/// two copies of the buffer, no f64 arithmetic.
 fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     let shape = x.shape();
     let device = x.device();
@@ -502,9 +504,7 @@ fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
         .into_data()
         .into_vec()
         .expect("burn's CPU backend holds f32 tensors");
-    for v in &mut values {
-        *v = 0.5 * *v * (1.0 + erf_f32(*v * std::f32::consts::FRAC_1_SQRT_2));
-    }
+    harness_kernels::gelu(&mut values);
     Tensor::from_data(TensorData::new(values, shape), &device)
 }
 
@@ -625,6 +625,9 @@ pub struct Bert<B: Backend> {
     pub max_position_embeddings: usize,
     pub vocab_size: usize,
     pub pad_token_id: usize,
+    /// Every LayerNorm's ε (burn keeps a LayerNorm's own private); the CPU path
+    /// ([`crate::bert_fused`]) normalises with it.
+    pub layer_norm_eps: f64,
 }
 
 impl<B: Backend> Bert<B> {
@@ -634,7 +637,24 @@ impl<B: Backend> Bert<B> {
     ///
     /// `seq` must not exceed `max_position_embeddings` and every id must be below
     /// `vocab_size`; [`BertBatch::new`] checks both.
+    ///
+    /// On burn's plain CPU backend (`NdArray<f32>`, not its autodiff) this runs the fused
+    /// host path of [`crate::bert_fused`]; everywhere else, [`Bert::forward_generic`]. The
+    /// two agree up to float rounding.
     pub fn forward(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        attention_mask: Tensor<B, 2>,
+    ) -> Tensor<B, 3> {
+        if let Some(hidden) = crate::bert_fused::forward(self, &input_ids, &attention_mask) {
+            return hidden;
+        }
+        self.forward_generic(input_ids, attention_mask)
+    }
+
+    /// [`Bert::forward`] through burn's tensor operations on every backend (what the CPU
+    /// path is tested against, and what autodiff differentiates).
+    pub fn forward_generic(
         &self,
         input_ids: Tensor<B, 2, Int>,
         attention_mask: Tensor<B, 2>,
@@ -1149,6 +1169,128 @@ mod tests {
         assert!(max_diff(&alone, &unmasked[..h]) > 1e-4);
     }
 
+    /// A 2-layer model wide enough that every GEMM of a 40-sentence batch crosses
+    /// `harness_kernels::gemm`'s threshold for splitting into parallel blocks.
+    fn wider_config(act: HiddenAct) -> BertConfig {
+        BertConfig {
+            vocab_size: 97,
+            hidden_size: 64,
+            num_attention_heads: 4,
+            intermediate_size: 256,
+            max_position_embeddings: 40,
+            hidden_act: act,
+            ..tiny_config()
+        }
+    }
+
+    /// `n` sentences of 1 to `longest` tokens with varied ids below `vocab`.
+    fn sentences(n: usize, vocab: u32, longest: usize) -> Vec<Vec<u32>> {
+        (0..n)
+            .map(|i| {
+                let len = 1 + (i * 7 + 3) % longest;
+                (0..len as u32)
+                    .map(|t| (t * 13 + i as u32 * 5 + 1) % vocab)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_cpu_path_equals_the_generic_path() {
+        let device = Default::default();
+        for config in [
+            tiny_config(),
+            wider_config(HiddenAct::Gelu),
+            wider_config(HiddenAct::GeluTanh),
+            wider_config(HiddenAct::Relu),
+        ] {
+            let model = config.init::<B>(&device);
+            let longest = config.max_position_embeddings.min(31);
+            let batch = BertBatch::new(&model, &sentences(40, 12, longest), &device).unwrap();
+            let (ids, mask) = (batch.input_ids.clone(), batch.attention_mask.clone());
+            let fused = crate::bert_fused::forward(&model, &ids, &mask)
+                .expect("the CPU path serves NdArray<f32>");
+            let generic = model.forward_generic(ids.clone(), mask.clone());
+            let [b, t, h] = fused.dims();
+            assert_eq!([b, t, h], generic.dims());
+            // Every position, padded ones included (both paths compute them the same way).
+            let (f, g) = (
+                values(fused.reshape([b * t, h])),
+                values(generic.reshape([b * t, h])),
+            );
+            let worst = f
+                .iter()
+                .zip(&g)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            eprintln!(
+                "{:?}, hidden {}: max |fused − generic| = {worst:e}",
+                config.hidden_act, config.hidden_size
+            );
+            assert!(
+                worst <= 1e-5,
+                "{:?}: max |fused − generic| = {worst:e}",
+                config.hidden_act
+            );
+            // Not vacuous: the hidden states are LayerNorm outputs of unit scale.
+            assert!(g.iter().map(|x| x.abs()).fold(0.0f32, f32::max) > 0.5);
+            // `forward` takes the CPU path on this backend.
+            assert_eq!(values(model.forward(ids, mask).reshape([b * t, h])), f);
+        }
+    }
+
+    #[test]
+    fn the_cpu_path_declines_what_the_generic_path_treats_differently() {
+        let device = Default::default();
+        let model = tiny_config().init::<B>(&device);
+        let ids =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 2, 3, 4], [2, 2]), &device);
+        let mask = |m: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(m, [2, 2]), &device);
+        let run = |m| crate::bert_fused::forward(&model, &ids, &mask(m));
+        assert!(run(vec![1.0, 1.0, 1.0, 0.0]).is_some());
+        // A sentence without a real token, a fractional mask value.
+        assert!(run(vec![1.0, 1.0, 0.0, 0.0]).is_none());
+        assert!(run(vec![1.0, 0.5, 1.0, 1.0]).is_none());
+        // An id outside the vocabulary.
+        let bad =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 50, 3, 4], [2, 2]), &device);
+        assert!(crate::bert_fused::forward(&model, &bad, &mask(vec![1.0; 4])).is_none());
+        // Autodiff (fine-tuning) is not served: the generic path runs with burn's gradients.
+        type Ad = burn::backend::Autodiff<B>;
+        let trainable = tiny_config().init::<Ad>(&device);
+        let ids = Tensor::<Ad, 2, Int>::from_data(TensorData::new(vec![1i64, 2], [1, 2]), &device);
+        let ones = Tensor::<Ad, 2>::ones([1, 2], &device);
+        assert!(crate::bert_fused::forward(&trainable, &ids, &ones).is_none());
+    }
+
+    #[test]
+    fn a_sentence_gets_the_same_bits_in_any_batch_on_the_cpu_path() {
+        let device = Default::default();
+        let model = wider_config(HiddenAct::Gelu).init::<B>(&device);
+        // 40 sentences of 1 to 31 tokens: 40 × 31 rows, so the GEMMs run split in parallel
+        // blocks, where one sentence alone runs as one small product.
+        let all = sentences(40, 97, 31);
+        let together = values(model.embed(&BertBatch::new(&model, &all, &device).unwrap(), true));
+        let h = 64;
+        for (i, sentence) in all.iter().enumerate() {
+            let alone = values(model.embed(
+                &BertBatch::new(&model, std::slice::from_ref(sentence), &device).unwrap(),
+                true,
+            ));
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&alone),
+                bits(&together[i * h..(i + 1) * h]),
+                "sentence {i} ({} tokens) changed with its batch",
+                sentence.len()
+            );
+        }
+        // Reversed, in other company and with other padding: still the same bits.
+        let reversed: Vec<Vec<u32>> = all.iter().rev().take(7).cloned().collect();
+        let some = values(model.embed(&BertBatch::new(&model, &reversed, &device).unwrap(), true));
+        assert_eq!(some[..h], together[39 * h..40 * h]);
+    }
+
     #[test]
     fn mean_pool_counts_only_real_tokens_and_normalize_gives_unit_rows() {
         let device = Default::default();
@@ -1262,8 +1404,13 @@ mod tests {
             &device,
         )
         .unwrap();
-        let a = values(whole.embed(&batch, false));
-        let b = values(blocks.embed(&batch, false));
+        // Blocks exist for devices with small buffers, which take the generic path; both
+        // models take it here (on the CPU, `embed` would run the whole table on the host).
+        let generic = |m: &Bert<B>| {
+            let (ids, mask) = (batch.input_ids.clone(), batch.attention_mask.clone());
+            values(mean_pool(m.forward_generic(ids, mask.clone()), mask))
+        };
+        let (a, b) = (generic(&whole), generic(&blocks));
         assert_eq!(
             a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
