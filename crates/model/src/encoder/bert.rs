@@ -495,7 +495,7 @@ fn is_cpu_backend<B: Backend>() -> bool {
 ///
 /// burn-ndarray computes `erf` by widening every element to f64 for libm's `erf`, which took
 /// a quarter of all-MiniLM-L6-v2's CPU time. This takes the tensor's buffer, applies
-/// [`harness_kernels::gelu`] (vectorised; [`erf_f32`]'s formula) in place and hands it back:
+/// [`harness_kernels::gelu`] (vectorised; PyTorch's CPU erf formula) in place and hands it back:
 /// two copies of the buffer, no f64 arithmetic.
 fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
     let shape = x.shape();
@@ -506,25 +506,6 @@ fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
         .expect("burn's CPU backend holds f32 tensors");
     harness_kernels::gelu(&mut values);
     Tensor::from_data(TensorData::new(values, shape), &device)
-}
-
-/// `erf` in f32 by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5·10⁻⁷ in exact
-/// arithmetic, below 6·10⁻⁷ with f32 rounding on [-4, 4]; the unit test checks), the formula
-/// PyTorch's vectorised CPU `erf` (and so its CPU GELU, which produced the parity fixtures)
-/// uses.
-// https://github.com/pytorch/pytorch/blob/v2.1.0/aten/src/ATen/cpu/vec/vec256/vec256_float.h#L172-L205
-pub fn erf_f32(x: f32) -> f32 {
-    const P: f32 = 0.327_591_1;
-    const A1: f32 = 0.254_829_6;
-    const A2: f32 = -0.284_496_74;
-    const A3: f32 = 1.421_413_7;
-    const A4: f32 = -1.453_152_1;
-    const A5: f32 = 1.061_405_4;
-    let a = x.abs();
-    let t = 1.0 / (1.0 + P * a);
-    let poly = ((((A5 * t + A4) * t + A3) * t + A2) * t + A1) * t;
-    let y = 1.0 - poly * (-a * a).exp();
-    y.copysign(x)
 }
 
 impl<B: Backend> BertIntermediate<B> {
@@ -1022,32 +1003,6 @@ mod tests {
     }
 
     /// erf by its Maclaurin series in f64 (accurate to ~1e-11 on [-4, 4]).
-    fn erf_series(x: f64) -> f64 {
-        let (mut term, mut sum, mut n) = (x, x, 0.0);
-        while term.abs() > 1e-17 {
-            n += 1.0;
-            term *= -x * x / n;
-            sum += term / (2.0 * n + 1.0);
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
-    }
-
-    #[test]
-    fn erf_f32_is_within_its_bound_of_erf() {
-        let mut worst = 0f64;
-        for i in -4000..=4000 {
-            let x = i as f64 / 1000.0;
-            worst = worst.max((erf_f32(x as f32) as f64 - erf_series(x)).abs());
-        }
-        assert!(worst <= 6e-7, "max |erf_f32 - erf| = {worst:e}");
-        assert_eq!(erf_f32(10.0), 1.0);
-        assert_eq!(erf_f32(-10.0), -1.0);
-        assert!(
-            erf_f32(0.0).abs() < 2e-7,
-            "the formula is off by its bound at 0, as in PyTorch"
-        );
-    }
-
     #[test]
     fn host_gelu_matches_burns_gelu() {
         let device = Default::default();
