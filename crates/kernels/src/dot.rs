@@ -53,7 +53,7 @@ fn dot_finish(mut acc: [f32; LANES], ra: &[f32], rb: &[f32]) -> f32 {
 #[inline]
 pub unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
     use std::arch::x86_64::{
-        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+        __m256, _mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps,
     };
     const _: () = assert!(LANES == 32);
     let len = a.len().min(b.len());
@@ -72,11 +72,35 @@ pub unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
         }
         i += LANES;
     }
-    let mut lanes = [0.0f32; LANES];
-    for (r, reg) in acc.iter().enumerate() {
-        _mm256_storeu_ps(lanes.as_mut_ptr().add(8 * r), *reg);
+    dot_finish_avx2(acc, &a[full..len], &b[full..len])
+}
+
+/// [`dot_finish`] on the four registers of [`dot_avx2`]: the same pairwise tree (lanes `l` and
+/// `l + 16`, then `l + 8`, `l + 4`, `l + 2`, `l + 1`) done with vector adds and shuffles instead
+/// of a round trip through memory and 31 scalar adds (the bits do not change: each lane meets
+/// the same partner in the same order), then the remainder in order.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn dot_finish_avx2(acc: [std::arch::x86_64::__m256; 4], ra: &[f32], rb: &[f32]) -> f32 {
+    use std::arch::x86_64::{
+        _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm_add_ps, _mm_add_ss,
+        _mm_cvtss_f32, _mm_movehl_ps, _mm_shuffle_ps,
+    };
+    // Width 16 (lanes 0–7 with 16–23, 8–15 with 24–31), then width 8.
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    // Width 4, 2 and 1 inside the low eight lanes.
+    let q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps::<1>(s));
+    let q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    let q = _mm_add_ss(q, _mm_shuffle_ps::<0x55>(q, q));
+    let mut sum = _mm_cvtss_f32(q);
+    for (x, y) in ra.iter().zip(rb) {
+        sum += x * y;
     }
-    dot_finish(lanes, &a[full..len], &b[full..len])
+    sum
 }
 
 /// `out += alpha · x`.

@@ -20,7 +20,7 @@ pub mod packed;
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
 pub use math::{adam, exp, gelu, sigmoid, tanh, AdamStep};
-pub use packed::{gemm_packed, PackedB};
+pub use packed::{gemm_packed, gemm_packed_rows, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.
 const PAR_MIN_FLOPS: usize = 1 << 21;

@@ -23,11 +23,50 @@ pub fn add_a_wt(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32
     add_a_wt_body(n, k, a, w, c, dot)
 }
 
+/// [`add_a_wt_body`] with [`crate::dot::dot_avx2`]'s lanes, two outputs at a time: both dot
+/// products read each chunk of the input row once (the loads, not the arithmetic, bound a
+/// lone dot). Each output's lanes, reduction and remainder are `dot_avx2`'s: the same bits.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn add_a_wt_avx2(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
-    // SAFETY: this function only runs where AVX2 is available.
-    add_a_wt_body(n, k, a, w, c, |x, y| unsafe { crate::dot::dot_avx2(x, y) })
+    use crate::dot::{dot_avx2, dot_finish_avx2, LANES};
+    use std::arch::x86_64::{_mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps};
+    if k == 0 || n == 0 {
+        return;
+    }
+    let full = k / LANES * LANES;
+    for (row, out) in a.chunks_exact(k).zip(c.chunks_exact_mut(n)) {
+        let pr = row.as_ptr();
+        let mut o = 0;
+        while o + 2 <= n {
+            let (w0, w1) = (&w[o * k..(o + 1) * k], &w[(o + 1) * k..(o + 2) * k]);
+            let (p0, p1) = (w0.as_ptr(), w1.as_ptr());
+            let mut acc0 = [_mm256_setzero_ps(); 4];
+            let mut acc1 = [_mm256_setzero_ps(); 4];
+            let mut i = 0;
+            while i < full {
+                for r in 0..4 {
+                    // SAFETY: i + 32 <= full <= k, the length of the row and of both W rows.
+                    let x = _mm256_loadu_ps(pr.add(i + 8 * r));
+                    acc0[r] = _mm256_add_ps(
+                        acc0[r],
+                        _mm256_mul_ps(x, _mm256_loadu_ps(p0.add(i + 8 * r))),
+                    );
+                    acc1[r] = _mm256_add_ps(
+                        acc1[r],
+                        _mm256_mul_ps(x, _mm256_loadu_ps(p1.add(i + 8 * r))),
+                    );
+                }
+                i += LANES;
+            }
+            out[o] += dot_finish_avx2(acc0, &row[full..], &w0[full..]);
+            out[o + 1] += dot_finish_avx2(acc1, &row[full..], &w1[full..]);
+            o += 2;
+        }
+        if o < n {
+            out[o] += dot_avx2(row, &w[o * k..(o + 1) * k]);
+        }
+    }
 }
 
 #[inline(always)]
@@ -75,11 +114,57 @@ fn dt_a_body(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
     }
     // Each element is `Σ_r d[r][o]·a[r][j]` from 0, rows in order (as `axpy` row by row would
     // give), accumulated in registers over a block of columns instead of in `g`.
+    // Two outputs at a time share each load of `a`'s rows.
     let mut column = Vec::with_capacity(d.len() / n);
-    for (o, go) in g.chunks_exact_mut(k).enumerate() {
+    let mut column2 = Vec::with_capacity(d.len() / n);
+    let mut pairs = g.chunks_exact_mut(2 * k);
+    for (p, gp) in pairs.by_ref().enumerate() {
         column.clear();
-        column.extend(d.iter().skip(o).step_by(n));
-        weighted_rows(go, k, a, &column);
+        column.extend(d.iter().skip(2 * p).step_by(n));
+        column2.clear();
+        column2.extend(d.iter().skip(2 * p + 1).step_by(n));
+        let (g0, g1) = gp.split_at_mut(k);
+        weighted_rows2(g0, g1, k, a, &column, &column2);
+    }
+    let last = pairs.into_remainder();
+    if !last.is_empty() {
+        column.clear();
+        column.extend(d.iter().skip(n - 1).step_by(n));
+        weighted_rows(last, k, a, &column);
+    }
+}
+
+/// [`weighted_rows`] for two coefficient columns at once (`out0` from `c0`, `out1` from `c1`),
+/// each element summed exactly as `weighted_rows` sums it.
+#[inline(always)]
+fn weighted_rows2(
+    out0: &mut [f32],
+    out1: &mut [f32],
+    k: usize,
+    rows: &[f32],
+    c0: &[f32],
+    c1: &[f32],
+) {
+    let full = k / BLOCK * BLOCK;
+    for start in (0..full).step_by(BLOCK) {
+        let mut acc0 = [0.0f32; BLOCK];
+        let mut acc1 = [0.0f32; BLOCK];
+        for (i, (&x0, &x1)) in c0.iter().zip(c1).enumerate() {
+            let chunk = &rows[i * k + start..i * k + start + BLOCK];
+            for l in 0..BLOCK {
+                acc0[l] += x0 * chunk[l];
+                acc1[l] += x1 * chunk[l];
+            }
+        }
+        out0[start..start + BLOCK].copy_from_slice(&acc0);
+        out1[start..start + BLOCK].copy_from_slice(&acc1);
+    }
+    for (out, c) in [(out0, c0), (out1, c1)] {
+        let tail = &mut out[full..];
+        tail.fill(0.0);
+        for (i, &ci) in c.iter().enumerate() {
+            axpy(ci, &rows[i * k + full..(i + 1) * k], tail);
+        }
     }
 }
 
@@ -182,6 +267,36 @@ mod tests {
             d_w(m, n, k, &d, &w, &mut x);
             crate::gemm(m, k, n, 1.0, &d, false, &w, false, 0.0, &mut want);
             assert!(close(&x, &want), "d_w {m}×{n}×{k}");
+        }
+    }
+
+    /// The fast paths (two outputs at a time, the AVX2 build) give the bits of the plain
+    /// definitions: one portable `dot` per output, one `weighted_rows` per output.
+    #[test]
+    fn the_paired_and_avx2_paths_give_the_one_at_a_time_bits() {
+        for (m, n, k) in [
+            (12, 10, 512),
+            (12, 7, 10),
+            (5, 3, 75),
+            (4, 1, 33),
+            (64, 5, 50),
+        ] {
+            let (a, w, d) = (values(m * k, 1.0), values(n * k, 2.0), values(m * n, 3.0));
+            let mut c = values(m * n, 4.0);
+            let mut want = c.clone();
+            add_a_wt(m, n, k, &a, &w, &mut c);
+            add_a_wt_body(n, k, &a, &w, &mut want, dot);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&c), bits(&want), "add_a_wt {m}×{n}×{k}");
+
+            let mut g = vec![9.0; n * k];
+            dt_a(m, n, k, &d, &a, &mut g);
+            let mut want = vec![0.0; n * k];
+            for (o, go) in want.chunks_exact_mut(k).enumerate() {
+                let column: Vec<f32> = d.iter().skip(o).step_by(n).copied().collect();
+                weighted_rows(go, k, &a, &column);
+            }
+            assert_eq!(bits(&g), bits(&want), "dt_a {m}×{n}×{k}");
         }
     }
 
