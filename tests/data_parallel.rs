@@ -78,6 +78,21 @@ fn steps(dir: &Path) -> Vec<(f64, f64, u64)> {
         .collect()
 }
 
+/// `harness train RECIPE --device DEVICES --out RUN` with `home` as `HARNESS_HOME`.
+fn train(home: &Path, recipe: &Path, devices: &str, run: &Path) -> std::process::Output {
+    harness(
+        home,
+        &[
+            "train",
+            recipe.to_str().unwrap(),
+            "--device",
+            devices,
+            "--out",
+            run.to_str().unwrap(),
+        ],
+    )
+}
+
 #[test]
 fn two_cpu_devices_train_the_weights_of_one() {
     let home = tempfile::tempdir().unwrap();
@@ -85,17 +100,7 @@ fn two_cpu_devices_train_the_weights_of_one() {
     let recipe = out.path().join("dp-tiny.yaml");
     std::fs::write(&recipe, RECIPE).unwrap();
     let train = |devices: &str, run: &Path| {
-        let o = harness(
-            home.path(),
-            &[
-                "train",
-                recipe.to_str().unwrap(),
-                "--device",
-                devices,
-                "--out",
-                run.to_str().unwrap(),
-            ],
-        );
+        let o = train(home.path(), &recipe, devices, run);
         assert!(o.status.success(), "--device {devices}: {}", text(&o));
         text(&o)
     };
@@ -164,17 +169,7 @@ fn a_device_list_naming_a_missing_backend_is_refused() {
     std::fs::write(&recipe, RECIPE).unwrap();
     let run = out.path().join("run");
     let refuse = |devices: &str, want: &str| {
-        let o = harness(
-            home.path(),
-            &[
-                "train",
-                recipe.to_str().unwrap(),
-                "--device",
-                devices,
-                "--out",
-                run.to_str().unwrap(),
-            ],
-        );
+        let o = train(home.path(), &recipe, devices, &run);
         assert!(!o.status.success(), "--device {devices}: {}", text(&o));
         assert!(text(&o).contains(want), "--device {devices}: {}", text(&o));
         assert!(
