@@ -3,33 +3,45 @@
 //!
 //! For each recipe (by default the LASER default and the seq2seq-similarity default;
 //! `TRAIN_BENCH_RECIPES=recipes/muse-xling.yaml cargo bench --bench train` measures the
-//! multilingual-USE transformer), the corpora and the tokenizer are prepared once into a
-//! scratch run directory, as `harness run` does (the run directory keeps the filtered corpora,
-//! `corpora/*.jsonl`, the mined hard negatives, `hard-negatives/*.json`, and the resolved
-//! recipe). Then, alternating in every round so that both see the same machine:
+//! multilingual-USE transformer, `recipes/xnli-align.yaml` XNLI's X-BiLSTM), the corpora and
+//! the tokenizer are prepared once into a scratch run directory, as `harness run` does (the
+//! run directory keeps the filtered corpora, `corpora/*.jsonl`, the mined hard negatives,
+//! `hard-negatives/*.json`, and the resolved recipe). Then, alternating in every round so that
+//! both see the same machine:
 //!
 //! (a) harness trains the recipe's first `TRAIN_BENCH_STEPS` steps (burn-ndarray with harness's
 //!     fused CPU kernels) in a fresh directory;
-//! (b) a hand-written PyTorch trainer of the same model, objectives, batches, Adam and
-//!     clipping trains on the same corpora and tokenizer, with as many threads as harness's
-//!     pool, for the same number of steps (its venv comes from `scripts/pyenv.py`):
-//!     `scripts/bench_torch_muse.py` for a `transformer` encoder (PyTorch's own CPU
+//! (b) a hand-written PyTorch trainer of the same model, objectives, batches, stages, Adam
+//!     and clipping trains on the same corpora and tokenizer, with as many threads as
+//!     harness's pool, for the same steps (its venv comes from `scripts/pyenv.py`). The peer
+//!     is the first of [`PEERS`] that trains every encoder kind and every objective of the
+//!     recipe: `scripts/bench_torch_muse.py` for a `transformer` encoder (PyTorch's own CPU
 //!     `nn.TransformerEncoderLayer`, the fair peer), `scripts/bench_torch_laser.py` for the
-//!     LSTM encoders.
+//!     LSTM encoders with translation, L2 and ranking losses, `scripts/bench_torch_xnli.py`
+//!     for NLI classification and XNLI's alignment (several encoders, stages).
+//!
+//! The recipe runs with `train.steps` set to `TRAIN_BENCH_STEPS`, no evaluation and no
+//! checkpoint before the end; both trainers stop after that many steps in all. `train.steps`
+//! is the length of every stage that sets none of its own, so a recipe whose later stages
+//! set theirs (XNLI: stage 2's 8,000 steps) measures its first stage only, unless
+//! `TRAIN_BENCH_SETS` shortens the first (e.g. `train.steps=30;stages.2.steps=30`: 30 steps
+//! of each).
 //!
 //! Tokens/s is each trainer's own count: real tokens over the seconds spent in training steps.
 //! The best round of each counts; the line `harness / pytorch = R` is the result. Without
-//! Python or its packages the PyTorch half is skipped and the bench says why.
+//! Python or its packages, or without a peer for the recipe, the PyTorch half is skipped and
+//! the bench says why.
 //!
 //! Environment: `TRAIN_BENCH_STEPS` (60), `TRAIN_BENCH_ROUNDS` (2), `TRAIN_BENCH_RECIPES`
-//! (comma-separated recipe paths; default the two above). Datasets come from the usual
-//! settings (`../shared/datasets`). `--features flex` also measures burn-flex.
+//! (comma-separated recipe paths; default the two above), `TRAIN_BENCH_SETS` (`;`-separated
+//! `--set` overrides applied after the bench's own, to every recipe). Datasets come from the
+//! usual settings (`../shared/datasets`). `--features flex` also measures burn-flex.
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::load_recipe as load;
 use harness_core::settings::{FlagOverrides, Settings};
-use harness_recipe::LoadOptions;
+use harness_recipe::{LoadOptions, Recipe};
 use harness_train::plan::Plan;
 use harness_train::session::{prepare, train_on};
 use std::path::{Path, PathBuf};
@@ -42,10 +54,12 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Trains `plan` on backend `B` in a fresh directory under `scratch`; tokens per second.
+/// Trains the first `steps` steps of `plan` on backend `B` in a fresh directory under
+/// `scratch`; tokens per second.
 fn harness_rate<B: AutodiffBackend>(
     name: &str,
     plan: &Plan,
+    steps: u64,
     tokenizer: &harness_data::tokenize::TextTokenizer,
     scratch: &Path,
     settings: &Settings,
@@ -58,31 +72,101 @@ where
     // A fresh directory: the trainer resumes from any checkpoint it finds.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch run directory");
-    let outcome = train_on::<B>(plan, tokenizer, &dir, settings, &Default::default(), None)
-        .unwrap_or_else(|e| panic!("training on {name} failed: {e:#}"));
+    let outcome = train_on::<B>(
+        plan,
+        tokenizer,
+        &dir,
+        settings,
+        &Default::default(),
+        Some(steps),
+    )
+    .unwrap_or_else(|e| panic!("training on {name} failed: {e:#}"));
     assert_eq!(
-        outcome.session_steps, plan.total_steps,
+        outcome.session_steps,
+        plan.total_steps.min(steps),
         "{name} stopped early"
     );
     let rate = outcome.session_tokens as f64 / outcome.session_seconds;
     println!(
-        "  harness ({name}): {} steps, {} tokens in {:.1} s = {rate:.0} tokens/s, last loss {:.4}",
-        outcome.session_steps, outcome.session_tokens, outcome.session_seconds, outcome.last_loss
+        "  harness ({name}): {} steps, {} tokens in {:.1} s = {rate:.0} tokens/s, first loss {:.4}, last loss {:.4}",
+        outcome.session_steps,
+        outcome.session_tokens,
+        outcome.session_seconds,
+        first_loss(&dir),
+        outcome.last_loss
     );
     rate
 }
 
-/// The PyTorch trainer of a recipe whose model encoder is of kind `encoder_kind`.
-fn pytorch_script(encoder_kind: Option<&str>) -> &'static str {
-    match encoder_kind {
-        Some("transformer") => "scripts/bench_torch_muse.py",
-        _ => "scripts/bench_torch_laser.py",
+/// The loss of the first step recorded in run directory `dir` (`train/metrics.jsonl`), NaN
+/// when there is none.
+fn first_loss(dir: &Path) -> f64 {
+    std::fs::read_to_string(dir.join("train").join("metrics.jsonl"))
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().next()?.to_string();
+            serde_json::from_str::<serde_json::Value>(&line).ok()
+        })
+        .and_then(|v| v.get("loss")?.as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+/// The PyTorch peers: each script, the encoder kinds and the objectives it trains.
+const PEERS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "scripts/bench_torch_muse.py",
+        &["transformer"],
+        &[
+            "translation_ranking",
+            "response_ranking",
+            "quick_thought",
+            "nli_classification",
+        ],
+    ),
+    (
+        "scripts/bench_torch_laser.py",
+        &["bilstm", "lstm"],
+        &["seq2seq_ce", "l2_similarity", "ranking_softmax"],
+    ),
+    (
+        "scripts/bench_torch_xnli.py",
+        &["bilstm", "lstm", "cbow"],
+        &["nli_classification", "alignment_l2"],
+    ),
+];
+
+/// The PyTorch trainer of `recipe`: the first of [`PEERS`] that trains all its encoders'
+/// kinds and all its tasks' objectives, or why none does.
+fn pytorch_script(recipe: &Recipe) -> Result<&'static str, String> {
+    let mut kinds: Vec<&str> = recipe
+        .model
+        .iter()
+        .flat_map(|m| std::iter::once(&m.encoder).chain(m.encoders.values()))
+        .map(|e| e.kind())
+        .collect();
+    let mut objectives: Vec<&str> = recipe.tasks.iter().map(|t| t.objective.name()).collect();
+    for v in [&mut kinds, &mut objectives] {
+        v.sort_unstable();
+        v.dedup();
     }
+    PEERS
+        .iter()
+        .find(|(_, k, o)| {
+            kinds.iter().all(|x| k.contains(x)) && objectives.iter().all(|x| o.contains(x))
+        })
+        .map(|(script, _, _)| *script)
+        .ok_or_else(|| {
+            format!(
+                "no PyTorch peer trains encoders {} with objectives {}",
+                kinds.join(", "),
+                objectives.join(", ")
+            )
+        })
 }
 
 /// Runs the PyTorch trainer `script` (relative to the repository) on the prepared run
 /// directory; its tokens/s, or why not.
-fn pytorch_rate(script: &str, run: &Path, steps: usize, threads: usize) -> Result<f64, String> {
+fn pytorch_rate(script: &str, run: &Path, steps: u64, threads: usize) -> Result<f64, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let out = Command::new("python3")
         .arg(&script)
@@ -116,12 +200,15 @@ fn pytorch_rate(script: &str, run: &Path, steps: usize, threads: usize) -> Resul
         .ok_or_else(|| format!("cannot read the rate from `{line}`"))
 }
 
-fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings) {
-    let sets = vec![
+fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], settings: &Settings) {
+    let mut sets = vec![
         format!("train.steps={steps}"),
         // No checkpoints during the measured steps (the trainer writes the last one).
         format!("train.checkpoint_every={}", steps + 1),
+        // No evaluation (a recipe that selects its best checkpoint evaluates at the end).
+        "train.eval_every=null".to_string(),
     ];
+    sets.extend(extra.iter().cloned());
     let resolved = load(
         recipe,
         &LoadOptions {
@@ -140,7 +227,10 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
     .expect("writing the resolved recipe");
     let (plan, tokenizer, _) = prepare(&resolved, settings, &run).expect("corpora and tokenizer");
     let threads = rayon::current_num_threads();
-    let script = pytorch_script(resolved.recipe.model.as_ref().map(|m| m.encoder.kind()));
+    let (script, mut skipped) = match pytorch_script(&resolved.recipe) {
+        Ok(s) => (Some(s), None),
+        Err(why) => (None, Some(why)),
+    };
     let train = resolved.recipe.train.as_ref();
     let batches = match (
         train.and_then(|t| t.batch_tokens),
@@ -150,13 +240,24 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
         (None, Some(n)) => format!("batches of {n} examples"),
         (None, None) => "default batches".to_string(),
     };
+    let measured = plan.total_steps.min(steps as u64);
+    let stages: Vec<String> = plan
+        .stages
+        .iter()
+        .filter(|s| s.start < measured)
+        .map(|s| {
+            let end = (s.start + s.steps).min(measured);
+            format!("stage {} steps {}-{end}", s.number, s.start + 1)
+        })
+        .collect();
     println!(
-        "{}: {steps} steps, {batches}, {threads} threads; PyTorch peer {script}",
+        "{}: {measured} steps ({}), {batches}, {threads} threads; PyTorch peer {}",
         recipe.display(),
+        stages.join(", "),
+        script.unwrap_or("none"),
     );
 
     let (mut ours, mut theirs) = (0f64, None::<f64>);
-    let mut skipped = None;
     #[cfg(feature = "flex")]
     let mut flex = 0f64;
     for round in 1..=rounds {
@@ -164,6 +265,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
         ours = ours.max(harness_rate::<Autodiff<NdArray<f32>>>(
             "ndarray",
             &plan,
+            measured,
             &tokenizer,
             scratch.path(),
             settings,
@@ -173,13 +275,14 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, settings: &Settings)
             flex = flex.max(harness_rate::<Autodiff<burn::backend::Flex>>(
                 "flex",
                 &plan,
+                measured,
                 &tokenizer,
                 scratch.path(),
                 settings,
             ));
         }
-        if skipped.is_none() {
-            match pytorch_rate(script, &run, steps, threads) {
+        if let (None, Some(script)) = (&skipped, script) {
+            match pytorch_rate(script, &run, measured, threads) {
                 Ok(r) => theirs = Some(theirs.map_or(r, |t: f64| t.max(r))),
                 Err(why) => skipped = Some(why),
             }
@@ -214,8 +317,17 @@ fn main() {
             root.join("recipes/seq2seq-similarity.yaml"),
         ],
     };
+    let extra: Vec<String> = std::env::var("TRAIN_BENCH_SETS")
+        .map(|s| {
+            s.split(';')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
     let settings = Settings::load(&FlagOverrides::default()).expect("settings");
     for recipe in &recipes {
-        bench_recipe(recipe, steps, rounds, &settings);
+        bench_recipe(recipe, steps, rounds, &extra, &settings);
     }
 }

@@ -76,20 +76,11 @@ if __name__ == "__main__":
 import json  # noqa: E402
 import random  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num, start)
-
-# harness's fixed ids (crates/data/src/tokenize.rs).
-PAD, BOS, EOS = 0, 2, 3
-INIT_SCALE = 0.1
-
-
+    BOS, EOS, Meter, Mixture, TaskData, fail, init_uniform, learning_rate, load_recipe,
+    make_optimizer, num, pad, sentence_encoder, start, update)
 
 
 # ---------------------------------------------------------------- the run directory
-
-
-
-
 
 
 def languages_of(tokenizer) -> list:
@@ -151,12 +142,6 @@ def pair_examples(tokenizer, langs, parts, targets, both, autoencode, max_len, s
                 ex[0], ex[2] = ex[1], ex[3]
             out.append(tuple(ex))
     return out
-
-
-
-
-
-
 
 
 # ---------------------------------------------------------------- the plan (crates/train/src/plan.rs)
@@ -235,55 +220,13 @@ def ranking_params(params):
 def build_model(recipe, n_vocab, n_langs):
     import torch
     from torch import nn
-    from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+    from torch.nn.utils.rnn import pack_padded_sequence
 
     model_spec = recipe["model"]
     enc, dec = model_spec["encoder"], model_spec.get("decoder")
     global_dropout = num((recipe.get("optimizer") or {}).get("dropout"), 0.0)
-    if enc["kind"] == "bilstm":
-        layers = [(int(enc["hidden"]), True)] * int(enc["layers"])
-    elif enc["kind"] == "lstm":
-        n = max(1, int(enc["layers"]))
-        top = int(enc.get("top_hidden") or enc["hidden"])
-        layers = [(top if i + 1 == n else int(enc["hidden"]), i == 0 and bool(enc.get("bidirectional_first")))
-                  for i in range(n)]
-    else:
+    if enc["kind"] not in ("bilstm", "lstm"):
         fail(f"encoder kind `{enc['kind']}` is not part of this trainer")
-    enc_dropout = num(enc.get("dropout"), 0.0) or global_dropout
-
-    def drop_packed(p, prob, training):
-        return PackedSequence(nn.functional.dropout(p.data, prob, training), p.batch_sizes,
-                              p.sorted_indices, p.unsorted_indices)
-
-    class Encoder(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embedding = nn.Embedding(n_vocab, int(enc["embed"]))
-            self.lstms = nn.ModuleList()
-            d_in = int(enc["embed"])
-            for h, bi in layers:
-                self.lstms.append(nn.LSTM(d_in, h, batch_first=True, bidirectional=bi))
-                d_in = h * (2 if bi else 1)
-            self.d_sentence = d_in
-            self.pool = enc.get("pool", "max")
-
-        def forward(self, ids, lengths):
-            x = nn.functional.dropout(self.embedding(ids), enc_dropout, self.training)
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-            h_n = None
-            for i, lstm in enumerate(self.lstms):
-                packed, (h_n, _) = lstm(packed)
-                if i + 1 < len(self.lstms):
-                    packed = drop_packed(packed, enc_dropout, self.training)
-            if self.pool == "last":
-                return torch.cat(list(h_n), dim=1)
-            fill = float("-inf") if self.pool == "max" else 0.0
-            states, _ = pad_packed_sequence(packed, batch_first=True, padding_value=fill)
-            if self.pool == "max":
-                return states.max(dim=1).values
-            if self.pool == "mean":
-                return states.sum(dim=1) / lengths.unsqueeze(1).to(states.dtype)
-            return states[:, 0]
 
     d_lang = int((dec or {}).get("lang_embed", 32))
     n_dec = max(1, int((dec or {}).get("layers", 1)))
@@ -320,35 +263,16 @@ def build_model(recipe, n_vocab, n_langs):
     class System(nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder = Encoder()
+            self.encoder = sentence_encoder(enc, n_vocab, global_dropout)
             # A dual encoder (ranking only) has no decoder.
             self.decoder = Decoder(self.encoder.d_sentence) if dec else None
 
     system = System()
-    with torch.no_grad():
-        for p in system.parameters():
-            nn.init.uniform_(p, -INIT_SCALE, INIT_SCALE)
-        # harness's LSTMs have one bias per gate set (MaskedLstm.input); hold the second at 0.
-        for m in system.modules():
-            if isinstance(m, nn.LSTM):
-                for name, p in m.named_parameters():
-                    if name.startswith("bias_hh"):
-                        p.zero_()
-                        p.requires_grad_(False)
+    init_uniform(system)
     return system
 
 
 # ---------------------------------------------------------------- training
-
-
-def pad(rows):
-    import torch
-
-    width = max(1, max(len(r) for r in rows))
-    ids = torch.full((len(rows), width), PAD, dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-    return ids, torch.tensor([len(r) for r in rows], dtype=torch.long)
 
 
 def decoder_side(targets, langs, first):
@@ -471,35 +395,16 @@ def main() -> int:
           f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
 
     positions = {t["name"]: (0, 0) for t in tasks if t["data"]}
-    tokens_total, seconds, first_loss, last_loss = 0, 0.0, None, None
+    meter = Meter(args.log)
     for step in range(args.steps):
         started = time.perf_counter()
         task = tasks[mixture.pick(step)]
         index, positions[task["name"]] = task["data"].batch_at(positions[task["name"]])
         loss, tokens = task_loss(system, task, index, first)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, num(clip))
         lr = learning_rate(spec, step, args.steps, steps_per_epoch)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-        optimizer.step()
-        value = loss.item()
-        secs = time.perf_counter() - started
-        if value != value or value in (float("inf"), float("-inf")):
-            fail(f"step {step}: task {task['name']} diverged (loss {value})")
-        seconds += secs
-        tokens_total += tokens
-        first_loss = value if first_loss is None else first_loss
-        last_loss = value
-        if args.log:
-            print(f"step {step + 1} {task['name']}: loss {value:.4f}, {tokens} tokens, {secs:.3f} s",
-                  file=sys.stderr)
-    rate = tokens_total / max(seconds, 1e-9)
-    print(f"pytorch: {args.steps} steps, {tokens_total} tokens in {seconds:.1f} s of training: "
-          f"{rate:.0f} tokens/s; first loss {first_loss if first_loss is not None else float('nan'):.4f}, "
-          f"last loss {last_loss if last_loss is not None else float('nan'):.4f}")
+        value = update(torch, optimizer, params, loss, clip, lr)
+        meter.add(step, task["name"], value, tokens, time.perf_counter() - started)
+    print(meter.line())
     return 0
 
 

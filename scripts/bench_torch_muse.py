@@ -107,179 +107,13 @@ if __name__ == "__main__":
 import json  # noqa: E402
 import math  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, num, start)
-import re  # noqa: E402
+    EOS, Meter, Mixture, Sentence, TaskData, WordsTokenizer, check_tokenizer, fail, init_uniform,
+    learning_rate, load_recipe, make_optimizer, mlp_heads, need, num, read_jsonl, start, update)
 
-# harness's fixed ids (crates/data/src/tokenize.rs).
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-INIT_SCALE = 0.1
-WORDS_PREFIX = "<words:"
 OBJECTIVES = ("translation_ranking", "response_ranking", "quick_thought", "nli_classification")
 
 
-
-
-
-
-# ---------------------------------------------------------------- the words tokenizer
-# crates/data/src/words.rs and tokenize.rs.
-
-# Rust's `char::is_whitespace` (Unicode White_Space) and `char::is_control` (category Cc).
-SEPARATORS = [(0x00, 0x20), (0x7F, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
-              (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)]
-# words.rs `is_punct`: ASCII punctuation, then the listed Unicode punctuation.
-PUNCT = [(0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E),
-         (0xA1, 0xA1), (0xA7, 0xA7), (0xAB, 0xAB), (0xB6, 0xB6), (0xB7, 0xB7), (0xBB, 0xBB),
-         (0xBF, 0xBF), (0x037E, 0x037E), (0x0387, 0x0387), (0x055A, 0x055F), (0x0589, 0x0589),
-         (0x05BE, 0x05BE), (0x05C0, 0x05C0), (0x05C3, 0x05C3), (0x05F3, 0x05F4),
-         (0x060C, 0x060C), (0x061B, 0x061B), (0x061F, 0x061F), (0x066A, 0x066D),
-         (0x06D4, 0x06D4), (0x0964, 0x0965), (0x0970, 0x0970), (0x0E4F, 0x0E4F),
-         (0x0E5A, 0x0E5B), (0x1361, 0x1368), (0x2010, 0x2027), (0x2030, 0x205E),
-         (0x3001, 0x3003), (0x3008, 0x3011), (0x3014, 0x301F), (0x30FB, 0x30FB),
-         (0xFF01, 0xFF0F), (0xFF1A, 0xFF20), (0xFF3B, 0xFF40), (0xFF5B, 0xFF65)]
-
-
-def _char_class(ranges) -> str:
-    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
-
-
-# words.rs `is_cjk_ideograph` (BERT's `_is_chinese_char` ranges), `is_thai`, `is_thai_mark`.
-CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-       (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
-THAI = [(0x0E01, 0x0E5B)]
-THAI_MARKS = [(0x0E31, 0x0E31), (0x0E34, 0x0E3A), (0x0E47, 0x0E4E)]
-
-
-def word_re(cjk: bool, thai: bool):
-    """`words::tokens_split(text, cjk, thai)`: a punctuation character alone; with `cjk` a CJK
-    ideograph alone; with `thai` a Thai character and the combining marks after it; else a
-    run of characters that are none of these nor separators."""
-    alternatives = [f"[{_char_class(PUNCT)}]"]
-    excluded = _char_class(SEPARATORS) + _char_class(PUNCT)
-    if cjk:
-        alternatives.append(f"[{_char_class(CJK)}]")
-        excluded += _char_class(CJK)
-    if thai:
-        alternatives.append(f"[{_char_class(THAI)}][{_char_class(THAI_MARKS)}]*")
-        excluded += _char_class(THAI)
-    alternatives.append(f"[^{excluded}]+")
-    return re.compile("|".join(alternatives))
-
-MASK64 = (1 << 64) - 1
-
-
-def fnv1a64(data: bytes) -> int:
-    """64-bit FNV-1a (words.rs `fnv1a64`)."""
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & MASK64
-    return h
-
-
-def char_ngrams(word: str, sizes) -> list:
-    """The UTF-8 bytes of every character n-gram of `<word>` (words.rs `char_ngrams`)."""
-    padded = f"<{word}>"
-    return [padded[s:s + n].encode("utf-8") for n in sizes for s in range(len(padded) - n + 1)]
-
-
-class WordsTokenizer:
-    """tokenize.rs `TextTokenizer::tokens` for a `words` tokenizer: per sentence the word ids
-    and each word's n-gram ids (flat, with per-word counts), as numpy arrays."""
-
-    def __init__(self, path: Path):
-        from tokenizers import Tokenizer
-
-        self.inner = Tokenizer.from_file(str(path))
-        self.vocab = self.inner.get_vocab(with_added_tokens=True)
-        self.base_vocab = len(self.vocab)
-        spec = [t for t in self.vocab if t.startswith(WORDS_PREFIX)]
-        if not spec:
-            fail(f"{path}: not a `words` tokenizer (no `{WORDS_PREFIX}…>` token); "
-                 "this trainer is for recipes/muse-xling.yaml")
-        self.oov, self.sizes, self.buckets = 0, [], 0
-        cjk = thai = False
-        for part in spec[0][len(WORDS_PREFIX):-1].split(";"):
-            key, _, value = part.partition("=")
-            if key == "cjk":
-                cjk = value == "chars"
-            elif key == "thai":
-                thai = value == "clusters"
-            elif key == "oov":
-                self.oov = int(value)
-            elif key == "buckets":
-                self.buckets = int(value)
-            elif key == "ngrams" and value:
-                self.sizes = [int(v) for v in value.split(",")]
-        self.word_re = word_re(cjk, thai)
-        self.normalizer = self.inner.normalizer
-        self._words = {}
-        self._sentences = {}
-
-    def vocab_size(self) -> int:
-        return self.base_vocab + self.oov
-
-    def ngram_buckets(self):
-        return self.buckets if self.sizes else None
-
-    def word(self, w: str):
-        hit = self._words.get(w)
-        if hit is None:
-            i = self.vocab.get(w)
-            if i is None:
-                i = self.base_vocab + fnv1a64(w.encode("utf-8")) % self.oov if self.oov else UNK
-            grams = [fnv1a64(g) % self.buckets for g in char_ngrams(w, self.sizes)] if self.sizes else []
-            hit = self._words[w] = (i, grams)
-        return hit
-
-    def sentence(self, text: str, max_len: int):
-        """A `Sentence` (memoized: conversation turns and running text repeat sentences)."""
-        hit = self._sentences.get(text)
-        if hit is None:
-            norm = self.normalizer.normalize_str(text) if self.normalizer is not None else text
-            ids, counts, grams = [], [], []
-            for w in self.word_re.findall(norm)[:max_len]:
-                i, g = self.word(w)
-                ids.append(i)
-                counts.append(len(g))
-                grams.extend(g)
-            hit = self._sentences[text] = Sentence(ids, counts, grams)
-        return hit
-
-
-class Sentence:
-    """A tokenized sentence: word ids, the n-gram count of each word, the flat n-gram ids."""
-
-    __slots__ = ("ids", "counts", "grams", "ends", "key")
-
-    def __init__(self, ids, counts, grams):
-        import numpy as np
-
-        self.ids = np.asarray(ids, dtype=np.int64)
-        self.counts = np.asarray(counts, dtype=np.int64)
-        self.grams = np.asarray(grams, dtype=np.int64)
-        self.ends = np.cumsum(self.counts)
-        self.key = self.ids.tobytes()  # equal ids: the same sentence (RankingMasks::from_ids)
-
-    def __len__(self):
-        return len(self.ids)
-
-
 # ---------------------------------------------------------------- the run directory
-
-
-
-
-def read_jsonl(path: Path) -> list:
-    if not path.is_file():
-        fail(f"{path}: missing; train the run with a harness that writes RUN_DIR/corpora/ "
-             "(`harness train RECIPE --out RUN_DIR` writes it before training)")
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def need(rows, keys, path):
-    if rows and not all(k in rows[0] for k in keys):
-        fail(f"{path}: expected lines with {', '.join(keys)}")
 
 
 # ---------------------------------------------------------------- data (crates/train/src/data.rs)
@@ -317,12 +151,6 @@ def task_examples(objective, rows, path, tok, max_len):
 def cost(example) -> int:
     """data.rs `Examples::cost`: the longest side + 1 (`</s>`)."""
     return max(len(s) for s in example if isinstance(s, Sentence)) + 1
-
-
-
-
-
-
 
 
 # ---------------------------------------------------------------- the plan (crates/train/src/plan.rs)
@@ -447,50 +275,15 @@ def build_model(recipe, n_vocab, ngram_buckets):
                 return states[:, 0]
             return states.sum(dim=1)  # `last` without recurrent final states (pool.rs)
 
-    class Head(nn.Module):
-        """heads.rs `Mlp`."""
-
-        def __init__(self, h):
-            super().__init__()
-            hidden = [int(x) for x in h.get("hidden") or []]
-            classes = h.get("classes")
-            self.projection = classes is None
-            self.pair = h.get("features", "single") == "pair"
-            self.relu = h.get("activation", "tanh") == "relu"
-            self.dropout = num(h.get("dropout"), 0.0)
-            sizes = hidden + ([] if classes is None else [int(classes)])
-            if not sizes:
-                fail("an mlp head needs `hidden` sizes or `classes`")
-            d_in = (4 if self.pair else 1) * d_model
-            self.layers = nn.ModuleList()
-            for size in sizes:
-                self.layers.append(nn.Linear(d_in, size))
-                d_in = size
-            self.d_output = d_in
-
-        def forward(self, u, v=None):
-            x = torch.cat([u, v, (u - v).abs(), u * v], dim=1) if self.pair and v is not None else u
-            for i, layer in enumerate(self.layers):
-                x = layer(nn.functional.dropout(x, self.dropout, self.training))
-                if i + 1 < len(self.layers) or self.projection:
-                    x = torch.relu(x) if self.relu else torch.tanh(x)
-            return x
-
     class System(nn.Module):
         def __init__(self):
             super().__init__()
             self.encoder = Encoder()
-            heads = {}
-            for name, h in sorted((spec.get("heads") or {}).items()):
-                if h.get("kind", "mlp") != "mlp":
-                    fail(f"head `{name}`: kind `{h.get('kind')}` is not part of this trainer")
-                heads[name] = Head(h)
-            self.heads = nn.ModuleDict(heads)
+            self.heads = mlp_heads(spec, d_model)
 
     system = System()
+    init_uniform(system)
     with torch.no_grad():
-        for p in system.parameters():
-            nn.init.uniform_(p, -INIT_SCALE, INIT_SCALE)
         for m in system.encoder.modules():
             if isinstance(m, nn.LayerNorm):
                 m.weight.fill_(1.0)
@@ -634,26 +427,6 @@ def task_loss(system, task, index, with_grams):
     return torch.nn.functional.cross_entropy(logits, labels), a + b
 
 
-
-
-def check_tokenizer() -> None:
-    """words.rs's hand-computed cases (FNV-1a reference vectors, n-grams, tokens)."""
-    assert fnv1a64(b"") == 0xCBF29CE484222325 and fnv1a64(b"a") == 0xAF63DC4C8601EC8C
-    assert fnv1a64(b"foobar") == 0x85944171F73967E8
-    assert [fnv1a64(g) % 1000 for g in char_ngrams("the", [3])] == [975, 924, 576]
-    assert [g.decode() for g in char_ngrams("ab", [4, 3])] == ["<ab>", "<ab", "ab>"]
-    plain = word_re(False, False)
-    assert plain.findall("hello, world!  it's") == ["hello", ",", "world", "!", "it", "'", "s"]
-    assert plain.findall("我爱北京。ภาษาไทย") == ["我爱北京", "。", "ภาษาไทย"]
-    assert plain.findall("नमस्ते दुनिया।") == ["नमस्ते", "दुनिया", "।"]
-    # `tokens_cjk_split_ideographs_only` and `thai_splits_into_clusters_with_their_marks`.
-    assert word_re(True, False).findall("我爱北京。ok abc汉字 ひらがな한국어") == [
-        "我", "爱", "北", "京", "。", "ok", "abc", "汉", "字", "ひらがな한국어"]
-    assert word_re(True, True).findall("เป็น ภาษาไทย, ok!") == [
-        "เ", "ป็", "น", "ภ", "า", "ษ", "า", "ไ", "ท", "ย", ",", "ok", "!"]
-    assert word_re(False, True).findall("นี้๏汉字") == ["นี้", "๏", "汉字"]
-
-
 def main() -> int:
     args, torch = start(__doc__)
 
@@ -688,39 +461,22 @@ def main() -> int:
           f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
 
     positions_ = {t["name"]: (0, 0) for t in tasks}
-    tokens_total, seconds, first_loss, last_loss = 0, 0.0, None, None
+    meter = Meter(args.log)
+
+    def scale_grads():
+        for t in tables:
+            if t.grad is not None:
+                t.grad.mul_(grad_scale)
+
     for step in range(args.steps):
         started = time.perf_counter()
         task = tasks[mixture.pick(step)]
         index, positions_[task["name"]] = task["data"].batch_at(positions_[task["name"]])
         loss, tokens = task_loss(system, task, index, buckets is not None)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_scale != 1.0:
-            for t in tables:
-                if t.grad is not None:
-                    t.grad.mul_(grad_scale)
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, num(clip))
         lr = learning_rate(spec, step, args.steps, steps_per_epoch)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-        optimizer.step()
-        value = loss.item()
-        secs = time.perf_counter() - started
-        if not math.isfinite(value):
-            fail(f"step {step}: task {task['name']} diverged (loss {value})")
-        seconds += secs
-        tokens_total += tokens
-        first_loss = value if first_loss is None else first_loss
-        last_loss = value
-        if args.log:
-            print(f"step {step + 1} {task['name']}: loss {value:.4f}, {tokens} tokens, {secs:.3f} s",
-                  file=sys.stderr)
-    rate = tokens_total / max(seconds, 1e-9)
-    print(f"pytorch: {args.steps} steps, {tokens_total} tokens in {seconds:.1f} s of training: "
-          f"{rate:.0f} tokens/s; first loss {first_loss if first_loss is not None else float('nan'):.4f}, "
-          f"last loss {last_loss if last_loss is not None else float('nan'):.4f}")
+        value = update(torch, optimizer, params, loss, clip, lr, scale_grads if grad_scale != 1.0 else None)
+        meter.add(step, task["name"], value, tokens, time.perf_counter() - started)
+    print(meter.line())
     return 0
 
 

@@ -1,11 +1,12 @@
 """The Python environment of harness's scripts: one virtual environment, pinned versions.
 
 `scripts/bench_st.py`, `scripts/laser_torch.py`, `scripts/bench_torch_laser.py`,
-`scripts/bench_torch_muse.py`, `scripts/mteb_load_results.py` and `scripts/bench_senteval.py`
-run in one venv under ~/.cache/harness-bench/venv (or $HARNESS_BENCH_VENV). Each script names
-the packages it needs; the first run installs those that are missing at the versions pinned
-here, later runs reuse them. CPU-only torch comes from the PyTorch index where it answers, else
-from PyPI (run on the CPU either way); everything else comes from PyPI.
+`scripts/bench_torch_muse.py`, `scripts/bench_torch_xnli.py`, `scripts/mteb_load_results.py`
+and `scripts/bench_senteval.py` run in one venv under ~/.cache/harness-bench/venv (or
+$HARNESS_BENCH_VENV). Each script names the packages it needs; the first run installs those
+that are missing at the versions pinned here, later runs reuse them. CPU-only torch comes from
+the PyTorch index where it answers, else from PyPI (run on the CPU either way); everything
+else comes from PyPI.
 
 The pins are one consistent set (what pip resolves for sentence-transformers 6.2.0 and
 transformers 5.23.0, the versions behind the parity fixtures of ../shared/models/README.md

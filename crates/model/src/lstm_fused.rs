@@ -163,6 +163,21 @@ pub(crate) fn host_values(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
     }
 }
 
+/// A tensor's values, as [`Tensor::into_data`] gives them, in one copy on burn-ndarray (f32)
+/// and its autodiff ([`host_values`]; `into_data` walks a shared array, such as a module's
+/// parameter, element by element); any other backend's `into_data`.
+pub(crate) fn tensor_data<B: Backend, const D: usize>(t: Tensor<B, D>) -> TensorData {
+    let any: &dyn Any = &t;
+    let primitive = if let Some(t) = any.downcast_ref::<Tensor<CpuAd, D>>() {
+        t.clone().inner().into_primitive().tensor()
+    } else if let Some(t) = any.downcast_ref::<Tensor<Cpu, D>>() {
+        t.clone().into_primitive().tensor()
+    } else {
+        return t.into_data();
+    };
+    TensorData::new(host_values(&primitive), t.shape())
+}
+
 /// Runs `f` on an f32 primitive's values without copying them when they are contiguous
 /// (the fused operations read tables and activations in place), else on a copy.
 pub(crate) fn with_values<R>(
@@ -746,6 +761,21 @@ mod tests {
             .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
             .collect();
         Tensor::from_data(TensorData::new(v, [time, lens.len()]), &Default::default())
+    }
+
+    /// `tensor_data` gives `into_data`'s values and shape, on a shared autodiff tensor, a
+    /// permuted plain one and another backend.
+    #[test]
+    fn tensor_data_is_into_data() {
+        let dev = Default::default();
+        let plain = Tensor::<Cpu, 3>::random([3, 4, 5], Distribution::Default, &dev);
+        let shared = Tensor::<CpuAd, 3>::from_inner(plain.clone()).require_grad();
+        let _keep = shared.clone();
+        assert_eq!(tensor_data(shared.clone()), shared.into_data());
+        let permuted = plain.swap_dims(0, 2);
+        assert_eq!(tensor_data(permuted.clone()), permuted.into_data());
+        let other = Tensor::<NdArray<f64>, 2>::from_data([[1.0, 2.0], [3.0, 4.0]], &dev);
+        assert_eq!(tensor_data(other.clone()), other.into_data());
     }
 
     fn close(a: Vec<f32>, b: Vec<f32>, tol: f32, what: &str) {
