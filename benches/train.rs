@@ -3,10 +3,11 @@
 //!
 //! For each recipe (by default the LASER default and the seq2seq-similarity default;
 //! `TRAIN_BENCH_RECIPES=recipes/muse-xling.yaml cargo bench --bench train` measures the
-//! multilingual-USE transformer, `recipes/xnli-align.yaml` XNLI's X-BiLSTM), the corpora and
-//! the tokenizer are prepared once into a scratch run directory, as `harness run` does (the
-//! run directory keeps the filtered corpora, `corpora/*.jsonl`, the mined hard negatives,
-//! `hard-negatives/*.json`, and the resolved recipe). Then, alternating in every round so that
+//! multilingual-USE transformer, `recipes/xnli-align.yaml` XNLI's X-BiLSTM, `recipes/emu.yaml`
+//! Emu's fine-tuned multilingual-e5-small), the corpora and the tokenizer are prepared once
+//! into a scratch run directory, as `harness run` does (the run directory keeps the filtered
+//! corpora, `corpora/*.jsonl`, the mined hard negatives, `hard-negatives/*.json`, and the
+//! resolved recipe). Then, alternating in every round so that
 //! both see the same machine:
 //!
 //! (a) harness trains the recipe's first `TRAIN_BENCH_STEPS` steps (burn-ndarray with harness's
@@ -18,7 +19,10 @@
 //!     recipe: `scripts/bench_torch_muse.py` for a `transformer` encoder (PyTorch's own CPU
 //!     `nn.TransformerEncoderLayer`, the fair peer), `scripts/bench_torch_laser.py` for the
 //!     LSTM encoders with translation, L2 and ranking losses, `scripts/bench_torch_xnli.py`
-//!     for NLI classification and XNLI's alignment (several encoders, stages).
+//!     for NLI classification and XNLI's alignment (several encoders, stages),
+//!     `scripts/bench_torch_emu.py` for Emu's fine-tuning of a `pretrained` BERT (transformers'
+//!     `BertModel`; the bench first writes the encoder's starting weights into the prepared
+//!     run as `peer-model/`, with `harness train` of no steps and `harness export`).
 //!
 //! The recipe runs with `train.steps` set to `TRAIN_BENCH_STEPS`, no evaluation and no
 //! checkpoint before the end; both trainers stop after that many steps in all. `train.steps`
@@ -133,7 +137,48 @@ const PEERS: &[(&str, &[&str], &[&str])] = &[
         &["bilstm", "lstm", "cbow"],
         &["nli_classification", "alignment_l2"],
     ),
+    (
+        "scripts/bench_torch_emu.py",
+        &["pretrained"],
+        &["l2_softmax", "center_loss", "adversarial_language"],
+    ),
 ];
+
+/// Writes `run/peer-model`, the starting weights of a recipe's `pretrained` encoder as a
+/// sentence-transformers folder, for a peer that fine-tunes it: `harness train` of the recipe
+/// with no steps, then `harness export` (crates/train/src/export_st.rs).
+fn export_starting_encoder(recipe: &Path, sets: &[String], run: &Path) -> Result<(), String> {
+    let initial = run.join("initial");
+    let folder = run.join("peer-model");
+    let mut train: Vec<String> = vec!["train".into(), recipe.display().to_string()];
+    for s in sets.iter().map(String::as_str).chain(["train.steps=0"]) {
+        train.extend(["--set".into(), s.to_string()]);
+    }
+    train.extend(["--out".into(), initial.display().to_string()]);
+    let export = vec![
+        "export".to_string(),
+        initial.display().to_string(),
+        "--out".into(),
+        folder.display().to_string(),
+    ];
+    for args in [train, export] {
+        let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args(&args)
+            .output()
+            .map_err(|e| format!("harness could not start: {e}"))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+            return Err(format!(
+                "`harness {}` exited with {}: {}",
+                args.join(" "),
+                out.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// The PyTorch trainer of `recipe`: the first of [`PEERS`] that trains all its encoders'
 /// kinds and all its tasks' objectives, or why none does.
@@ -213,7 +258,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
         recipe,
         &LoadOptions {
             profile: None,
-            sets,
+            sets: sets.clone(),
         },
     )
     .expect("the recipe resolves");
@@ -231,6 +276,17 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
     };
+    let pretrained = resolved
+        .recipe
+        .model
+        .iter()
+        .flat_map(|m| std::iter::once(&m.encoder).chain(m.encoders.values()))
+        .any(|e| e.kind() == "pretrained");
+    if pretrained && skipped.is_none() {
+        if let Err(why) = export_starting_encoder(recipe, &sets, &run) {
+            skipped = Some(why);
+        }
+    }
     let train = resolved.recipe.train.as_ref();
     let batches = match (
         train.and_then(|t| t.batch_tokens),

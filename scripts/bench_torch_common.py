@@ -1,5 +1,6 @@
 """What the hand-written PyTorch trainers of harness's recipes share
-(`scripts/bench_torch_laser.py`, `scripts/bench_torch_muse.py`, `scripts/bench_torch_xnli.py`):
+(`scripts/bench_torch_laser.py`, `scripts/bench_torch_muse.py`, `scripts/bench_torch_xnli.py`,
+`scripts/bench_torch_emu.py`):
 the resolved recipe, the batches and the task mixture of harness's trainer
 (crates/train/src/{data.rs,mixture.rs}), its learning-rate schedule and optimizers
 (crates/train/src/optim.rs), the `words` tokenizer (crates/data/src/words.rs), the LSTM and
@@ -213,6 +214,24 @@ def start(doc: str):
 
     torch.set_num_threads(args.threads)
     return args, torch
+
+
+def open_run(args):
+    """The run directory of `args.run`, its resolved recipe (with `--seed` applied) and its
+    `words` tokenizer (checked against words.rs's own cases): `(run, recipe, tokenizer,
+    setup start time)`."""
+    import time
+
+    check_tokenizer()
+    run = args.run
+    recipe = load_recipe(run)
+    if args.seed is not None:
+        recipe["seed"] = args.seed
+    tok_path = run / "tokenizer.json"
+    if not tok_path.is_file():
+        fail(f"{tok_path}: missing; pass a run directory of `harness train`")
+    setup = time.perf_counter()
+    return run, recipe, WordsTokenizer(tok_path), setup
 
 
 # ---------------------------------------------------------------- the words tokenizer

@@ -107,8 +107,8 @@ if __name__ == "__main__":
 import json  # noqa: E402
 import math  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    EOS, Meter, Mixture, Sentence, TaskData, WordsTokenizer, check_tokenizer, fail, init_uniform,
-    learning_rate, load_recipe, make_optimizer, mlp_heads, need, num, read_jsonl, start, update)
+    EOS, Meter, Mixture, Sentence, TaskData, fail, init_uniform, learning_rate, make_optimizer,
+    mlp_heads, need, num, open_run, read_jsonl, start, update)
 
 OBJECTIVES = ("translation_ranking", "response_ranking", "quick_thought", "nli_classification")
 
@@ -430,16 +430,7 @@ def task_loss(system, task, index, with_grams):
 def main() -> int:
     args, torch = start(__doc__)
 
-    check_tokenizer()
-    run = args.run
-    recipe = load_recipe(run)
-    if args.seed is not None:
-        recipe["seed"] = args.seed
-    tok_path = run / "tokenizer.json"
-    if not tok_path.is_file():
-        fail(f"{tok_path}: missing; pass a run directory of `harness train`")
-    setup = time.perf_counter()
-    tok = WordsTokenizer(tok_path)
+    run, recipe, tok, setup = open_run(args)
     tasks, mixture, seed = compile_plan(run, recipe, tok)
     torch.manual_seed(seed)
     buckets = tok.ngram_buckets()

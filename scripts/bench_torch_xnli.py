@@ -88,9 +88,8 @@ if __name__ == "__main__":
 
 import random  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    EOS, Meter, Mixture, TaskData, WordsTokenizer, check_tokenizer, fail, init_uniform,
-    learning_rate, load_recipe, make_optimizer, mlp_heads, need, num, pad, read_jsonl,
-    sentence_encoder, start, update)
+    EOS, Meter, Mixture, TaskData, fail, init_uniform, learning_rate, make_optimizer, mlp_heads,
+    need, num, open_run, pad, read_jsonl, sentence_encoder, start, update)
 
 OBJECTIVES = ("nli_classification", "alignment_l2")
 # The encoder tasks read when they name none (crates/model/src/system.rs `MAIN_ENCODER`).
@@ -283,16 +282,7 @@ def task_loss(system, task, index, draws):
 def main() -> int:
     args, torch = start(__doc__)
 
-    check_tokenizer()
-    run = args.run
-    recipe = load_recipe(run)
-    if args.seed is not None:
-        recipe["seed"] = args.seed
-    tok_path = run / "tokenizer.json"
-    if not tok_path.is_file():
-        fail(f"{tok_path}: missing; pass a run directory of `harness train`")
-    setup = time.perf_counter()
-    tok = WordsTokenizer(tok_path)
+    run, recipe, tok, setup = open_run(args)
     if tok.ngram_buckets() is not None:
         fail("character n-grams (`data.tokenizer.char_ngrams`) are not part of this trainer")
     seed = int(recipe.get("seed", 1))

@@ -1,7 +1,8 @@
 """The Python environment of harness's scripts: one virtual environment, pinned versions.
 
 `scripts/bench_st.py`, `scripts/laser_torch.py`, `scripts/bench_torch_laser.py`,
-`scripts/bench_torch_muse.py`, `scripts/bench_torch_xnli.py`, `scripts/mteb_load_results.py`
+`scripts/bench_torch_muse.py`, `scripts/bench_torch_xnli.py`, `scripts/bench_torch_emu.py`,
+`scripts/mteb_load_results.py`
 and `scripts/bench_senteval.py` run in one venv under ~/.cache/harness-bench/venv (or
 $HARNESS_BENCH_VENV). Each script names the packages it needs; the first run installs those
 that are missing at the versions pinned here, later runs reuse them. CPU-only torch comes from

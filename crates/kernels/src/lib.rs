@@ -19,7 +19,7 @@ pub mod packed;
 #[cfg(target_arch = "x86_64")]
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
-pub use math::{adam, exp, gelu, sigmoid, tanh, AdamStep};
+pub use math::{adam, exp, gelu, gelu_backward, sigmoid, tanh, AdamStep};
 pub use packed::{gemm_packed, gemm_packed_rows, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.

@@ -135,8 +135,66 @@ dispatched!(
     "`x ← x/2 · (1 + erf(x/√2))` (the exact GELU of BERT's `hidden_act: gelu`) for every element."
 );
 
+/// The exact GELU's derivative, `Φ(x) + x·φ(x)` = `(1 + erf(x/√2))/2 + x·e^{−x²/2}/√(2π)`.
+#[inline(always)]
+fn gelu_grad1(x: f32) -> f32 {
+    const INV_SQRT_2PI: f32 = 0.398_942_3;
+    0.5 * (1.0 + erf1(x * std::f32::consts::FRAC_1_SQRT_2)) + x * INV_SQRT_2PI * exp1(-0.5 * x * x)
+}
+
+#[inline(always)]
+fn gelu_backward_body(d: &mut [f32], x: &[f32]) {
+    for (d, &x) in d.iter_mut().zip(x) {
+        *d *= gelu_grad1(x);
+    }
+}
+
+/// `d ← d · GELU′(x)` for every element: the exact GELU's backward pass from its input
+/// (`d` the output's gradient on entry, the input's on return). `d` and `x` have one length.
+pub fn gelu_backward(d: &mut [f32], x: &[f32]) {
+    assert_eq!(
+        d.len(),
+        x.len(),
+        "gelu_backward: gradient and input differ in length"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { gelu_backward_avx2(d, x) };
+            return;
+        }
+    }
+    gelu_backward_body(d, x);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gelu_backward_avx2(d: &mut [f32], x: &[f32]) {
+    gelu_backward_body(d, x);
+}
+
 #[cfg(test)]
 mod tests {
+    /// GELU′ against the derivative in f64, and the AVX2 build against the portable one.
+    #[test]
+    fn gelu_backward_is_the_derivative() {
+        let xs: Vec<f32> = (-6000..=6000).map(|i| i as f32 * 1e-3).collect();
+        let mut d = vec![1.0f32; xs.len()];
+        gelu_backward(&mut d, &xs);
+        let mut portable = vec![1.0f32; xs.len()];
+        gelu_backward_body(&mut portable, &xs);
+        assert_eq!(d, portable);
+        for (&x, &g) in xs.iter().zip(&d) {
+            let x = x as f64;
+            let cdf = 0.5 * (1.0 + erf_series(x / std::f64::consts::SQRT_2));
+            let want = cdf + x * (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            assert!(
+                (g as f64 - want).abs() <= 2e-6 + 1e-6 * want.abs(),
+                "{x}: {g} vs {want}"
+            );
+        }
+    }
 
     /// The AVX2 build of the Adam update gives the portable build's bits, and one step
     /// moves a parameter against its gradient by about the learning rate.

@@ -12,6 +12,7 @@ pub mod decoder;
 pub mod encoder;
 pub mod error;
 pub mod gather_fused;
+pub mod gelu_fused;
 pub mod heads;
 pub mod input;
 pub mod layer_norm_fused;

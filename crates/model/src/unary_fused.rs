@@ -1,7 +1,8 @@
 //! The plumbing shared by the element-wise CPU operations whose gradient needs only the
-//! output (`tanh`: `dy·(1 − y²)`; `relu`: `dy` where `y > 0`): dispatch on the backend, one
-//! autodiff node that saves `y`, and burn's own operation on any other backend. Each
-//! operation is a [`Rule`] in its own file ([`crate::tanh_fused`], [`crate::relu_fused`]).
+//! output (`tanh`: `dy·(1 − y²)`; `relu`: `dy` where `y > 0`) or only the input (GELU):
+//! dispatch on the backend, one autodiff node that saves `y` (or `x`, [`Rule::SAVES_INPUT`]),
+//! and burn's own operation on any other backend. Each operation is a [`Rule`] in its own
+//! file ([`crate::tanh_fused`], [`crate::relu_fused`], [`crate::gelu_fused`]).
 
 use crate::lstm_fused::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -24,8 +25,11 @@ pub trait Rule: std::fmt::Debug + Send + Sync + 'static {
     /// `f` over the input's values (row-major, a host copy the rule may overwrite), giving
     /// the output's.
     fn forward(x: Vec<f32>) -> Vec<f32>;
-    /// `dx` from `dy` (in `d`, in place) and the saved output `y`.
-    fn backward(d: &mut [f32], y: &[f32]);
+    /// Whether the backward pass reads the input `x` instead of the output `y`.
+    const SAVES_INPUT: bool = false;
+    /// `dx` from `dy` (in `d`, in place) and the saved output `y` (the input `x` when
+    /// [`Self::SAVES_INPUT`]).
+    fn backward(d: &mut [f32], saved: &[f32]);
     /// burn's own operation, for every other backend.
     fn generic<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D>;
 }
@@ -58,15 +62,15 @@ pub fn apply<R: Rule, B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, 
 struct UnaryBackward<R>(PhantomData<R>);
 
 impl<R: Rule> Backward<Cpu, 1> for UnaryBackward<R> {
-    /// The output `y` and its shape.
+    /// The output `y` (or the input `x`, [`Rule::SAVES_INPUT`]) and its shape.
     type State = (Arc<Vec<f32>>, Vec<usize>);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let (y, shape) = ops.state;
+        let (saved, shape) = ops.state;
         let mut dx = host_values(&grads.consume::<Cpu>(&ops.node));
         let [parent] = ops.parents;
         let Some(parent) = parent else { return };
-        R::backward(&mut dx, &y);
+        R::backward(&mut dx, &saved);
         register_grad(grads, Some(parent.id), dx, shape);
     }
 }
@@ -74,9 +78,12 @@ impl<R: Rule> Backward<Cpu, 1> for UnaryBackward<R> {
 fn autodiff<R: Rule, const D: usize>(x: Tensor<CpuAd, D>) -> Tensor<CpuAd, D> {
     let shape = x.shape();
     let x = x.into_primitive().tensor();
-    let y = R::forward(host_values(&x.primitive));
+    let input = host_values(&x.primitive);
+    let saved_input = R::SAVES_INPUT.then(|| input.clone());
+    let y = R::forward(input);
+    let saved = saved_input.unwrap_or_else(|| y.clone());
     let out = <Cpu as FloatTensorOps<Cpu>>::float_from_data(
-        TensorData::new(y.clone(), shape.clone()),
+        TensorData::new(y, shape.clone()),
         &Default::default(),
     );
     let result = match UnaryBackward::<R>(PhantomData)
@@ -84,7 +91,7 @@ fn autodiff<R: Rule, const D: usize>(x: Tensor<CpuAd, D>) -> Tensor<CpuAd, D> {
         .compute_bound()
         .stateful()
     {
-        OpsKind::Tracked(prep) => prep.finish((Arc::new(y), shape.to_vec()), out),
+        OpsKind::Tracked(prep) => prep.finish((Arc::new(saved), shape.to_vec()), out),
         OpsKind::UnTracked(prep) => prep.finish(out),
     };
     Tensor::from_primitive(TensorPrimitive::Float(result))

@@ -12,10 +12,11 @@ use crate::batch::{
 use crate::data::{ContextExample, Examples, NliExample, PairExample};
 use crate::plan::{Plan, TaskPlan};
 use crate::TrainError;
+use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use harness_model::decoder::LstmDecoder;
-use harness_model::encoder::Encoded;
+use harness_model::encoder::{Encoded, SentenceEncoder};
 use harness_model::heads::Mlp;
 use harness_model::random::Noise;
 use harness_model::system::{Group, System};
@@ -67,6 +68,32 @@ struct OwnBatch<'a, B: AutodiffBackend> {
     index: &'a [u32],
     /// Its first and second sides, once encoded.
     encoded: [Option<Encoded<B>>; 2],
+}
+
+/// A frozen encoder's encodings (no dropout, no gradient). A BERT encodes on the inner
+/// backend, as at inference, and its outputs enter the graph as constants: on the CPU that
+/// is the fused inference path (`harness_model::bert_fused`), which an Emu critic's inner
+/// updates run four times per step on a frozen encoder. Other encoders run as they are
+/// (the same values; their training paths are what their tests pin).
+fn frozen_forward<B: AutodiffBackend>(
+    encoder: &SentenceEncoder<B>,
+    input: &crate::batch::Padded<B>,
+) -> Encoded<B> {
+    if !matches!(encoder, SentenceEncoder::Bert(_)) {
+        return encoder.forward(input, None);
+    }
+    let inner = crate::batch::Padded {
+        ids: input.ids.clone().inner(),
+        mask: input.mask.clone().inner(),
+        tokens: input.tokens,
+        ngrams: None,
+    };
+    let e = encoder.valid().forward(&inner, None);
+    Encoded {
+        sentence: Tensor::from_inner(e.sentence),
+        states: Tensor::from_inner(e.states),
+        mask: Tensor::from_inner(e.mask),
+    }
 }
 
 impl<'a, B: AutodiffBackend> Step<'a, B> {
@@ -174,7 +201,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             .any(|g| matches!(g, Group::Encoder(j) if *j == i));
         let encoder = &self.model.encoders[i];
         let e = if frozen {
-            encoder.forward(&input, None)
+            frozen_forward(encoder, &input)
         } else {
             encoder.forward(&input, Some(self.noise))
         };
@@ -393,7 +420,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             .iter()
             .any(|g| matches!(g, Group::Encoder(j) if *j == i));
         let e = if frozen {
-            encoder.forward(&input, None)
+            frozen_forward(encoder, &input)
         } else {
             encoder.forward(&input, Some(self.noise))
         };

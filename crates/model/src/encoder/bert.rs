@@ -17,7 +17,7 @@ use crate::ModelError;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::store::{ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, SafetensorsStore};
-use burn::tensor::activation::{gelu, gelu_approximate, relu};
+use burn::tensor::activation::{gelu_approximate, relu};
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -473,39 +473,17 @@ pub struct BertIntermediate<B: Backend> {
 }
 
 impl HiddenAct {
-    /// Applies the activation. `Gelu` is the exact erf form: [`gelu_host`] on burn's CPU
-    /// backend, burn's `gelu` elsewhere.
+    /// Applies the activation. `Gelu` is the exact erf form: [`crate::gelu_fused`] (the
+    /// vectorised host GELU, with its own backward pass) on burn's CPU backend and its
+    /// autodiff, burn's `gelu` elsewhere.
     // https://github.com/huggingface/transformers/blob/cd4584e3c809bb9e1392ccd3fe38b40daba5519a/src/transformers/activations.py#L213
     pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
-            HiddenAct::Gelu if is_cpu_backend::<B>() => gelu_host(x),
-            HiddenAct::Gelu => gelu(x),
+            HiddenAct::Gelu => crate::gelu_fused::gelu(x),
             HiddenAct::GeluTanh => gelu_approximate(x),
             HiddenAct::Relu => relu(x),
         }
     }
-}
-
-/// Whether `B` is burn's ndarray CPU backend, whose tensors live in host memory.
-fn is_cpu_backend<B: Backend>() -> bool {
-    std::any::TypeId::of::<B>() == std::any::TypeId::of::<burn::backend::NdArray<f32>>()
-}
-
-/// Exact GELU, `x/2 · (1 + erf(x/√2))`, evaluated in f32 on the host.
-///
-/// burn-ndarray computes `erf` by widening every element to f64 for libm's `erf`, which took
-/// a quarter of all-MiniLM-L6-v2's CPU time. This takes the tensor's buffer, applies
-/// [`harness_kernels::gelu`] (vectorised; PyTorch's CPU erf formula) in place and hands it back:
-/// two copies of the buffer, no f64 arithmetic.
-fn gelu_host<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    let shape = x.shape();
-    let device = x.device();
-    let mut values: Vec<f32> = x
-        .into_data()
-        .into_vec()
-        .expect("burn's CPU backend holds f32 tensors");
-    harness_kernels::gelu(&mut values);
-    Tensor::from_data(TensorData::new(values, shape), &device)
 }
 
 impl<B: Backend> BertIntermediate<B> {
@@ -630,7 +608,79 @@ impl<B: Backend> Bert<B> {
         if let Some(hidden) = crate::bert_fused::forward(self, &input_ids, &attention_mask) {
             return hidden;
         }
+        if crate::attention_fused::supported::<B>() {
+            if let Some(hidden) = self.forward_fused_ops(input_ids.clone(), &attention_mask) {
+                return hidden;
+            }
+        }
         self.forward_generic(input_ids, attention_mask)
+    }
+
+    /// [`Bert::forward_generic`] through harness's fused CPU operations, each with its own
+    /// backward pass, on the `[batch·seq, hidden]` matrix: the linear layers
+    /// ([`crate::linear_fused`]), the attention core with the queries, keys and values side
+    /// by side ([`crate::attention_fused`]), LayerNorm ([`crate::layer_norm_fused`]) and GELU
+    /// ([`crate::gelu_fused`]); the reshapes copy nothing ([`crate::reshape_fused`]). This is
+    /// what fine-tuning differentiates on burn's CPU autodiff backend, where burn's own
+    /// operations copied transposed operands, built a node per element-wise step and took
+    /// GELU's erf in f64 (most of a step outside the GEMM). `None` (nothing computed) where
+    /// the fused attention does not run. Padded keys add −10⁴ to their scores where HF adds
+    /// f32's minimum: both vanish in the softmax's `exp`.
+    pub fn forward_fused_ops(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        attention_mask: &Tensor<B, 2>,
+    ) -> Option<Tensor<B, 3>> {
+        use crate::layer_norm_fused::layer_norm;
+        use crate::linear_fused::linear;
+        use crate::reshape_fused::reshape;
+        let [batch, seq] = input_ids.dims();
+        let d = self.hidden_size;
+        let heads = self
+            .encoder
+            .layer
+            .first()
+            .map_or(1, |l| l.attention.self_attention.num_attention_heads);
+        let key_mask: Vec<f32> = attention_mask
+            .clone()
+            .into_data()
+            .convert::<f32>()
+            .into_vec::<f32>()
+            .ok()?;
+        let shape = crate::attention_fused::Shape {
+            batch,
+            time: seq,
+            heads,
+            d,
+        };
+        let eps = self.layer_norm_eps;
+        let mut h = reshape(self.embeddings.forward(input_ids), [batch * seq, d]);
+        for layer in &self.encoder.layer {
+            let sa = &layer.attention.self_attention;
+            let qkv = Tensor::cat(
+                vec![
+                    linear(&sa.query, h.clone()),
+                    linear(&sa.key, h.clone()),
+                    linear(&sa.value, h.clone()),
+                ],
+                1,
+            );
+            let context =
+                crate::attention_fused::fused_attention(qkv, &key_mask, shape, &mut None, 0.0)
+                    .ok()?;
+            let out = &layer.attention.output;
+            let attended = layer_norm(&out.layer_norm, linear(&out.dense, context) + h, eps);
+            let inner = layer
+                .intermediate
+                .act
+                .forward(linear(&layer.intermediate.dense, attended.clone()));
+            h = layer_norm(
+                &layer.output.layer_norm,
+                linear(&layer.output.dense, inner) + attended,
+                eps,
+            );
+        }
+        Some(reshape(h, [batch, seq, d]))
     }
 
     /// [`Bert::forward`] through burn's tensor operations on every backend (what the CPU
@@ -1013,9 +1063,8 @@ mod tests {
             ),
             &device,
         );
-        assert!(is_cpu_backend::<B>());
         let fast = values(HiddenAct::Gelu.forward(x.clone()));
-        let exact = values(gelu(x));
+        let exact = values(burn::tensor::activation::gelu(x));
         for (f, e) in fast.iter().zip(&exact) {
             assert!((f - e).abs() <= 1e-6 * e.abs().max(1.0), "{f} vs {e}");
         }
@@ -1210,12 +1259,87 @@ mod tests {
         let bad =
             Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 50, 3, 4], [2, 2]), &device);
         assert!(crate::bert_fused::forward(&model, &bad, &mask(vec![1.0; 4])).is_none());
-        // Autodiff (fine-tuning) is not served: the generic path runs with burn's gradients.
+        // Autodiff (fine-tuning) is not served here: `Bert::forward_fused_ops` serves it.
         type Ad = burn::backend::Autodiff<B>;
         let trainable = tiny_config().init::<Ad>(&device);
         let ids = Tensor::<Ad, 2, Int>::from_data(TensorData::new(vec![1i64, 2], [1, 2]), &device);
         let ones = Tensor::<Ad, 2>::ones([1, 2], &device);
         assert!(crate::bert_fused::forward(&trainable, &ids, &ones).is_none());
+    }
+
+    /// Fine-tuning's path (`forward_fused_ops` on the CPU autodiff backend, which `forward`
+    /// takes there) against burn's generic operations: the hidden states and every
+    /// parameter's gradient of a loss over the real tokens.
+    #[test]
+    fn the_fused_operations_equal_the_generic_path_with_gradients() {
+        use burn::module::{ModuleVisitor, Param, ParamId};
+        type Ad = burn::backend::Autodiff<B>;
+        struct Grads<'a> {
+            grads: &'a <Ad as burn::tensor::backend::AutodiffBackend>::Gradients,
+            out: Vec<(ParamId, Vec<f32>)>,
+        }
+        impl ModuleVisitor<Ad> for Grads<'_> {
+            fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<Ad, D>>) {
+                if let Some(g) = p.val().grad(self.grads) {
+                    self.out
+                        .push((p.id, g.into_data().to_vec::<f32>().unwrap()));
+                }
+            }
+        }
+        let max_diff = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max)
+        };
+        let device = Default::default();
+        for config in [tiny_config(), wider_config(HiddenAct::Gelu)] {
+            let model = config.init::<Ad>(&device);
+            let longest = config.max_position_embeddings.min(13);
+            let batch = BertBatch::new(&model, &sentences(9, 12, longest), &device).unwrap();
+            let (ids, mask) = (batch.input_ids.clone(), batch.attention_mask.clone());
+            let [b, t] = ids.dims();
+            let h = config.hidden_size;
+            let w: Vec<f32> = (0..b * t * h).map(|i| (i as f32 * 0.37).cos()).collect();
+            let w = Tensor::<Ad, 3>::from_data(TensorData::new(w, [b, t, h]), &device)
+                * mask.clone().unsqueeze_dim::<3>(2);
+            let run = |hidden: Tensor<Ad, 3>| {
+                let real = hidden.clone() * mask.clone().unsqueeze_dim::<3>(2);
+                let grads = (hidden * w.clone()).sum().backward();
+                let mut g = Grads {
+                    grads: &grads,
+                    out: Vec::new(),
+                };
+                model.visit(&mut g);
+                let real: Tensor<Ad, 2> = real.reshape([b * t, h]);
+                (real.into_data().to_vec::<f32>().unwrap(), g.out)
+            };
+            let (a, ga) = run(model
+                .forward_fused_ops(ids.clone(), &mask)
+                .expect("the fused operations serve the CPU autodiff backend"));
+            let (c, gc) = run(model.forward_generic(ids.clone(), mask.clone()));
+            assert!(max_diff(&a, &c) <= 1e-5, "hidden: {}", max_diff(&a, &c));
+            assert_eq!(ga.len(), gc.len());
+            assert!(
+                ga.len() >= 16,
+                "every parameter has a gradient: {}",
+                ga.len()
+            );
+            for ((ia, x), (ic, y)) in ga.iter().zip(&gc) {
+                assert_eq!(ia, ic);
+                // Relative to the largest gradient of the parameter (at least 0.01: the
+                // smallest gradients are sums of rounding-sized terms).
+                let scale = y.iter().fold(1e-2f32, |m, v| m.max(v.abs()));
+                assert!(
+                    max_diff(x, y) <= 1e-4 * scale,
+                    "{ia}: {} (scale {scale})",
+                    max_diff(x, y)
+                );
+            }
+            // `forward` takes the fused operations on this backend.
+            let (f, _) = run(model.forward(ids, mask.clone()));
+            assert_eq!(f, a);
+        }
     }
 
     #[test]
