@@ -216,20 +216,26 @@ def start(doc: str):
     return args, torch
 
 
-def open_run(args):
-    """The run directory of `args.run`, its resolved recipe (with `--seed` applied) and its
-    `words` tokenizer (checked against words.rs's own cases): `(run, recipe, tokenizer,
-    setup start time)`."""
-    import time
-
-    check_tokenizer()
+def run_recipe(args, tokenizer: bool = True):
+    """The run directory of `args.run` and its resolved recipe, with `--seed` applied, and
+    (when `tokenizer`) the path of its `tokenizer.json`, checked: `(run, recipe, path)`."""
     run = args.run
     recipe = load_recipe(run)
     if args.seed is not None:
         recipe["seed"] = args.seed
     tok_path = run / "tokenizer.json"
-    if not tok_path.is_file():
+    if tokenizer and not tok_path.is_file():
         fail(f"{tok_path}: missing; pass a run directory of `harness train`")
+    return run, recipe, tok_path
+
+
+def open_run(args):
+    """[`run_recipe`] with the run's `words` tokenizer (checked against words.rs's own cases):
+    `(run, recipe, tokenizer, setup start time)`."""
+    import time
+
+    check_tokenizer()
+    run, recipe, tok_path = run_recipe(args)
     setup = time.perf_counter()
     return run, recipe, WordsTokenizer(tok_path), setup
 

@@ -81,8 +81,8 @@ if __name__ == "__main__":
 import json  # noqa: E402
 import random  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    INIT_SCALE, Meter, Mixture, TaskData, fail, learning_rate, load_recipe, make_optimizer, need,
-    num, read_jsonl, start, update)
+    INIT_SCALE, Meter, Mixture, TaskData, fail, learning_rate, make_optimizer, need, num,
+    read_jsonl, run_recipe, start, update)
 
 OBJECTIVES = ("l2_softmax", "center_loss", "adversarial_language")
 # l2_softmax.rs `MIN_NORM`.
@@ -379,10 +379,7 @@ class Trainer:
 
 def main() -> int:
     args, torch = start(__doc__)
-    run = args.run
-    recipe = load_recipe(run)
-    if args.seed is not None:
-        recipe["seed"] = args.seed
+    run, recipe, _ = run_recipe(args, tokenizer=False)
     folder = run / "peer-model"
     if not (folder / "config.json").is_file() or not (folder / "tokenizer.json").is_file():
         fail(f"{folder}: missing the encoder's starting weights; write them with "

@@ -76,8 +76,8 @@ if __name__ == "__main__":
 import json  # noqa: E402
 import random  # noqa: E402
 from bench_torch_common import (  # noqa: E402
-    BOS, EOS, Meter, Mixture, TaskData, fail, init_uniform, learning_rate, load_recipe,
-    make_optimizer, num, pad, sentence_encoder, start, update)
+    BOS, EOS, Meter, Mixture, TaskData, fail, init_uniform, learning_rate, make_optimizer, num,
+    pad, run_recipe, sentence_encoder, start, update)
 
 
 # ---------------------------------------------------------------- the run directory
@@ -367,13 +367,7 @@ def main() -> int:
     args, torch = start(__doc__)
     from tokenizers import Tokenizer
 
-    run = args.run
-    recipe = load_recipe(run)
-    if args.seed is not None:
-        recipe["seed"] = args.seed
-    tok_path = run / "tokenizer.json"
-    if not tok_path.is_file():
-        fail(f"{tok_path}: missing; pass a run directory of `harness train`")
+    run, recipe, tok_path = run_recipe(args)
     tokenizer = Tokenizer.from_file(str(tok_path))
     tokenizer.no_truncation()
     tokenizer.no_padding()
