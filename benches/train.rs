@@ -7,8 +7,7 @@
 //! Emu's fine-tuned multilingual-e5-small), the corpora and the tokenizer are prepared once
 //! into a scratch run directory, as `harness run` does (the run directory keeps the filtered
 //! corpora, `corpora/*.jsonl`, the mined hard negatives, `hard-negatives/*.json`, and the
-//! resolved recipe). Then, alternating in every round so that
-//! both see the same machine:
+//! resolved recipe). Then, alternating in every round so that both see the same machine:
 //!
 //! (a) harness trains the recipe's first `TRAIN_BENCH_STEPS` steps (burn-ndarray with harness's
 //!     fused CPU kernels) in a fresh directory;
@@ -144,6 +143,23 @@ const PEERS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
+/// The kinds of `recipe`'s encoders (the main one and every `model.encoders` entry).
+fn encoder_kinds(recipe: &Recipe) -> Vec<&str> {
+    recipe
+        .model
+        .iter()
+        .flat_map(|m| std::iter::once(&m.encoder).chain(m.encoders.values()))
+        .map(|e| e.kind())
+        .collect()
+}
+
+/// The last five lines of a finished command's stderr, joined with ` | `.
+fn stderr_tail(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
 /// Writes `run/peer-model`, the starting weights of a recipe's `pretrained` encoder as a
 /// sentence-transformers folder, for a peer that fine-tunes it: `harness train` of the recipe
 /// with no steps, then `harness export` (crates/train/src/export_st.rs).
@@ -167,13 +183,11 @@ fn export_starting_encoder(recipe: &Path, sets: &[String], run: &Path) -> Result
             .output()
             .map_err(|e| format!("harness could not start: {e}"))?;
         if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
             return Err(format!(
                 "`harness {}` exited with {}: {}",
                 args.join(" "),
                 out.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                stderr_tail(&out)
             ));
         }
     }
@@ -183,12 +197,7 @@ fn export_starting_encoder(recipe: &Path, sets: &[String], run: &Path) -> Result
 /// The PyTorch trainer of `recipe`: the first of [`PEERS`] that trains all its encoders'
 /// kinds and all its tasks' objectives, or why none does.
 fn pytorch_script(recipe: &Recipe) -> Result<&'static str, String> {
-    let mut kinds: Vec<&str> = recipe
-        .model
-        .iter()
-        .flat_map(|m| std::iter::once(&m.encoder).chain(m.encoders.values()))
-        .map(|e| e.kind())
-        .collect();
+    let mut kinds = encoder_kinds(recipe);
     let mut objectives: Vec<&str> = recipe.tasks.iter().map(|t| t.objective.name()).collect();
     for v in [&mut kinds, &mut objectives] {
         v.sort_unstable();
@@ -223,13 +232,11 @@ fn pytorch_rate(script: &str, run: &Path, steps: u64, threads: usize) -> Result<
         .map_err(|e| format!("python3 could not start: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
         return Err(format!(
             "{} exited with {}: {}",
             script.display(),
             out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            stderr_tail(&out)
         ));
     }
     let line = stdout
@@ -276,12 +283,7 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
         Ok(s) => (Some(s), None),
         Err(why) => (None, Some(why)),
     };
-    let pretrained = resolved
-        .recipe
-        .model
-        .iter()
-        .flat_map(|m| std::iter::once(&m.encoder).chain(m.encoders.values()))
-        .any(|e| e.kind() == "pretrained");
+    let pretrained = encoder_kinds(&resolved.recipe).contains(&"pretrained");
     if pretrained && skipped.is_none() {
         if let Err(why) = export_starting_encoder(recipe, &sets, &run) {
             skipped = Some(why);
