@@ -60,9 +60,9 @@ fn complete(home: &Path, args: &[String]) -> Duration {
 /// Starts `cmd` in a process group of its own and SIGKILLs it after `after` unless it ended
 /// before: the whole group at once when `whole_group` (a job killed with its children, as a
 /// scheduler does), else only the process itself (its children then die with it through
-/// `PR_SET_PDEATHSIG`). Returns once every process of the group is gone; whether the kill
-/// landed before the end.
-fn kill_after(mut cmd: Command, after: Duration, whole_group: bool) -> bool {
+/// `PR_SET_PDEATHSIG`). Returns once every process of the group is gone: `None` when the
+/// kill landed before the end, else the run's wall time.
+fn kill_after(mut cmd: Command, after: Duration, whole_group: bool) -> Option<Duration> {
     use std::os::unix::process::CommandExt;
     let mut child = cmd
         .process_group(0)
@@ -71,14 +71,15 @@ fn kill_after(mut cmd: Command, after: Duration, whole_group: bool) -> bool {
         .spawn()
         .unwrap();
     let group = child.id() as i32;
-    let deadline = Instant::now() + after;
-    let mut killed = false;
+    let started = Instant::now();
+    let deadline = started + after;
+    let mut ended = None;
     loop {
         if child.try_wait().unwrap().is_some() {
+            ended = Some(started.elapsed());
             break;
         }
         if Instant::now() >= deadline {
-            killed = true;
             // SAFETY: kill only sends a signal to the group or process started above.
             unsafe {
                 libc::kill(if whole_group { -group } else { group }, libc::SIGKILL);
@@ -98,7 +99,7 @@ fn kill_after(mut cmd: Command, after: Duration, whole_group: bool) -> bool {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    killed
+    ended
 }
 
 /// Each benchmark's scores (what must not depend on the kills).
@@ -167,7 +168,10 @@ fn assert_no_leftovers(dir: &Path, at: &str) {
 /// later runs' reads). The command from `start` is SIGKILLed at a seeded random moment
 /// within the time the run takes (`cold` after a reset, else the last completion's); then
 /// `finish` runs it to the end (its wall time) and `check` compares what it left with an
-/// uninterrupted run's. Prints and returns how many kills landed before the end.
+/// uninterrupted run's. A run that ends before its kill point narrows the window to its
+/// own time (the cold run is timed once, and under load it can take longer than every later
+/// run), and while no kill has landed the loop adds points, up to `2n`. Prints and returns
+/// how many kills landed before the end.
 fn kill_loop(
     plan: Plan,
     mut reset: impl FnMut(),
@@ -184,22 +188,27 @@ fn kill_loop(
     } = plan;
     let mut rng = Rng(seed);
     let mut killed = 0;
-    let mut last = cold;
-    for i in 0..n {
+    let timed_cold = cold;
+    let (mut cold, mut last) = (cold, cold);
+    let mut i = 0;
+    while i < n || (killed == 0 && i < 2 * n) {
         let is_cold = i % cold_every == 0;
         if is_cold {
             reset();
         }
         let window = if is_cold { cold } else { last }.as_micros() as u64 + 1;
         let after = Duration::from_micros(rng.next() % window);
-        if kill_after(start(), after, i % 2 == 0) {
-            killed += 1;
+        match kill_after(start(), after, i % 2 == 0) {
+            None => killed += 1,
+            Some(ran) if is_cold => cold = cold.min(ran),
+            Some(_) => {}
         }
         last = finish();
         check(&format!("{label}: kill point {i} ({after:?}, seed {seed})"));
+        i += 1;
     }
     println!(
-        "{label}: {killed} of {n} kill points landed before the end (seed {seed}, cold run {cold:?})"
+        "{label}: {killed} of {i} kill points landed before the end (seed {seed}, cold run {timed_cold:?})"
     );
     assert!(killed > 0, "{label}: no kill landed: the window is wrong");
     killed

@@ -24,9 +24,12 @@ pub use packed::{gemm_packed, gemm_packed_rows, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.
 const PAR_MIN_FLOPS: usize = 1 << 21;
-/// Products are split into blocks of this many rows (or columns) of C. Fixed, so that the
-/// result does not depend on the number of threads.
+/// A parallel block is at most this many rows (or columns) of C, so that a large product
+/// gives each thread several blocks to balance.
 const PAR_BLOCK: usize = 256;
+/// Block edges are multiples of this: matrixmultiply's widest micro-tile (16 × 16 with
+/// AVX-512), so that a split adds no partial tiles.
+const PAR_ALIGN: usize = 16;
 
 #[derive(Clone, Copy)]
 struct SendPtr(*mut f32);
@@ -36,8 +39,10 @@ unsafe impl Sync for SendPtr {}
 
 /// `C (m × n) = alpha · op(A) · op(B) + beta · C`, all row-major. `op(A)` is `m × k`: `A` is
 /// stored `m × k`, or `k × m` when `trans_a`. `op(B)` is `k × n`: `B` is stored `k × n`, or
-/// `n × k` when `trans_b`. Large products are split into fixed blocks of rows or columns run
-/// in parallel (the result does not depend on the number of threads).
+/// `n × k` when `trans_b`. Large products are split into blocks of rows or columns run in
+/// parallel, as many blocks as balance the threads ([`par_blocks`]). Every element of C is
+/// the same sum in the same order whatever the split (matrixmultiply never splits `k`
+/// across blocks), so the bits do not depend on the number of threads (a test checks).
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     m: usize,
@@ -50,6 +55,39 @@ pub fn gemm(
     trans_b: bool,
     beta: f32,
     c: &mut [f32],
+) {
+    let split = if m * n * k < PAR_MIN_FLOPS {
+        1
+    } else {
+        par_blocks(m.max(n), rayon::current_num_threads())
+    };
+    gemm_split(m, n, k, alpha, a, trans_a, b, trans_b, beta, c, split)
+}
+
+/// How many blocks to cut a dimension of `dim` into for `threads` threads: a multiple of
+/// `threads` (a 384-wide product cut into 256 + 128 leaves one of two threads idle a third
+/// of the time), each block at most about [`PAR_BLOCK`] and at least [`PAR_ALIGN`].
+fn par_blocks(dim: usize, threads: usize) -> usize {
+    let threads = threads.max(1);
+    let per_thread = dim.div_ceil(threads * PAR_BLOCK);
+    (threads * per_thread).min(dim / PAR_ALIGN).max(1)
+}
+
+/// [`gemm`] with the larger of C's two dimensions cut into `blocks` blocks of equal size
+/// (rounded up to [`PAR_ALIGN`]), run in parallel.
+#[allow(clippy::too_many_arguments)]
+fn gemm_split(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f32,
+    a: &[f32],
+    trans_a: bool,
+    b: &[f32],
+    trans_b: bool,
+    beta: f32,
+    c: &mut [f32],
+    blocks: usize,
 ) {
     assert_eq!(a.len(), m * k, "gemm: A has the wrong size");
     assert_eq!(b.len(), k * n, "gemm: B has the wrong size");
@@ -90,18 +128,17 @@ pub fn gemm(
             csc,
         );
     };
-    if m * n * k < PAR_MIN_FLOPS || (m <= PAR_BLOCK && n <= PAR_BLOCK) {
+    if blocks <= 1 {
         run(0, m, 0, n);
-    } else if m >= n {
-        (0..m.div_ceil(PAR_BLOCK)).into_par_iter().for_each(|i| {
-            let r0 = i * PAR_BLOCK;
-            run(r0, PAR_BLOCK.min(m - r0), 0, n);
-        });
+        return;
+    }
+    let dim = m.max(n);
+    let size = dim.div_ceil(blocks).next_multiple_of(PAR_ALIGN);
+    let starts = (0..dim.div_ceil(size)).into_par_iter().map(|i| i * size);
+    if m >= n {
+        starts.for_each(|r0| run(r0, size.min(m - r0), 0, n));
     } else {
-        (0..n.div_ceil(PAR_BLOCK)).into_par_iter().for_each(|j| {
-            let c0 = j * PAR_BLOCK;
-            run(0, m, c0, PAR_BLOCK.min(n - c0));
-        });
+        starts.for_each(|c0| run(0, m, c0, size.min(n - c0)));
     }
 }
 
@@ -143,5 +180,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The bits of C do not depend on how the product is split, so neither on the number of
+    /// threads: every split from one block to many, for each transpose, with β = 0 and β = 1.
+    #[test]
+    fn every_split_gives_the_same_bits() {
+        for &(m, n, k) in &[
+            (320, 384, 300),
+            (384, 1152, 40),
+            (100, 37, 129),
+            (51, 400, 17),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 37.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 41.0)
+                .collect();
+            let c0: Vec<f32> = (0..m * n).map(|i| (i % 13) as f32 / 7.0).collect();
+            for &(ta, tb) in &[(false, false), (true, false), (false, true), (true, true)] {
+                for beta in [0.0, 1.0] {
+                    let mut whole = c0.clone();
+                    gemm_split(m, n, k, 1.0, &a, ta, &b, tb, beta, &mut whole, 1);
+                    for blocks in [2, 3, 4, 6, 7, 24] {
+                        let mut split = c0.clone();
+                        gemm_split(m, n, k, 1.0, &a, ta, &b, tb, beta, &mut split, blocks);
+                        assert!(
+                            whole
+                                .iter()
+                                .zip(&split)
+                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "{m}×{n}×{k} (ta {ta}, tb {tb}, β {beta}) in {blocks} blocks"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_are_a_multiple_of_the_threads_and_not_too_small() {
+        assert_eq!(par_blocks(384, 2), 2);
+        assert_eq!(par_blocks(1152, 2), 6);
+        assert_eq!(par_blocks(1536, 2), 6);
+        assert_eq!(par_blocks(320, 1), 2);
+        assert_eq!(par_blocks(40, 8), 2);
+        assert_eq!(par_blocks(10, 8), 1);
     }
 }
