@@ -1,5 +1,7 @@
 //! harness-kernels: the CPU numeric kernels the layers above share, written once: the f32
-//! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), vectorisable
+//! matrix product ([`gemm`], matrixmultiply's kernels split over rayon), the product of a
+//! batch of rows with a layer's weights ([`gemm_w`]: only the weights packed, a tile at a
+//! time, the rows read in place), vectorisable
 //! elementwise functions ([`exp`], [`sigmoid`], [`tanh`], [`gelu`] over slices, Adam's
 //! update [`adam`]) and the classifiers' deterministic [`dot`] and [`axpy`], and the products
 //! of layers with few outputs ([`narrow`]). Uses no other harness crate.
@@ -20,7 +22,7 @@ pub mod packed;
 pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
 pub use math::{adam, exp, gelu, gelu_backward, sigmoid, tanh, AdamStep};
-pub use packed::{gemm_packed, gemm_packed_rows, PackedB};
+pub use packed::{gemm_packed, gemm_packed_rows, gemm_w, PackedB};
 
 /// Products smaller than this many multiply-adds run on one thread.
 const PAR_MIN_FLOPS: usize = 1 << 21;

@@ -10,6 +10,8 @@
 //! path accumulates each output over `k` in order with fused multiply-adds, from zero, then
 //! adds the sum to `C`: all three give the same bits.
 
+use rayon::prelude::*;
+
 /// Columns per panel.
 const NR: usize = 16;
 
@@ -63,6 +65,56 @@ impl PackedB {
         PackedB { k, n, panels }
     }
 
+    /// Repacks `self` as columns `[col0, col0 + cols)` of `b` (`k × n` row-major, or `n × k`
+    /// read transposed when `trans`), reusing its buffer: the panels [`PackedB::new`] makes of
+    /// those columns alone.
+    fn pack_columns(
+        &mut self,
+        k: usize,
+        n: usize,
+        b: &[f32],
+        trans: bool,
+        col0: usize,
+        cols: usize,
+    ) {
+        let n_panels = cols.div_ceil(NR);
+        self.k = k;
+        self.n = cols;
+        self.panels.clear();
+        self.panels.resize(n_panels * k * NR, 0.0);
+        for p in 0..n_panels {
+            let panel = &mut self.panels[p * k * NR..(p + 1) * k * NR];
+            let (c0, w) = (col0 + p * NR, NR.min(cols - p * NR));
+            if trans && w == NR && transpose_avx512() {
+                // SAFETY: AVX-512F is present; rows c0..c0 + 16 of `b` (each k long) exist
+                // (`c0 + 16 <= n` and `b` has n·k floats), and `panel` holds k·16 floats.
+                unsafe { avx512::pack_transposed(b[c0 * k..].as_ptr(), k, panel.as_mut_ptr()) };
+            } else if trans {
+                // Column `c0 + j` of op(B) is row `c0 + j` of `b`: read each row once, in order.
+                for j in 0..w {
+                    let row = &b[(c0 + j) * k..(c0 + j + 1) * k];
+                    for (kk, v) in row.iter().enumerate() {
+                        panel[kk * NR + j] = *v;
+                    }
+                }
+            } else if w == NR {
+                // A fixed-size copy compiles to one vector move; a slice copy of run-time
+                // length calls memcpy, which at 64 bytes a call cost as much as the packing.
+                for (kk, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                    let src: &[f32; NR] = b[kk * n + c0..kk * n + c0 + NR]
+                        .try_into()
+                        .expect("16 floats");
+                    let dst: &mut [f32; NR] = dst.try_into().expect("16 floats");
+                    *dst = *src;
+                }
+            } else {
+                for (kk, dst) in panel.chunks_exact_mut(NR).enumerate() {
+                    dst[..w].copy_from_slice(&b[kk * n + c0..kk * n + c0 + w]);
+                }
+            }
+        }
+    }
+
     /// Rows of `B` (the inner dimension of the product).
     pub fn k(&self) -> usize {
         self.k
@@ -81,6 +133,98 @@ pub fn gemm_packed(m: usize, a: &[f32], b: &PackedB, c: &mut [f32]) {
     // SAFETY: each pointer starts a whole k-long row of `a` (its size was checked above).
     unsafe { run_rows(&rows, b, c) }
 }
+
+/// Whether [`PackedB::pack_columns`] may transpose with AVX-512 (a 16 × 16 block in
+/// registers; the scalar transpose, one strided store a float, was a fifth of a linear
+/// layer's `dY·Wᵀ` at BERT-small's shapes).
+fn transpose_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Columns of `op(W)` packed and multiplied at a time by [`gemm_w`]: two panels, the
+/// widest register tile.
+const W_COLS: usize = 2 * NR;
+
+/// `C (m × n) += A (m × k) · op(W)`, all row-major and contiguous: `W` is stored `k × n`, or
+/// `n × k` (read transposed) when `trans_w`. A linear layer's product over a batch of
+/// tokens, `X·W` and `dY·Wᵀ`.
+///
+/// The columns of `op(W)` are cut into one group per rayon thread; each thread packs its
+/// columns [`W_COLS`] at a time into a panel that stays in its cache and runs every row of
+/// `A` against it, read in place. So `W` is packed once in all and `A` never, where a general
+/// GEMM packs both, per block, every call (at BERT-small's shapes that packing was a fifth
+/// of the product's time). Every element of `C` is summed over `k` in order by the same
+/// micro-kernels as [`gemm_packed`], from zero, then added to `C`: the bits do not depend
+/// on the split or the thread count (a test checks).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_w(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], trans_w: bool, c: &mut [f32]) {
+    let groups = if m * n * k < crate::PAR_MIN_FLOPS {
+        1
+    } else {
+        rayon::current_num_threads()
+    };
+    gemm_w_split(m, n, k, a, w, trans_w, c, groups)
+}
+
+/// [`gemm_w`] with the column tiles dealt into `groups` contiguous groups run in parallel.
+#[allow(clippy::too_many_arguments)]
+fn gemm_w_split(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    w: &[f32],
+    trans_w: bool,
+    c: &mut [f32],
+    groups: usize,
+) {
+    assert_eq!(a.len(), m * k, "gemm_w: A has the wrong size");
+    assert_eq!(w.len(), k * n, "gemm_w: W has the wrong size");
+    assert_eq!(c.len(), m * n, "gemm_w: C has the wrong size");
+    if m == 0 || n == 0 {
+        return;
+    }
+    let rows: Vec<*const f32> = (0..m).map(|r| a[r * k..].as_ptr()).collect();
+    let tiles = n.div_ceil(W_COLS);
+    let groups = groups.clamp(1, tiles);
+    let pc = crate::SendPtr(c.as_mut_ptr());
+    let rows = SendRows(&rows);
+    let run_group = move |g: usize| {
+        let (rows, pc) = (rows, pc);
+        let mut panel = PackedB {
+            k,
+            n: 0,
+            panels: Vec::new(),
+        };
+        for t in (g * tiles / groups)..((g + 1) * tiles / groups) {
+            let col0 = t * W_COLS;
+            let cols = W_COLS.min(n - col0);
+            panel.pack_columns(k, n, w, trans_w, col0, cols);
+            // SAFETY: every row pointer starts a k-long row of `a` (its size was checked);
+            // this group alone writes columns [col0, col0 + cols) of C's m rows of n.
+            unsafe { run_rows_into(rows.0, &panel, pc.0.add(col0), n) };
+        }
+    };
+    if groups == 1 {
+        run_group(0);
+    } else {
+        (0..groups).into_par_iter().for_each(run_group);
+    }
+}
+
+/// Row pointers into `A`, shared read-only by the threads of [`gemm_w`].
+#[derive(Clone, Copy)]
+struct SendRows<'a>(&'a [*const f32]);
+// SAFETY: the pointers are only read through, into an `A` borrowed for the whole call.
+unsafe impl Send for SendRows<'_> {}
+unsafe impl Sync for SendRows<'_> {}
 
 /// `C (rows.len() × n) += A · B` where row `i` of `A` is row `rows[i]` of `x` (stored
 /// row-major, `k` wide): a batch of training examples multiplied in place, without gathering
@@ -108,6 +252,18 @@ pub fn gemm_packed_rows(x: &[f32], rows: &[usize], b: &PackedB, c: &mut [f32]) {
 unsafe fn run_rows(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
     let (m, n) = (rows.len(), b.n);
     assert_eq!(c.len(), m * n, "gemm_packed: C has the wrong size");
+    unsafe { run_rows_into(rows, b, c.as_mut_ptr(), n) }
+}
+
+/// `C += A·B` into `C` given as a pointer to its first element and its row stride `ldc`
+/// (`C` may be a block of columns of a wider matrix).
+///
+/// # Safety
+/// Every pointer in `rows` must start `b.k()` readable floats; `c` must point to `rows.len()`
+/// rows of `ldc` floats, the first `b.n()` of each writable and not written by anyone else
+/// meanwhile.
+unsafe fn run_rows_into(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
+    let (m, n) = (rows.len(), b.n);
     if m == 0 || n == 0 {
         return;
     }
@@ -115,22 +271,22 @@ unsafe fn run_rows(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512F; the sizes were checked above.
-            unsafe { avx512::run(rows, b, c) };
+            unsafe { avx512::run(rows, b, c, ldc) };
             return;
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has AVX2 and FMA; the sizes were checked above.
-            unsafe { avx2::run(rows, b, c) };
+            unsafe { avx2::run(rows, b, c, ldc) };
             return;
         }
     }
-    unsafe { portable(rows, b, c) }
+    unsafe { portable(rows, b, c, ldc) }
 }
 
 /// # Safety
 /// As [`run_rows`].
-unsafe fn portable(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
+unsafe fn portable(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
     let (k, n) = (b.k, b.n);
     for p in 0..n.div_ceil(NR) {
         let panel = &b.panels[p * k * NR..(p + 1) * k * NR];
@@ -145,8 +301,9 @@ unsafe fn portable(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
                     acc[j] = ar[kk].mul_add(bk[j], acc[j]);
                 }
             }
-            for j in 0..cols {
-                c[r * n + p * NR + j] += acc[j];
+            for (j, v) in acc.iter().enumerate().take(cols) {
+                // SAFETY: the caller guarantees rows.len() writable rows of `ldc` at `c`.
+                unsafe { *c.add(r * ldc + p * NR + j) += v };
             }
         }
     }
@@ -158,28 +315,134 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: &mut [f32]) {
+    pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
         let (k, n, m) = (b.k, b.n, a.len());
-        for p in 0..n.div_ceil(NR) {
+        let panels = n.div_ceil(NR);
+        let mut p = 0;
+        // Two full panels at a time: 8 broadcasts of A feed 16 multiply-adds instead of 8.
+        while p + 2 <= panels && (p + 2) * NR <= n {
+            let panel = b.panels.as_ptr().add(p * k * NR);
+            let mut r = 0;
+            while r < m {
+                let rows = (m - r).min(8);
+                let a0 = &a[r..r + rows];
+                let c0 = c.add(r * ldc + p * NR);
+                match rows {
+                    8 => tile2::<8>(k, a0, panel, c0, ldc),
+                    7 => tile2::<7>(k, a0, panel, c0, ldc),
+                    6 => tile2::<6>(k, a0, panel, c0, ldc),
+                    5 => tile2::<5>(k, a0, panel, c0, ldc),
+                    4 => tile2::<4>(k, a0, panel, c0, ldc),
+                    3 => tile2::<3>(k, a0, panel, c0, ldc),
+                    2 => tile2::<2>(k, a0, panel, c0, ldc),
+                    _ => tile2::<1>(k, a0, panel, c0, ldc),
+                }
+                r += rows;
+            }
+            p += 2;
+        }
+        for p in p..panels {
             let panel = b.panels.as_ptr().add(p * k * NR);
             let cols = NR.min(n - p * NR);
             let mut r = 0;
             while r < m {
                 let rows = (m - r).min(8);
                 let a0 = &a[r..r + rows];
-                let c0 = c.as_mut_ptr().add(r * n + p * NR);
+                let c0 = c.add(r * ldc + p * NR);
                 match rows {
-                    8 => tile::<8>(k, a0, panel, c0, n, cols),
-                    7 => tile::<7>(k, a0, panel, c0, n, cols),
-                    6 => tile::<6>(k, a0, panel, c0, n, cols),
-                    5 => tile::<5>(k, a0, panel, c0, n, cols),
-                    4 => tile::<4>(k, a0, panel, c0, n, cols),
-                    3 => tile::<3>(k, a0, panel, c0, n, cols),
-                    2 => tile::<2>(k, a0, panel, c0, n, cols),
-                    _ => tile::<1>(k, a0, panel, c0, n, cols),
+                    8 => tile::<8>(k, a0, panel, c0, ldc, cols),
+                    7 => tile::<7>(k, a0, panel, c0, ldc, cols),
+                    6 => tile::<6>(k, a0, panel, c0, ldc, cols),
+                    5 => tile::<5>(k, a0, panel, c0, ldc, cols),
+                    4 => tile::<4>(k, a0, panel, c0, ldc, cols),
+                    3 => tile::<3>(k, a0, panel, c0, ldc, cols),
+                    2 => tile::<2>(k, a0, panel, c0, ldc, cols),
+                    _ => tile::<1>(k, a0, panel, c0, ldc, cols),
                 }
                 r += rows;
             }
+        }
+    }
+
+    /// One panel of 16 columns of `op(B) = Bᵀ`: `src` points to 16 rows of `B`, each `k`
+    /// long and `k` apart; `dst` gets `k` rows of 16 (row `kk` holds element `kk` of each).
+    /// 16 × 16 blocks are transposed in registers; the last `k % 16` rows one by one.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_transposed(src: *const f32, k: usize, dst: *mut f32) {
+        let full = k - k % NR;
+        let mut kk = 0;
+        while kk < full {
+            let mut r: [__m512; 16] = std::array::from_fn(|j| _mm512_loadu_ps(src.add(j * k + kk)));
+            transpose16(&mut r);
+            for (i, v) in r.iter().enumerate() {
+                _mm512_storeu_ps(dst.add((kk + i) * NR), *v);
+            }
+            kk += NR;
+        }
+        for kk in full..k {
+            for j in 0..NR {
+                *dst.add(kk * NR + j) = *src.add(j * k + kk);
+            }
+        }
+    }
+
+    /// Transposes the 16 × 16 matrix whose rows are `r`, in place (unpack pairs, then
+    /// shuffle pairs of pairs, then 128-bit lanes twice).
+    #[target_feature(enable = "avx512f")]
+    unsafe fn transpose16(r: &mut [__m512; 16]) {
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        for b in (0..16).step_by(4) {
+            r[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
+            r[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+            r[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+            r[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+        }
+        for b in [0, 8] {
+            for i in 0..4 {
+                t[b + i] = _mm512_shuffle_f32x4::<0x88>(r[b + i], r[b + 4 + i]);
+                t[b + 4 + i] = _mm512_shuffle_f32x4::<0xDD>(r[b + i], r[b + 4 + i]);
+            }
+        }
+        for i in 0..8 {
+            r[i] = _mm512_shuffle_f32x4::<0x88>(t[i], t[8 + i]);
+            r[8 + i] = _mm512_shuffle_f32x4::<0xDD>(t[i], t[8 + i]);
+        }
+    }
+
+    /// `R` rows of `A` (each `k` long) against two whole adjacent panels, added into `C`
+    /// (row stride `ldc`). Each output is the same sum in the same order as in [`tile`].
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile2<const R: usize>(
+        k: usize,
+        a: &[*const f32],
+        panel: *const f32,
+        c: *mut f32,
+        ldc: usize,
+    ) {
+        let a: [*const f32; R] = std::array::from_fn(|r| a[r]);
+        let next = panel.add(k * NR);
+        let mut lo = [_mm512_setzero_ps(); R];
+        let mut hi = [_mm512_setzero_ps(); R];
+        for kk in 0..k {
+            let b0 = _mm512_loadu_ps(panel.add(kk * NR));
+            let b1 = _mm512_loadu_ps(next.add(kk * NR));
+            for r in 0..R {
+                let av = _mm512_set1_ps(*a[r].add(kk));
+                lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
+                hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
+            }
+        }
+        for r in 0..R {
+            let cr = c.add(r * ldc);
+            _mm512_storeu_ps(cr, _mm512_add_ps(_mm512_loadu_ps(cr), lo[r]));
+            _mm512_storeu_ps(
+                cr.add(NR),
+                _mm512_add_ps(_mm512_loadu_ps(cr.add(NR)), hi[r]),
+            );
         }
     }
 
@@ -221,7 +484,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: &mut [f32]) {
+    pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
         let (k, n, m) = (b.k, b.n, a.len());
         for p in 0..n.div_ceil(NR) {
             let panel = b.panels.as_ptr().add(p * k * NR);
@@ -230,14 +493,14 @@ mod avx2 {
             while r < m {
                 let rows = (m - r).min(6);
                 let a0 = &a[r..r + rows];
-                let c0 = c.as_mut_ptr().add(r * n + p * NR);
+                let c0 = c.add(r * ldc + p * NR);
                 match rows {
-                    6 => tile::<6>(k, a0, panel, c0, n, cols),
-                    5 => tile::<5>(k, a0, panel, c0, n, cols),
-                    4 => tile::<4>(k, a0, panel, c0, n, cols),
-                    3 => tile::<3>(k, a0, panel, c0, n, cols),
-                    2 => tile::<2>(k, a0, panel, c0, n, cols),
-                    _ => tile::<1>(k, a0, panel, c0, n, cols),
+                    6 => tile::<6>(k, a0, panel, c0, ldc, cols),
+                    5 => tile::<5>(k, a0, panel, c0, ldc, cols),
+                    4 => tile::<4>(k, a0, panel, c0, ldc, cols),
+                    3 => tile::<3>(k, a0, panel, c0, ldc, cols),
+                    2 => tile::<2>(k, a0, panel, c0, ldc, cols),
+                    _ => tile::<1>(k, a0, panel, c0, ldc, cols),
                 }
                 r += rows;
             }
@@ -328,6 +591,42 @@ mod tests {
         assert_eq!(from_rows.panels, plain.panels);
     }
 
+    /// `gemm_w` gives the bits of `gemm_packed` on the whole packed `W`, for every split of
+    /// its columns over threads, both layouts of `W`, and ragged edges.
+    #[test]
+    fn products_with_w_packed_a_tile_at_a_time_give_the_bits_of_the_whole_packing() {
+        for &(m, k, n) in &[(1, 3, 5), (13, 33, 41), (37, 64, 100), (240, 96, 384)] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+                .collect();
+            let w: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
+                .collect();
+            let c0: Vec<f32> = (0..m * n).map(|i| (i % 13) as f32 / 7.0).collect();
+            for trans in [false, true] {
+                let mut want = c0.clone();
+                gemm_packed(m, &a, &PackedB::new(k, n, &w, trans), &mut want);
+                let near = naive(m, k, n, &a, &w, trans);
+                for ((x, y), z) in want.iter().zip(&near).zip(&c0) {
+                    assert!((x - z - y).abs() < 1e-4 * (1.0 + y.abs()), "{x} vs {y}");
+                }
+                for groups in [1, 2, 3, 5, 64] {
+                    let mut got = c0.clone();
+                    gemm_w_split(m, n, k, &a, &w, trans, &mut got, groups);
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{m}×{k}×{n} (trans {trans}) in {groups} groups"
+                    );
+                }
+                let mut got = c0.clone();
+                gemm_w(m, n, k, &a, &w, trans, &mut got);
+                assert_eq!(got, want);
+            }
+        }
+    }
+
     #[test]
     fn packed_product_matches_the_naive_one_and_every_path_gives_the_same_bits() {
         for &(m, k, n) in &[
@@ -354,7 +653,7 @@ mod tests {
                 let ptrs: Vec<*const f32> = (0..m).map(|r| a[r * k..].as_ptr()).collect();
                 let mut p = vec![0.5f32; m * n];
                 // SAFETY: every pointer starts a k-long row of `a`.
-                unsafe { portable(&ptrs, &packed, &mut p) };
+                unsafe { portable(&ptrs, &packed, p.as_mut_ptr(), n) };
                 assert!(
                     c.iter().zip(&p).all(|(x, y)| x.to_bits() == y.to_bits()),
                     "the dispatched kernel and the portable one differ ({m}×{k}×{n})"
@@ -365,7 +664,7 @@ mod tests {
                 {
                     let mut q = vec![0.5f32; m * n];
                     // SAFETY: AVX2 and FMA are present (checked above).
-                    unsafe { avx2::run(&ptrs, &packed, &mut q) };
+                    unsafe { avx2::run(&ptrs, &packed, q.as_mut_ptr(), n) };
                     assert!(
                         q.iter().zip(&p).all(|(x, y)| x.to_bits() == y.to_bits()),
                         "the AVX2 kernel and the portable one differ ({m}×{k}×{n})"

@@ -20,7 +20,7 @@
 //! spent 37 % of its time outside the GEMM micro-kernel and its packing: copies of permuted
 //! views for burn's 4-D attention matmuls, `cat` and `slice` (`memmove` 7 %), the GELU loop
 //! and burn's `exp` (10 %), element-wise maps and broadcasts through ndarray (~10 %). Here
-//! every Linear is one [`gemm`] over all tokens with the bias already in the output, the
+//! every Linear is one [`gemm_w`] over all tokens with the bias already in the output, the
 //! attention reads each head's 32-float slices in place, GELU is vectorised
 //! ([`harness_kernels::gelu`]) and LayerNorm adds the residual in the same pass
 //! ([`layer_norm_rows`]).
@@ -46,7 +46,7 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use harness_kernels::{axpy, dot, gemm};
+use harness_kernels::{axpy, dot, gemm_w};
 use rayon::prelude::*;
 use std::any::Any;
 use std::borrow::Cow;
@@ -192,15 +192,16 @@ fn embeddings(bert: &Bert<Cpu>, ids: &[i64], seq: usize, eps: f32) -> Option<Vec
     Some(x)
 }
 
-/// `x·W + b` over `rows` rows: one GEMM whose output starts as the bias (`beta = 1`), so the
-/// bias costs no extra pass. `None` when `x` does not have `rows × d_in` values.
+/// `x·W + b` over `rows` rows: one product ([`gemm_w`]: the weights packed a tile at a time,
+/// the rows read in place) added to an output that starts as the bias, so the bias costs no
+/// extra pass. `None` when `x` does not have `rows × d_in` values.
 fn linear(layer: &Linear<Cpu>, x: &[f32], rows: usize) -> Option<Vec<f32>> {
     let [d_in, d_out] = layer.weight.dims();
     if x.len() != rows * d_in {
         return None;
     }
     let w = primitive(&layer.weight);
-    let (mut y, beta) = match &layer.bias {
+    let mut y = match &layer.bias {
         Some(b) => {
             let b = primitive(b);
             let b = slice(&b);
@@ -211,22 +212,11 @@ fn linear(layer: &Linear<Cpu>, x: &[f32], rows: usize) -> Option<Vec<f32>> {
             for _ in 0..rows {
                 y.extend_from_slice(&b);
             }
-            (y, 1.0)
+            y
         }
-        None => (vec![0.0f32; rows * d_out], 0.0),
+        None => vec![0.0f32; rows * d_out],
     };
-    gemm(
-        rows,
-        d_out,
-        d_in,
-        1.0,
-        x,
-        false,
-        &slice(&w),
-        false,
-        beta,
-        &mut y,
-    );
+    gemm_w(rows, d_out, d_in, x, &slice(&w), false, &mut y);
     Some(y)
 }
 

@@ -1,7 +1,8 @@
 //! A linear layer on a matrix (`y = x·W + b`, `x: [rows, d_in]`) as one operation on the
 //! CPU backend, with its own backward pass: `dx = dy·Wᵀ`, `dW = xᵀ·dy`, `db = Σ_rows dy`,
-//! each one GEMM (`harness-kernels`) reading the saved arrays in place through transposed
-//! strides.
+//! each one product (`harness-kernels`) reading the saved arrays in place: `y` and `dx`
+//! through `gemm_w`, which packs only the weights (a tile at a time) and reads the rows in
+//! place, `dW` through the general `gemm` with transposed strides.
 //!
 //! Why: burn's linear backward transposes `x` and `W` with `swap_dims`, and burn-ndarray's
 //! matmul then copies each transposed operand into a fresh array before multiplying; for the
@@ -22,7 +23,7 @@ use burn::nn::Linear;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensorOps;
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
-use harness_kernels::gemm;
+use harness_kernels::{gemm, gemm_w};
 use std::any::Any;
 
 type Cpu = NdArray<f32>;
@@ -66,21 +67,15 @@ fn forward(
     d_out: usize,
 ) -> Vec<f32> {
     let mut y = vec![0.0f32; rows * d_out];
-    let beta = match b {
-        Some(b) => {
-            with_values(b, |b| {
-                for r in y.chunks_exact_mut(d_out) {
-                    r.copy_from_slice(b);
-                }
-            });
-            1.0
-        }
-        None => 0.0,
-    };
+    if let Some(b) = b {
+        with_values(b, |b| {
+            for r in y.chunks_exact_mut(d_out) {
+                r.copy_from_slice(b);
+            }
+        });
+    }
     with_values(x, |x| {
-        with_values(w, |w| {
-            gemm(rows, d_out, d_in, 1.0, x, false, w, false, beta, &mut y)
-        })
+        with_values(w, |w| gemm_w(rows, d_out, d_in, x, w, false, &mut y))
     });
     y
 }
@@ -110,9 +105,7 @@ impl Backward<Cpu, 3> for LinearBackward {
         let (dx, dw, db) = with_values(&dy, |dy| {
             let dx = p_x.map(|_| {
                 let mut dx = vec![0.0f32; rows * d_in];
-                with_values(&s.w, |w| {
-                    gemm(rows, d_in, d_out, 1.0, dy, false, w, true, 0.0, &mut dx)
-                });
+                with_values(&s.w, |w| gemm_w(rows, d_in, d_out, dy, w, true, &mut dx));
                 dx
             });
             let dw = p_w.map(|_| {

@@ -283,9 +283,7 @@ fn project(
             }
         }
     }
-    harness_kernels::gemm(
-        rows, four_h, d.d_input, 1.0, x, false, w_ih, false, 1.0, &mut xw,
-    );
+    harness_kernels::gemm_w(rows, four_h, d.d_input, x, w_ih, false, &mut xw);
     xw
 }
 
@@ -328,9 +326,7 @@ impl Backward<Cpu, 7> for LstmBackward {
         if p_x.is_some() {
             // dx = dG · W_ihᵀ.
             let mut dx = vec![0.0f32; rows * d.d_input];
-            harness_kernels::gemm(
-                rows, d.d_input, four_h, 1.0, &g.dxw, false, &s.w_ih, true, 0.0, &mut dx,
-            );
+            harness_kernels::gemm_w(rows, d.d_input, four_h, &g.dxw, &s.w_ih, true, &mut dx);
             put(p_x, dx, vec![d.time, d.batch, d.d_input]);
         }
         if p_w_ih.is_some() {

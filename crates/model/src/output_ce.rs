@@ -184,18 +184,9 @@ fn autodiff_ce(input: OutputCe<CpuAd>) -> Tensor<CpuAd, 1> {
             row.copy_from_slice(&b);
         }
     }
-    harness_kernels::gemm(
-        rows,
-        vocab,
-        hidden,
-        1.0,
-        &h,
-        false,
-        &w_host,
-        false,
-        1.0,
-        &mut logits,
-    );
+    // The weights packed a tile at a time and the rows read in place (`gemm_w`): a general
+    // GEMM cut the vocabulary into blocks and packed all the rows again for each.
+    harness_kernels::gemm_w(rows, vocab, hidden, &h, &w_host, false, &mut logits);
     let eps = input.smoothing as f32;
     // Per row: log-sum-exp, the loss, and the softmax in place of the logits.
     let losses: Vec<f64> = logits
