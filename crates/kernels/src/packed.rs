@@ -28,22 +28,13 @@ impl PackedB {
     /// Packs `b`, stored `k × n` row-major, or `n × k` (read transposed) when `trans`.
     pub fn new(k: usize, n: usize, b: &[f32], trans: bool) -> PackedB {
         assert_eq!(b.len(), k * n, "PackedB: B has the wrong size");
-        let n_panels = n.div_ceil(NR);
-        let mut panels = vec![0.0f32; n_panels * k * NR];
-        for p in 0..n_panels {
-            let panel = &mut panels[p * k * NR..(p + 1) * k * NR];
-            for kk in 0..k {
-                for j in 0..NR.min(n - p * NR) {
-                    let col = p * NR + j;
-                    panel[kk * NR + j] = if trans {
-                        b[col * k + kk]
-                    } else {
-                        b[kk * n + col]
-                    };
-                }
-            }
-        }
-        PackedB { k, n, panels }
+        let mut packed = PackedB {
+            k,
+            n,
+            panels: Vec::new(),
+        };
+        packed.pack_columns(k, n, b, trans, 0, n);
+        packed
     }
 
     /// `B` made of rows `rows` of `x` (stored row-major, `n` wide), so `k = rows.len()`: a
@@ -163,7 +154,6 @@ const W_COLS: usize = 2 * NR;
 /// of the product's time). Every element of `C` is summed over `k` in order by the same
 /// micro-kernels as [`gemm_packed`], from zero, then added to `C`: the bits do not depend
 /// on the split or the thread count (a test checks).
-#[allow(clippy::too_many_arguments)]
 pub fn gemm_w(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], trans_w: bool, c: &mut [f32]) {
     let groups = if m * n * k < crate::PAR_MIN_FLOPS {
         1
