@@ -255,6 +255,7 @@ fn autodiff_gather(weight: Tensor<CpuAd, 2>, g: &Gather) -> Tensor<CpuAd, 2> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::fused::values;
     use burn::tensor::{IndexingUpdateOp, Int};
 
     fn table() -> Tensor<CpuAd, 2> {
@@ -263,10 +264,6 @@ mod tests {
             .collect();
         Tensor::<CpuAd, 2>::from_data(TensorData::new(v, [7, 3]), &Default::default())
             .require_grad()
-    }
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
     }
 
     /// burn's own path for `g`: `embedding`, then `select_assign(Add)` into positions.

@@ -39,10 +39,8 @@ impl Rule for Gelu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::backend::{Autodiff, NdArray};
+    use crate::test_support::fused::{values, CpuAd};
     use burn::tensor::TensorData;
-
-    type CpuAd = Autodiff<NdArray<f32>>;
 
     /// erf in f64 by its Maclaurin series (exact to ~1e-11 for |x| ≤ 4, the points below).
     fn erf_f64(x: f64) -> f64 {
@@ -53,10 +51,6 @@ mod tests {
             sum += term / (2.0 * n + 1.0);
         }
         sum * 2.0 / std::f64::consts::PI.sqrt()
-    }
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
     }
 
     #[test]

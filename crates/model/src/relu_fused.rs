@@ -49,14 +49,8 @@ impl Rule for Relu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use burn::backend::{Autodiff, NdArray};
+    use crate::test_support::fused::{values, CpuAd};
     use burn::tensor::TensorData;
-
-    type CpuAd = Autodiff<NdArray<f32>>;
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
-    }
 
     /// Bit for bit against burn's `relu`, zeros of both signs included.
     #[test]

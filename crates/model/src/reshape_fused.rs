@@ -108,11 +108,8 @@ fn autodiff_reshape<const D1: usize, const D2: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::fused::values;
     use burn::tensor::TensorData;
-
-    fn values<const D: usize, B: Backend>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
-    }
 
     /// The same values and gradient as burn's reshape, for a contiguous input and for a
     /// transposed one (burn's path), through a loss that weighs every element differently.

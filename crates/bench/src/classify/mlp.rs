@@ -282,16 +282,15 @@ impl Mlp {
             );
             return out;
         }
-        gemm(
+        // Only the weights are packed (a tile per thread at a time) and the rows are read in
+        // place; the general GEMM packed both operands on every call.
+        harness_kernels::gemm_w(
             input.rows,
             layer.n_out,
             layer.n_in,
-            1.0,
             &input.data,
-            false,
             &self.params[layer.w..layer.b],
             true,
-            1.0,
             &mut out.data,
         );
         out
@@ -506,16 +505,14 @@ impl Mlp {
                     &mut dinput.data,
                 );
             } else {
-                gemm(
+                // `D · W`, W (`n_out × n_in`) read as stored.
+                harness_kernels::gemm_w(
                     batch,
                     layer.n_in,
                     layer.n_out,
-                    1.0,
                     &delta.data,
-                    false,
                     &self.params[layer.w..layer.b],
                     false,
-                    0.0,
                     &mut dinput.data,
                 );
             }
