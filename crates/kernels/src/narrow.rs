@@ -16,11 +16,80 @@ use crate::dot::{axpy, dot};
 pub fn add_a_wt(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
     check(m, n, k, a.len(), w.len(), c.len(), "add_a_wt");
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+    {
+        // SAFETY: the CPU supports AVX-512F and VL, and so AVX2 (checked just above).
+        return unsafe { add_a_wt_avx512(n, k, a, w, c) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
         return unsafe { add_a_wt_avx2(n, k, a, w, c) };
     }
     add_a_wt_body(n, k, a, w, c, dot)
+}
+
+/// [`add_a_wt_avx2`] two input rows at a time: each load of a W row serves both rows, which
+/// halves the loads per multiply (the loads, not the arithmetic, bound these products). The
+/// sixteen 256-bit accumulators need AVX-512VL's 32 registers; the arithmetic is AVX2's, the
+/// same for each output as in `dot_avx2`: the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512vl")]
+unsafe fn add_a_wt_avx512(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
+    use crate::dot::{dot_avx2, dot_finish_avx2, LANES};
+    use std::arch::x86_64::{_mm256_add_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_setzero_ps};
+    if k == 0 || n == 0 {
+        return;
+    }
+    let full = k / LANES * LANES;
+    let pairs = a.len() / (2 * k);
+    let (a_pairs, rest_a) = a.split_at(pairs * 2 * k);
+    let (c_pairs, rest_c) = c.split_at_mut(pairs * 2 * n);
+    for (rows, outs) in a_pairs
+        .chunks_exact(2 * k)
+        .zip(c_pairs.chunks_exact_mut(2 * n))
+    {
+        let (row0, row1) = rows.split_at(k);
+        let (out0, out1) = outs.split_at_mut(n);
+        let (pr0, pr1) = (row0.as_ptr(), row1.as_ptr());
+        let mut o = 0;
+        while o + 2 <= n {
+            let (w0, w1) = (&w[o * k..(o + 1) * k], &w[(o + 1) * k..(o + 2) * k]);
+            let (p0, p1) = (w0.as_ptr(), w1.as_ptr());
+            // acc[quarter of the 32-float chunk][row][output].
+            let mut acc = [[[_mm256_setzero_ps(); 2]; 2]; 4];
+            let mut i = 0;
+            while i < full {
+                for (r, q) in acc.iter_mut().enumerate() {
+                    // SAFETY: i + 32 <= full <= k, the length of both rows and both W rows.
+                    let x0 = _mm256_loadu_ps(pr0.add(i + 8 * r));
+                    let x1 = _mm256_loadu_ps(pr1.add(i + 8 * r));
+                    let v0 = _mm256_loadu_ps(p0.add(i + 8 * r));
+                    let v1 = _mm256_loadu_ps(p1.add(i + 8 * r));
+                    q[0][0] = _mm256_add_ps(q[0][0], _mm256_mul_ps(x0, v0));
+                    q[0][1] = _mm256_add_ps(q[0][1], _mm256_mul_ps(x0, v1));
+                    q[1][0] = _mm256_add_ps(q[1][0], _mm256_mul_ps(x1, v0));
+                    q[1][1] = _mm256_add_ps(q[1][1], _mm256_mul_ps(x1, v1));
+                }
+                i += LANES;
+            }
+            let lanes = |row: usize, out: usize| acc.map(|q| q[row][out]);
+            out0[o] += dot_finish_avx2(lanes(0, 0), &row0[full..], &w0[full..]);
+            out0[o + 1] += dot_finish_avx2(lanes(0, 1), &row0[full..], &w1[full..]);
+            out1[o] += dot_finish_avx2(lanes(1, 0), &row1[full..], &w0[full..]);
+            out1[o + 1] += dot_finish_avx2(lanes(1, 1), &row1[full..], &w1[full..]);
+            o += 2;
+        }
+        if o < n {
+            let wo = &w[o * k..(o + 1) * k];
+            out0[o] += dot_avx2(row0, wo);
+            out1[o] += dot_avx2(row1, wo);
+        }
+    }
+    if !rest_a.is_empty() {
+        add_a_wt_avx2(n, k, rest_a, w, rest_c);
+    }
 }
 
 /// [`add_a_wt_body`] with [`crate::dot::dot_avx2`]'s lanes, two outputs at a time: both dot
@@ -93,10 +162,23 @@ fn add_a_wt_body(
 pub fn dt_a(m: usize, n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
     check(m, n, k, a.len(), g.len(), d.len(), "dt_a");
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports AVX-512F (checked just above).
+        return unsafe { dt_a_avx512(n, k, d, a, g) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).
         return unsafe { dt_a_avx2(n, k, d, a, g) };
     }
+    dt_a_body(n, k, d, a, g)
+}
+
+/// [`dt_a_body`] built for AVX-512: every element is its own chain of multiplies and adds
+/// (never fused), so the vector width changes the speed, not the bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+unsafe fn dt_a_avx512(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
     dt_a_body(n, k, d, a, g)
 }
 
@@ -270,8 +352,10 @@ mod tests {
         }
     }
 
-    /// The fast paths (two outputs at a time, the AVX2 build) give the bits of the plain
-    /// definitions: one portable `dot` per output, one `weighted_rows` per output.
+    /// The fast paths (two outputs at a time, two rows at a time, the AVX2 and AVX-512
+    /// builds, whichever this CPU takes) give the bits of the plain definitions: one
+    /// portable `dot` per output, one `weighted_rows` per output. Odd row and output counts
+    /// exercise the remainders.
     #[test]
     fn the_paired_and_avx2_paths_give_the_one_at_a_time_bits() {
         for (m, n, k) in [
@@ -280,6 +364,8 @@ mod tests {
             (5, 3, 75),
             (4, 1, 33),
             (64, 5, 50),
+            (13, 10, 512),
+            (1, 4, 64),
         ] {
             let (a, w, d) = (values(m * k, 1.0), values(n * k, 2.0), values(m * n, 3.0));
             let mut c = values(m * n, 4.0);
