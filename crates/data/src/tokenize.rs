@@ -700,6 +700,7 @@ mod tests {
             char_ngrams: vec![],
             hash_buckets: None,
             oov_buckets: None,
+            sample: None,
         }
     }
 

@@ -256,6 +256,84 @@ fn list(names: &[&str]) -> String {
         .join(", ")
 }
 
+/// The checks of a corpus of the user's own files (`files`, `format`, `kind`, `fields`).
+fn user_corpus(c: &crate::schema::Corpus, base: &Path, out: &mut Findings) {
+    use crate::schema::{CorpusFormat, CorpusKind};
+    let Some(format) = c.format else {
+        out.add(
+            with(base, &[k("format")]),
+            "missing: how `files` are laid out: `tsv`, `moses`, `jsonl`, `parquet` or `text`",
+        );
+        return;
+    };
+    let kind = c.kind.unwrap_or(match format {
+        CorpusFormat::Text => CorpusKind::Text,
+        _ => CorpusKind::Pairs,
+    });
+    let fits = match format {
+        CorpusFormat::Text => kind == CorpusKind::Text,
+        CorpusFormat::Moses => matches!(kind, CorpusKind::Pairs | CorpusKind::Conversation),
+        _ => kind != CorpusKind::Text,
+    };
+    if !fits {
+        out.add(
+            with(base, &[k("kind")]),
+            format!(
+                "the `{}` format cannot hold `{}` examples ({})",
+                format.name(),
+                kind.name(),
+                match format {
+                    CorpusFormat::Text => "plain text holds running text: `kind: text`",
+                    CorpusFormat::Moses => "Moses files hold `pairs` or `conversation` turns",
+                    _ => "running text is read from the `text` format",
+                }
+            ),
+        );
+    }
+    let mut allowed: Vec<&str> = kind.parts().to_vec();
+    if kind == CorpusKind::Pairs {
+        allowed.extend(["source_lang", "target_lang"]);
+    }
+    for (field, column) in &c.fields {
+        if matches!(format, CorpusFormat::Moses | CorpusFormat::Text) {
+            out.add(
+                with(base, &[k("fields"), k(field)]),
+                format!(
+                    "the `{}` format has no fields to name (one sentence per line); remove `fields`",
+                    format.name()
+                ),
+            );
+            continue;
+        }
+        if !allowed.contains(&field.as_str()) {
+            let known: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
+            if let Some(f) = reference(
+                with(base, &[k("fields"), k(field)]),
+                &format!("part of a `{}` example", kind.name()),
+                field,
+                &known,
+                "",
+            ) {
+                out.add_suggest(f.path, f.message, f.suggestion);
+            }
+        } else if format == CorpusFormat::Tsv && column.parse::<usize>().is_err() {
+            out.add(
+                with(base, &[k("fields"), k(field)]),
+                format!("`{column}`: a tab-separated file's fields are 0-based column numbers"),
+            );
+        }
+    }
+    if c.pairs.len() > 1 {
+        out.add(
+            with(base, &[k("pairs")]),
+            "a corpus of files holds one language pair (`pairs: [de-en]`), or takes its pairs from the file names; declare one corpus per pair",
+        );
+    }
+    if c.files.iter().any(|f| f.trim().is_empty()) {
+        out.add(with(base, &[k("files")]), "an empty path");
+    }
+}
+
 fn k(s: &str) -> Seg {
     Seg::Key(s.to_string())
 }
@@ -466,15 +544,42 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
     }
     for (name, c) in &recipe.data.corpora {
         let base = p(&["data", "corpora", name]);
-        if !known.datasets.is_empty() {
-            refer(
-                out,
-                with(&base, &[k("dataset")]),
-                "known dataset",
-                &c.dataset,
-                &known.datasets,
-                "",
-            );
+        match (&c.dataset, c.files.is_empty()) {
+            (Some(d), true) => {
+                if !known.datasets.is_empty() {
+                    refer(
+                        out,
+                        with(&base, &[k("dataset")]),
+                        "known dataset",
+                        d,
+                        &known.datasets,
+                        "",
+                    );
+                }
+                for key in ["format", "kind", "fields", "on_bad_line"] {
+                    let given = match key {
+                        "format" => c.format.is_some(),
+                        "kind" => c.kind.is_some(),
+                        "fields" => !c.fields.is_empty(),
+                        _ => c.on_bad_line != crate::schema::OnBadLine::Error,
+                    };
+                    if given {
+                        out.add(
+                            with(&base, &[k(key)]),
+                            format!("`{key}` describes a corpus's own `files`; a shipped `dataset` has its own layout (remove it)"),
+                        );
+                    }
+                }
+            }
+            (Some(_), false) => out.add(
+                base.clone(),
+                "give either `dataset` (a shipped dataset) or `files` (your own), not both",
+            ),
+            (None, true) => out.add(
+                base.clone(),
+                "missing: `dataset` (a name in datasets.lock) or `files` (your own files, with `format`)",
+            ),
+            (None, false) => user_corpus(c, &base, out),
         }
         for (i, pair) in c.pairs.iter().enumerate() {
             let ok = pair

@@ -205,6 +205,18 @@ pub struct Tokenizer {
     /// `words` only: hash buckets for out-of-vocabulary words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oov_buckets: Option<u32>,
+    /// At most this many sentences learn the vocabulary: a uniform sample seeded by the
+    /// recipe's seed, in corpus order (default [`Tokenizer::DEFAULT_SAMPLE`]; a corpus with
+    /// fewer gives all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u64>,
+}
+
+impl Tokenizer {
+    /// Sentences a vocabulary is learned on when `sample` is not given: enough for a 50k
+    /// BPE (fairseq's LASER preparation learns its BPE on a few million lines) while reading
+    /// a bounded amount of text.
+    pub const DEFAULT_SAMPLE: u64 = 2_000_000;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,14 +232,38 @@ pub enum TokenizerKind {
     Pretrained,
 }
 
-/// A named training corpus: one dataset, a selection of it, and the evaluation sets whose
-/// sentences must be filtered out of it.
+/// A named training corpus: a shipped dataset (`dataset:`) or the user's own files
+/// (`files:` + `format:`), a selection of it, and the evaluation sets whose sentences must be
+/// filtered out of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Corpus {
-    /// Dataset name (`datasets.lock`).
-    pub dataset: String,
-    /// Language pairs, spelled as the dataset's folders (`deu-eng`).
+    /// Dataset name (`datasets.lock`); exactly one of `dataset` and `files`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// The user's own files: paths or globs (`~/opus/*.de-en.*`), relative to the recipe's
+    /// folder when not absolute. gzip (`.gz`), xz (`.xz`) and zstd (`.zst`) are read
+    /// transparently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// How `files` are laid out (required with `files`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<CorpusFormat>,
+    /// The examples `files` hold (default: `pairs`, or `text` for the `text` format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<CorpusKind>,
+    /// `files` only: the field (JSON lines, Parquet) or 0-based column (tab-separated) of
+    /// each part of an example: `source`/`target` (pairs), `premise`/`hypothesis`/`label`
+    /// (nli), `message`/`response` (conversation), `text`/`label` (labelled), `text` (text),
+    /// and `source_lang`/`target_lang` for per-row languages.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+    /// `files` only: what a malformed line does: stop with an error naming the file and the
+    /// line (the default), or be skipped and counted.
+    #[serde(default, skip_serializing_if = "OnBadLine::is_error")]
+    pub on_bad_line: OnBadLine,
+    /// Language pairs, spelled as the dataset's folders (`deu-eng`); for `files`, the one
+    /// pair every file holds (`de-en`, source first) when the file names do not say it.
     #[serde(default)]
     pub pairs: Vec<String>,
     /// Languages (monolingual or multilingual datasets: `en`, `de`, ...).
@@ -243,6 +279,102 @@ pub struct Corpus {
     /// Keep at most this many examples (after filtering), for quick runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_examples: Option<u64>,
+}
+
+impl Corpus {
+    /// What the corpus reads, for messages: its dataset's name or `files`.
+    pub fn source_name(&self) -> String {
+        match &self.dataset {
+            Some(d) => d.clone(),
+            None => format!("files ({})", self.files.join(", ")),
+        }
+    }
+}
+
+/// The layout of a user corpus's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorpusFormat {
+    /// Tab-separated columns, one example per line.
+    Tsv,
+    /// OPUS/Moses: `NAME.L1-L2.L1` and `NAME.L1-L2.L2`, line-aligned, one sentence a line.
+    Moses,
+    /// JSON lines: one object per line, its fields named by `fields`.
+    Jsonl,
+    /// Parquet (Hugging Face dataset repositories): columns named by `fields`.
+    Parquet,
+    /// Plain text, one sentence per line; a blank line ends a document.
+    Text,
+}
+
+impl CorpusFormat {
+    /// Its name in a recipe.
+    pub fn name(self) -> &'static str {
+        match self {
+            CorpusFormat::Tsv => "tsv",
+            CorpusFormat::Moses => "moses",
+            CorpusFormat::Jsonl => "jsonl",
+            CorpusFormat::Parquet => "parquet",
+            CorpusFormat::Text => "text",
+        }
+    }
+}
+
+/// The examples a user corpus holds (the trainer's example kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorpusKind {
+    /// Translation pairs (source, target).
+    Pairs,
+    /// NLI triples (premise, hypothesis, label: entailment / neutral / contradiction or 0-2).
+    Nli,
+    /// Conversation turns (message, response).
+    Conversation,
+    /// Running text: sentences in order, documents separated.
+    Text,
+    /// Sentences with a class.
+    Labelled,
+}
+
+impl CorpusKind {
+    /// Its name in a recipe.
+    pub fn name(self) -> &'static str {
+        match self {
+            CorpusKind::Pairs => "pairs",
+            CorpusKind::Nli => "nli",
+            CorpusKind::Conversation => "conversation",
+            CorpusKind::Text => "text",
+            CorpusKind::Labelled => "labelled",
+        }
+    }
+
+    /// The parts of one example, in order (the `fields` keys besides languages).
+    pub fn parts(self) -> &'static [&'static str] {
+        match self {
+            CorpusKind::Pairs => &["source", "target"],
+            CorpusKind::Nli => &["premise", "hypothesis", "label"],
+            CorpusKind::Conversation => &["message", "response"],
+            CorpusKind::Text => &["text"],
+            CorpusKind::Labelled => &["text", "label"],
+        }
+    }
+}
+
+/// What a malformed line of a user corpus does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnBadLine {
+    /// Stop with an error naming the file and the line.
+    #[default]
+    Error,
+    /// Skip it, and count it in the corpus's counts.
+    Skip,
+}
+
+impl OnBadLine {
+    fn is_error(&self) -> bool {
+        *self == OnBadLine::Error
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -463,6 +463,7 @@ mod tests {
             char_ngrams: vec![],
             hash_buckets: None,
             oov_buckets: None,
+            sample: None,
         };
         let text: Vec<&str> = pairs
             .iter()
