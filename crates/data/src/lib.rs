@@ -13,6 +13,7 @@ pub mod lock;
 pub mod model_store;
 pub mod pretrained_tokenizer;
 pub mod records;
+pub mod shards;
 pub mod store;
 pub mod text;
 pub mod tokenize;

@@ -10,7 +10,7 @@ use harness_core::settings::Settings;
 use harness_data::corpus::{build_parallel, dataset_sentences, BuiltParallel, EvalSentences};
 use harness_data::fetch::ensure_dataset;
 use harness_data::records::{Bitext, NliPair, Split};
-use harness_recipe::schema::Corpus;
+use harness_recipe::schema::{Corpus, CorpusKind};
 use harness_recipe::Recipe;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,7 +36,7 @@ pub fn corpus_datasets<'a>(
 ) -> Result<BTreeSet<String>, TrainError> {
     let mut all = BTreeSet::new();
     for c in corpora {
-        all.insert(c.dataset.clone());
+        all.extend(c.dataset.clone());
         all.extend(excluded_datasets(c, registry)?);
     }
     Ok(all)
@@ -73,12 +73,13 @@ pub fn build_recipe_parallel(
     settings: &Settings,
 ) -> Result<BuiltParallel, TrainError> {
     let eval = excluded_sentences(corpus, registry, settings)?;
-    let dir = ensure_dataset(settings, &corpus.dataset)?;
-    Ok(build_parallel(&corpus.dataset, &dir, &corpus.pairs, &eval)?)
+    let dataset = corpus.dataset.as_deref().unwrap_or_default();
+    let dir = ensure_dataset(settings, dataset)?;
+    Ok(build_parallel(dataset, &dir, &corpus.pairs, &eval)?)
 }
 
 /// Corpus sizes after the contamination filter and the `max_examples` cap.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CorpusCounts {
     pub corpus: String,
     pub dataset: String,
@@ -101,6 +102,9 @@ pub enum Loaded {
         items: Vec<(String, u32)>,
         classes: Vec<String>,
     },
+    /// The user's own files, found and stamped: read while binarizing
+    /// ([`crate::binarize`]), never whole into memory.
+    Files(crate::binarize::FilesCorpus),
 }
 
 impl Loaded {
@@ -112,6 +116,13 @@ impl Loaded {
             Loaded::Conversation(_) => crate::objectives::ExampleKind::Conversation,
             Loaded::Text(_) => crate::objectives::ExampleKind::RunningText,
             Loaded::Labelled { .. } => crate::objectives::ExampleKind::Labelled,
+            Loaded::Files(f) => match f.kind {
+                CorpusKind::Pairs => crate::objectives::ExampleKind::Pairs,
+                CorpusKind::Nli => crate::objectives::ExampleKind::Nli,
+                CorpusKind::Conversation => crate::objectives::ExampleKind::Conversation,
+                CorpusKind::Text => crate::objectives::ExampleKind::RunningText,
+                CorpusKind::Labelled => crate::objectives::ExampleKind::Labelled,
+            },
         }
     }
 
@@ -135,6 +146,8 @@ impl Loaded {
                 .collect(),
             Loaded::Text(docs) => docs.iter().flatten().map(String::as_str).collect(),
             Loaded::Labelled { items, .. } => items.iter().map(|(s, _)| s.as_str()).collect(),
+            // Sampled from the files ([`crate::binarize::FilesCorpus::sample`]).
+            Loaded::Files(_) => Vec::new(),
         }
     }
 }
@@ -227,11 +240,11 @@ fn load_labelled(
     counts: &mut CorpusCounts,
 ) -> Result<Loaded, TrainError> {
     use harness_data::loaders::{slot_gated, xsid};
-    let slot_gated = corpus.dataset != "xsid";
+    let slot_gated = corpus.dataset.as_deref() != Some("xsid");
     if slot_gated && corpus.languages.iter().any(|l| l != "en") {
         return Err(TrainError::recipe(
             format!("data.corpora.{name}.languages"),
-            format!("`{}` is English only", corpus.dataset),
+            format!("`{}` is English only", corpus.source_name()),
             "drop `languages` (or give `[en]`)",
         ));
     }
@@ -420,21 +433,55 @@ fn split_of(name: &str) -> Option<Split> {
     }
 }
 
-/// Loads one corpus (filtered, capped) and its counts.
+/// A corpus of the user's files: found (globs relative to `base`, the recipe's folder) and
+/// stamped, with the evaluation sentences its `exclude:` list removes; not read yet.
+fn files_corpus(
+    name: &str,
+    corpus: &Corpus,
+    base: &std::path::Path,
+    registry: &Registry,
+    settings: &Settings,
+) -> Result<crate::binarize::FilesCorpus, TrainError> {
+    let paths = harness_data::user_corpus::resolve_files(corpus, base)
+        .map_err(|e| TrainError::Data(e.into()))?;
+    let files = paths
+        .iter()
+        .map(|p| crate::binarize::FileStamp::of(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::binarize::FilesCorpus {
+        name: name.to_string(),
+        spec: corpus.clone(),
+        kind: harness_data::user_corpus::kind_of(corpus),
+        files,
+        eval: std::sync::Arc::new(excluded_sentences(corpus, registry, settings)?),
+        excluded: excluded_datasets(corpus, registry)?.into_iter().collect(),
+        cache_dir: settings.cache_dir.clone(),
+    })
+}
+
+/// Loads one corpus (filtered, capped) and its counts; a corpus of the user's files is
+/// found (relative to `base`) and stamped, and read later, while binarizing.
 pub fn load_corpus(
     name: &str,
     corpus: &Corpus,
     recipe: &Recipe,
+    base: &std::path::Path,
     registry: &Registry,
     settings: &Settings,
 ) -> Result<(Loaded, CorpusCounts), TrainError> {
     let mut counts = CorpusCounts {
         corpus: name.to_string(),
-        dataset: corpus.dataset.clone(),
+        dataset: corpus.source_name(),
         parts: BTreeMap::new(),
         used: 0,
     };
-    if is_parallel_dataset(&corpus.dataset) {
+    let Some(dataset) = corpus.dataset.as_deref() else {
+        return Ok((
+            Loaded::Files(files_corpus(name, corpus, base, registry, settings)?),
+            counts,
+        ));
+    };
+    if is_parallel_dataset(dataset) {
         let built = build_recipe_parallel(corpus, registry, settings)?;
         for p in &built.report.pairs {
             counts.parts.insert(
@@ -455,9 +502,9 @@ pub fn load_corpus(
         counts.used = c.iter().map(|x| x.2.len()).sum();
         return Ok((Loaded::Parallel(c), counts));
     }
-    let dir = ensure_dataset(settings, &corpus.dataset)?;
+    let dir = ensure_dataset(settings, dataset)?;
     let eval = excluded_sentences(corpus, registry, settings)?;
-    match corpus.dataset.as_str() {
+    match dataset {
         "conversation-pairs" => {
             return Ok((load_conversation(&dir, corpus, &eval, &mut counts)?, counts))
         }
@@ -492,7 +539,7 @@ pub fn load_corpus(
                 "use `train`, `validation` or `test`",
             )
         })?;
-        let pairs = match corpus.dataset.as_str() {
+        let pairs = match dataset {
             "snli" => harness_data::loaders::snli::load(&dir, split)?,
             "sick" => harness_data::loaders::sick::entailment(&dir, split)?,
             other => {
@@ -523,10 +570,20 @@ pub fn load_corpus(
     Ok((Loaded::Nli(all), counts))
 }
 
-/// Loads every corpus the recipe's tasks and tokenizer use (their datasets installed and
-/// verified first, all of them, before any is read), with their counts.
+/// [`load_corpora_in`] with files relative to the current folder.
 pub fn load_corpora(
     recipe: &Recipe,
+    settings: &Settings,
+) -> Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>), TrainError> {
+    load_corpora_in(recipe, std::path::Path::new("."), settings)
+}
+
+/// Loads every corpus the recipe's tasks and tokenizer use (their datasets installed and
+/// verified first, all of them, before any is read), with their counts; the paths of
+/// corpora of the user's files are relative to `base` (the recipe's folder).
+pub fn load_corpora_in(
+    recipe: &Recipe,
+    base: &std::path::Path,
     settings: &Settings,
 ) -> Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>), TrainError> {
     let registry = Registry::load()?;
@@ -551,7 +608,7 @@ pub fn load_corpora(
                 "declare it under `data.corpora`",
             )
         })?;
-        let (l, c) = load_corpus(name, corpus, recipe, &registry, settings).map_err(|e| {
+        let (l, c) = load_corpus(name, corpus, recipe, base, &registry, settings).map_err(|e| {
             TrainError::Corpus {
                 name: name.clone(),
                 source: Box::new(e),

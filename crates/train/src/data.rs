@@ -8,6 +8,7 @@
 //! `(seed, task, epoch)`. So the batch of a task at position (epoch, cursor) depends on
 //! nothing else, and a resumed run sees exactly the batches an uninterrupted one would.
 
+use crate::TrainError;
 use harness_data::records::{Bitext, NliPair};
 use harness_data::tokenize::{TextTokenizer, TokenizeError, Tokens};
 use rand::seq::SliceRandom;
@@ -84,7 +85,7 @@ impl Examples {
 
     /// Length (in tokens, with the `</s>` every encoder input gets) of the longer side of
     /// example `i`: what a batch's padded width is made of.
-    fn cost(&self, i: usize) -> usize {
+    pub fn cost(&self, i: usize) -> usize {
         match self {
             Examples::Pairs(v) => v[i].src.len().max(v[i].tgt.len()) + 1,
             Examples::Nli(v) => v[i].premise.len().max(v[i].hypothesis.len()) + 1,
@@ -104,6 +105,77 @@ pub struct Position {
     pub cursor: u64,
 }
 
+/// A batch: examples and the indices of the batch's among them — the task's in-memory
+/// examples, or the few decoded from its shards for this batch.
+pub enum Batch<'a> {
+    Borrowed(&'a Examples, &'a [u32]),
+    Owned(Examples, Vec<u32>),
+}
+
+impl Batch<'_> {
+    fn owned(examples: Examples) -> Self {
+        let index = (0..examples.len() as u32).collect();
+        Batch::Owned(examples, index)
+    }
+
+    /// The examples and the batch's indices among them.
+    pub fn parts(&self) -> (&Examples, &[u32]) {
+        match self {
+            Batch::Borrowed(e, i) => (e, i),
+            Batch::Owned(e, i) => (e, i),
+        }
+    }
+}
+
+/// Length-bucketed batches of examples of the given costs (padded width of each): sorted by
+/// cost, ties broken by a shuffle drawn from `seed`, cut greedily so that `examples × widest`
+/// stays within `batch_tokens` (or exactly `batch_size` examples; else 32).
+pub fn bucket(
+    costs: &[usize],
+    batch_tokens: Option<usize>,
+    batch_size: Option<usize>,
+    seed: u64,
+) -> Vec<Vec<u32>> {
+    let n = costs.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let tie: Vec<u32> = (0..n).map(|_| rng.random()).collect();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&i| (costs[i as usize], tie[i as usize]));
+    let mut batches = Vec::new();
+    let mut current: Vec<u32> = Vec::new();
+    let mut widest = 0;
+    for i in order {
+        let c = costs[i as usize];
+        if batch_full(current.len(), widest, c, batch_tokens, batch_size) {
+            batches.push(std::mem::take(&mut current));
+            widest = 0;
+        }
+        widest = widest.max(c);
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
+}
+
+/// Whether a batch of `len` examples as wide as `widest` is closed before an example of
+/// cost `c` ([`bucket`]'s rule; a batch always takes its first example).
+pub fn batch_full(
+    len: usize,
+    widest: usize,
+    c: usize,
+    batch_tokens: Option<usize>,
+    batch_size: Option<usize>,
+) -> bool {
+    len > 0
+        && match (batch_size, batch_tokens) {
+            (Some(bs), _) => len >= bs,
+            (None, Some(bt)) => (len + 1) * widest.max(c) > bt,
+            (None, None) => len >= 32,
+        }
+}
+
 /// A task's tokenised examples and their batches.
 #[derive(Debug, Clone)]
 pub struct TaskData {
@@ -115,6 +187,9 @@ pub struct TaskData {
     pub batches: Vec<Vec<u32>>,
     /// Seed of this task's epoch orders.
     pub seed: u64,
+    /// The binarized shards the task reads its batches from (a corpus of the user's files);
+    /// then `examples` and `batches` are empty.
+    pub shards: Option<crate::streamed::ShardedExamples>,
 }
 
 impl TaskData {
@@ -126,41 +201,31 @@ impl TaskData {
         batch_size: Option<usize>,
         seed: u64,
     ) -> Self {
-        let n = examples.len();
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let tie: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&i| (examples.cost(i as usize), tie[i as usize]));
-        let mut batches = Vec::new();
-        let mut current: Vec<u32> = Vec::new();
-        let mut widest = 0;
-        for i in order {
-            let c = examples.cost(i as usize);
-            let full = match (batch_size, batch_tokens) {
-                (Some(bs), _) => current.len() >= bs,
-                (None, Some(bt)) => (current.len() + 1) * widest.max(c) > bt,
-                (None, None) => current.len() >= 32,
-            };
-            if full && !current.is_empty() {
-                batches.push(std::mem::take(&mut current));
-                widest = 0;
-            }
-            widest = widest.max(c);
-            current.push(i);
-        }
-        if !current.is_empty() {
-            batches.push(current);
-        }
+        let costs: Vec<usize> = (0..examples.len()).map(|i| examples.cost(i)).collect();
+        let batches = bucket(&costs, batch_tokens, batch_size, seed);
         TaskData {
             examples,
             negatives: None,
             batches,
             seed,
+            shards: None,
+        }
+    }
+
+    /// Batches of one epoch.
+    pub fn batches_per_epoch(&self) -> u64 {
+        match &self.shards {
+            Some(s) => s.batches_per_epoch(),
+            None => self.batches.len() as u64,
         }
     }
 
     /// The batch at `pos`, and the position after it.
-    pub fn batch_at(&self, pos: Position) -> (&[u32], Position) {
+    pub fn batch_at(&self, pos: Position) -> Result<(Batch<'_>, Position), TrainError> {
+        if let Some(s) = &self.shards {
+            let (examples, next) = s.batch_at(pos)?;
+            return Ok((Batch::owned(examples), next));
+        }
         let n = self.batches.len().max(1) as u64;
         let (epoch, cursor) = (pos.epoch + pos.cursor / n, pos.cursor % n);
         let order = self.epoch_order(epoch);
@@ -176,17 +241,28 @@ impl TaskData {
                 cursor: cursor + 1,
             }
         };
-        (b, next)
+        Ok((Batch::Borrowed(&self.examples, b), next))
     }
 
     /// A batch drawn at random for inner update `i` of global step `step` (an inner loop
     /// samples its own batches, Emu Algorithm 1); a function of `(seed, step, i)` only, so a
     /// resumed run draws the same ones.
-    pub fn inner_batch(&self, step: u64, i: u32) -> &[u32] {
+    pub fn inner_batch(&self, step: u64, i: u32) -> Result<Batch<'_>, TrainError> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x1a2b_3c4d_5e6f_7081);
         rng.set_stream(step.wrapping_mul(1 << 16).wrapping_add(i as u64));
+        if let Some(s) = &self.shards {
+            let n = s.batches_per_epoch().max(1);
+            let (examples, _) = s.batch_at(Position {
+                epoch: 0,
+                cursor: rng.random_range(0..n),
+            })?;
+            return Ok(Batch::owned(examples));
+        }
         let n = self.batches.len().max(1);
-        &self.batches[rng.random_range(0..n)]
+        Ok(Batch::Borrowed(
+            &self.examples,
+            &self.batches[rng.random_range(0..n)],
+        ))
     }
 
     fn epoch_order(&self, epoch: u64) -> Vec<u32> {

@@ -89,6 +89,13 @@ pub fn mine(
         let Some(data) = task.data.as_mut() else {
             continue;
         };
+        if data.shards.is_some() {
+            return Err(TrainError::recipe(
+                format!("tasks.{}", task.name),
+                "hard negatives are mined over a corpus held in memory; this task reads a corpus of files from its shards",
+                "drop `hard_negatives` from this task, or train it on a shipped dataset",
+            ));
+        }
         let Examples::Pairs(examples) = &data.examples else {
             return Err(TrainError::recipe(
                 format!("tasks.{}", task.name),

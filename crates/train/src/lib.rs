@@ -11,6 +11,7 @@
 //! harness-data, harness-embed, harness-model, harness-bench (the best-checkpoint metric).
 
 pub mod batch;
+pub mod binarize;
 pub mod capability;
 pub mod checkpoint;
 pub mod corpora;
@@ -27,6 +28,7 @@ pub mod parallel;
 pub mod plan;
 pub mod session;
 pub mod step;
+pub mod streamed;
 pub mod tokenizer;
 pub mod trainer;
 

@@ -73,6 +73,8 @@ pub struct Plan {
     pub steps_per_epoch: u64,
     /// The model the `pretrained` encoders start from (a published one or a trained run).
     pub pretrained: Option<harness_model::pretrained::PretrainedStart>,
+    /// The counts of the corpora of files, measured while binarizing them.
+    pub corpus_counts: Vec<crate::corpora::CorpusCounts>,
 }
 
 /// One stage: its tasks' mixture, its length and learning rate, what it freezes.
@@ -190,7 +192,7 @@ fn compile_stages(
             .zip(&weights)
             .filter(|(_, w)| w.is_some())
             .filter_map(|(t, _)| t.data.as_ref())
-            .map(|d| d.batches.len() as u64)
+            .map(|d| d.batches_per_epoch())
             .sum();
         let own = recipe.stages.get(&n).cloned().unwrap_or_default();
         let steps = match (own.steps, own.epochs, train_spec.steps, train_spec.epochs) {
@@ -405,6 +407,7 @@ fn compile(
     };
     let mut tasks = Vec::new();
     let mut partners = Vec::new();
+    let mut corpus_counts = Vec::new();
     for (ti, task) in recipe.tasks.iter().enumerate() {
         let def = trainable_def(defs, task)?;
         let prepared = def.prepare(&task.objective.params).map_err(|e| {
@@ -417,6 +420,77 @@ fn compile(
         partners.push(prepared.joint_with().map(String::from));
         let data = if prepared.joint_with().is_some() && !prepared.draws_own_batches() {
             None
+        } else if let Some(Loaded::Files(fc)) = loaded.get(&task.corpus) {
+            let want = prepared.examples();
+            let have = loaded[&task.corpus].kind();
+            if want != have {
+                return Err(TrainError::recipe(
+                    format!("tasks.{}.corpus", task.name),
+                    format!(
+                        "objective `{}` reads {}, but corpus `{}` gives {}",
+                        def.name,
+                        want.describe(),
+                        task.corpus,
+                        have.describe()
+                    ),
+                    "give the task a corpus of the kind its objective reads",
+                ));
+            }
+            let o = prepared.pair_options();
+            let pair_settings = crate::binarize::PairSettings {
+                targets: targets.clone(),
+                both: crate::binarize::both(o.directions),
+                autoencode: o.autoencode,
+                seed: recipe.seed + ti as u64,
+            };
+            let b = crate::binarize::binarize(
+                fc,
+                tokenizer,
+                max_len,
+                (want == ExampleKind::Pairs).then_some(&pair_settings),
+            )?;
+            harness_core::note!(
+                "corpus `{}`: {} examples in {} shards ({}){}",
+                task.corpus,
+                b.manifest.examples,
+                b.manifest.shards.len(),
+                b.dir.display(),
+                if b.reused { ", reused" } else { "" }
+            );
+            if b.manifest.examples == 0 {
+                return Err(TrainError::recipe(
+                    format!("tasks.{}.corpus", task.name),
+                    format!(
+                        "corpus `{}` has no example left to train on (see its counts)",
+                        task.corpus
+                    ),
+                    "check the files, their languages and the decoder's targets",
+                ));
+            }
+            if !corpus_counts
+                .iter()
+                .any(|c: &crate::corpora::CorpusCounts| c.corpus == task.corpus)
+            {
+                corpus_counts.push(b.counts.clone());
+            }
+            let seed = recipe.seed.wrapping_mul(31).wrapping_add(ti as u64);
+            let batch_tokens = train_spec.batch_tokens.map(|x| x as usize);
+            let batch_size = task.batch_size.or(train_spec.batch_size).map(|x| x as usize);
+            let kind = crate::binarize::shard_kind(fc)?;
+            let empty = match kind {
+                crate::streamed::ShardKind::Nli => Examples::Nli(Vec::new()),
+                _ => Examples::Pairs(Vec::new()),
+            };
+            let mut d = TaskData::new(empty, batch_tokens, batch_size, seed);
+            d.shards = Some(crate::streamed::ShardedExamples::new(
+                &b.dir,
+                b.manifest,
+                kind,
+                batch_tokens,
+                batch_size,
+                seed,
+            ));
+            Some(d)
         } else {
             let examples = match (loaded.get(&task.corpus), prepared.examples()) {
                 (Some(Loaded::Parallel(c)), ExampleKind::Pairs) => {
@@ -591,5 +665,6 @@ fn compile(
         total_steps,
         steps_per_epoch,
         pretrained: start,
+        corpus_counts,
     })
 }

@@ -2,7 +2,7 @@
 //! the chosen backend, resuming from the newest checkpoint, with the recipe's best-checkpoint
 //! metric measured through the benchmark runner.
 
-use crate::corpora::{load_corpora, CorpusCounts};
+use crate::corpora::{load_corpora_in, CorpusCounts};
 use crate::plan::compile_plan_from;
 use crate::plan::Plan;
 use crate::tokenizer::tokenizer_for;
@@ -31,13 +31,8 @@ pub fn prepare(
     run_dir: &Path,
 ) -> Result<(Plan, TextTokenizer, Vec<CorpusCounts>), TrainError> {
     let recipe = &resolved.recipe;
-    let (loaded, counts) = load_corpora(recipe, settings)?;
-    let p = run_dir.join("corpora.json");
-    let text = serde_json::to_string_pretty(&counts).map_err(|e| TrainError::Export {
-        path: p.clone(),
-        detail: e.to_string(),
-    })?;
-    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
+    let base = harness_core::fsutil::parent_dir(&resolved.path);
+    let (loaded, mut counts) = load_corpora_in(recipe, base, settings)?;
     write_corpora(&loaded, &run_dir.join("corpora"))?;
     let tok_path = run_dir.join("tokenizer.json");
     let start = pretrained_start(recipe, settings)?;
@@ -57,6 +52,19 @@ pub fn prepare(
         None => tokenizer_for(recipe, &loaded, &tok_path)?,
     };
     let mut plan = compile_plan_from(recipe, &tokenizer, &loaded, start)?;
+    // Corpora of files are counted while binarizing.
+    for c in &plan.corpus_counts {
+        if let Some(old) = counts.iter_mut().find(|o| o.corpus == c.corpus) {
+            *old = c.clone();
+        }
+    }
+    let p = run_dir.join("corpora.json");
+    let text = serde_json::to_string_pretty(&counts).map_err(|e| TrainError::Export {
+        path: p.clone(),
+        detail: e.to_string(),
+    })?;
+    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
+    write_provenance(&loaded, &plan, run_dir)?;
     if !plan.head_classes.is_empty() {
         let p = run_dir.join(harness_model::system::HEAD_CLASSES_FILE);
         let text =
@@ -207,6 +215,9 @@ fn write_corpora(
                     }
                 }
             }
+            // Written nowhere: the user's files are the corpus (their stamps are in
+            // `corpora-files.json`).
+            Loaded::Files(_) => continue,
             Loaded::Labelled { items, classes } => {
                 for (s, c) in items {
                     let line = serde_json::json!({"sentence": s, "label": classes[*c as usize]});
@@ -218,6 +229,48 @@ fn write_corpora(
             .map_err(|e| TrainError::io(&path, e))?;
     }
     Ok(())
+}
+
+/// Writes `corpora-files.json`: for each corpus of the user's files, its files (path, size,
+/// modification time, the sha256 of their ends), their line counts and its shard set — the
+/// provenance `env.json` records for shipped datasets through their lock.
+fn write_provenance(
+    loaded: &std::collections::BTreeMap<String, crate::corpora::Loaded>,
+    plan: &Plan,
+    run_dir: &Path,
+) -> Result<(), TrainError> {
+    use crate::corpora::Loaded;
+    let mut out = serde_json::Map::new();
+    for (name, l) in loaded {
+        let Loaded::Files(f) = l else { continue };
+        let shards: Vec<serde_json::Value> = plan
+            .tasks
+            .iter()
+            .filter(|t| plan.recipe.tasks.iter().any(|r| r.name == t.name && &r.corpus == name))
+            .filter_map(|t| t.data.as_ref()?.shards.as_ref())
+            .map(|s| {
+                serde_json::json!({
+                    "examples": s.manifest().examples,
+                    "shards": s.manifest().shards.len(),
+                    "lines": s.manifest().extra.get("lines"),
+                    "bad_lines_skipped": s.manifest().extra.get("bad_lines_skipped"),
+                })
+            })
+            .collect();
+        out.insert(
+            name.clone(),
+            serde_json::json!({"format": f.spec.format, "files": f.files, "shard_sets": shards}),
+        );
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let p = run_dir.join("corpora-files.json");
+    let text = serde_json::to_string_pretty(&out).map_err(|e| TrainError::Export {
+        path: p.clone(),
+        detail: e.to_string(),
+    })?;
+    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))
 }
 
 /// Refuses a run directory that already holds checkpoints of another resolved recipe

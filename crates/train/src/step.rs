@@ -45,6 +45,9 @@ pub struct Step<'a, B: AutodiffBackend> {
     model: &'a System<B>,
     plan: &'a Plan,
     task: &'a TaskPlan,
+    /// The batch's examples (the task's, or those decoded from its shards) and its indices
+    /// among them.
+    examples: &'a Examples,
     index: &'a [u32],
     frozen: &'a [Group],
     noise: &'a mut Noise,
@@ -65,6 +68,7 @@ pub struct Step<'a, B: AutodiffBackend> {
 struct OwnBatch<'a, B: AutodiffBackend> {
     task: usize,
     plan: &'a TaskPlan,
+    examples: &'a Examples,
     index: &'a [u32],
     /// Its first and second sides, once encoded.
     encoded: [Option<Encoded<B>>; 2],
@@ -103,7 +107,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         model: &'a System<B>,
         plan: &'a Plan,
         task: &'a TaskPlan,
-        index: &'a [u32],
+        batch: (&'a Examples, &'a [u32]),
         frozen: &'a [Group],
         noise: &'a mut Noise,
         device: &'a B::Device,
@@ -112,7 +116,8 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             model,
             plan,
             task,
-            index,
+            examples: batch.0,
+            index: batch.1,
             frozen,
             noise,
             device,
@@ -126,11 +131,17 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     }
 
     /// The step with joint task `task`'s own batch (examples `index` of its data).
-    pub fn with_own(mut self, task: usize, plan: &'a TaskPlan, index: &'a [u32]) -> Self {
+    pub fn with_own(
+        mut self,
+        task: usize,
+        plan: &'a TaskPlan,
+        batch: (&'a Examples, &'a [u32]),
+    ) -> Self {
         self.own.push(OwnBatch {
             task,
             plan,
-            index,
+            examples: batch.0,
+            index: batch.1,
             encoded: [None, None],
         });
         self
@@ -167,12 +178,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         if let Some(e) = own.encoded.get(k).and_then(Option::as_ref) {
             return Ok(e.clone());
         }
-        let examples = &own
-            .plan
-            .data
-            .as_ref()
-            .expect("a task that draws its own batches has data")
-            .examples;
+        let examples = own.examples;
         let input =
             match (examples, side) {
                 (Examples::Labelled(ex), Side::First) => crate::batch::encoder_input::<B>(
@@ -256,7 +262,8 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     }
 
     fn examples(&self) -> Result<&'a Examples, TrainError> {
-        self.task.data.as_ref().map(|d| &d.examples).ok_or_else(|| {
+        let examples = self.examples;
+        self.task.data.as_ref().map(|_| examples).ok_or_else(|| {
             TrainError::recipe(
                 format!("tasks.{}", self.task.name),
                 "a joint task has no batches of its own",

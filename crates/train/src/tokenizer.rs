@@ -28,6 +28,31 @@ pub fn tokenizer_for(
             }
         }
     }
+    // A corpus of files is read once here: a bounded sample of its sentences for the
+    // vocabulary, and the languages of its pairs.
+    let sample = recipe
+        .data
+        .tokenizer
+        .as_ref()
+        .and_then(|t| t.sample)
+        .unwrap_or(harness_recipe::schema::Tokenizer::DEFAULT_SAMPLE) as usize;
+    let learns = !tok_path.is_file();
+    let mut samples: BTreeMap<&String, Vec<String>> = BTreeMap::new();
+    for (name, l) in loaded {
+        if let Loaded::Files(f) = l {
+            // A tokenizer already learned has its languages.
+            if !learns {
+                continue;
+            }
+            let (sentences, langs) = f.sample(sample, recipe.seed)?;
+            harness_core::note!(
+                "tokenizer: {} sentences sampled from corpus `{name}` (at most {sample}: `data.tokenizer.sample`)",
+                sentences.len()
+            );
+            languages.extend(langs);
+            samples.insert(name, sentences);
+        }
+    }
     if let Some(Decoder::Lstm(d)) = recipe.model.as_ref().and_then(|m| m.decoder.as_ref()) {
         languages.extend(d.targets.iter().cloned());
     }
@@ -60,6 +85,9 @@ pub fn tokenizer_for(
         for n in train_on {
             if let Some(l) = loaded.get(n) {
                 sentences.extend(l.sentences());
+            }
+            if let Some(v) = samples.get(n) {
+                sentences.extend(v.iter().map(String::as_str));
             }
         }
         let t = TextTokenizer::train(&spec, &languages, sentences.into_iter())?;

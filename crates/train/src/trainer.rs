@@ -416,7 +416,8 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         }
         let position =
             |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
-        let (index, next) = data.batch_at(position(&self.state, &task.name));
+        let (batch, next) = data.batch_at(position(&self.state, &task.name))?;
+        let (examples, index) = batch.parts();
         // A data-parallel peer computes its shard of the batch (every peer sees the same
         // batch, so all refuse one too small alike, before any all-reduce).
         let index = match self.peer {
@@ -436,15 +437,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             Some(p) => crate::parallel::shard(index, p.rank, p.peers),
         };
         // Joint tasks that draw batches of their own take their next one.
-        let own: Vec<(usize, &[u32], crate::data::Position)> = task
+        let own: Vec<(usize, crate::data::Batch, crate::data::Position)> = task
             .joint
             .iter()
             .filter_map(|&j| {
                 let d = plan.tasks[j].data.as_ref()?;
-                let (i, n) = d.batch_at(position(&self.state, &plan.tasks[j].name));
-                Some((j, i, n))
+                Some(
+                    d.batch_at(position(&self.state, &plan.tasks[j].name))
+                        .map(|(b, n)| (j, b, n)),
+                )
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         let mut noise = Noise::new(plan.recipe.seed, step);
         // The main update leaves the inner loops' groups alone.
         let mut frozen = stage.frozen.clone();
@@ -459,9 +462,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             .model
             .as_ref()
             .expect("the model is back after each step");
-        let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
-        for &(j, i, _) in &own {
-            ctx = ctx.with_own(j, &plan.tasks[j], i);
+        let mut ctx = Step::new(
+            model,
+            plan,
+            task,
+            (examples, index),
+            &frozen,
+            &mut noise,
+            device,
+        );
+        for (j, b, _) in &own {
+            ctx = ctx.with_own(*j, &plan.tasks[*j], b.parts());
         }
         let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
         // Data-parallel: the shard's loss weighted by its share of the batch's count, so
@@ -575,7 +586,8 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             .collect();
         let step = self.state.step;
         for i in 0..inner.steps {
-            let index = data.inner_batch(step, i);
+            let batch = data.inner_batch(step, i)?;
+            let own_batch = own.map(|o| o.inner_batch(step, i)).transpose()?;
             // Its own random stream (dropout), apart from the main update's (and from
             // another joint task's loop).
             let loop_key = if k == t { 0 } else { (k as u64 + 1) << 40 };
@@ -589,9 +601,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 .model
                 .as_ref()
                 .expect("the model is back after each step");
-            let mut ctx = Step::new(model, plan, task, index, &frozen, &mut noise, device);
-            if let Some(own) = own {
-                ctx = ctx.with_own(k, &plan.tasks[k], own.inner_batch(step, i));
+            let mut ctx = Step::new(
+                model,
+                plan,
+                task,
+                batch.parts(),
+                &frozen,
+                &mut noise,
+                device,
+            );
+            if let Some(b) = &own_batch {
+                ctx = ctx.with_own(k, &plan.tasks[k], b.parts());
             }
             ctx.set_current((k != t).then_some(k));
             let loss = self.losses[k].inner_loss(&mut ctx)?;

@@ -1,0 +1,341 @@
+//! A task's examples read from binarized shards ([`harness_data::shards`]) in constant
+//! memory: the batches of an epoch come window by window (a window is
+//! [`WINDOW_SHARDS`] shards whose examples are length-bucketed and shuffled together, the
+//! MosaicML `streaming` "shuffle block"), and only the current window's shards are mapped.
+//!
+//! The order is a function of `(seed, epoch)` and the shard set alone (never of the number
+//! of devices or ranks: each takes its part of every global batch), so a run resumed from a
+//! checkpoint's `(epoch, cursor)` sees the batches an uninterrupted one would, on any number
+//! of devices:
+//! - epoch `e` permutes the shards (seeded by `(seed, e)`) and cuts the permutation into
+//!   windows; a set of at most [`WINDOW_SHARDS`] shards is one window in every epoch;
+//! - a window's batches are [`crate::data::bucket`]'s over its examples, in an order drawn
+//!   per epoch — for a one-window set exactly what [`TaskData::new`] gives the same
+//!   examples in memory, so a small corpus trains the same from shards as from memory;
+//! - the number of batches of every window is computed from the manifest's cost histograms
+//!   without reading a shard, so a position maps to its window at once.
+
+use crate::data::{batch_full, bucket, Examples, NliExample, PairExample, Position};
+use crate::TrainError;
+use harness_data::shards::{Manifest, Shard, WINDOW_SHARDS};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the shards' examples are, and how their rows and tags decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardKind {
+    /// Rows (src, tgt); tags (src_lang | tgt_lang << 16, origin | forward << 31).
+    Pairs,
+    /// Rows (message, response); tags unused.
+    Conversation,
+    /// Rows (premise, hypothesis); tag 0 the label.
+    Nli,
+}
+
+impl ShardKind {
+    /// Token rows per example.
+    pub fn rows(self) -> u32 {
+        2
+    }
+}
+
+/// Packs a translation example's languages and origin into a shard's two tags.
+pub fn pair_tags(e: &PairExample) -> [u32; 2] {
+    debug_assert!(e.src_lang < 1 << 16 && e.tgt_lang < 1 << 16 && e.origin < 1 << 31);
+    [
+        e.src_lang | e.tgt_lang << 16,
+        e.origin | (e.forward as u32) << 31,
+    ]
+}
+
+/// A task's examples in a complete shard set, and the seed and budget of its batches.
+#[derive(Debug, Clone)]
+pub struct ShardedExamples {
+    dir: PathBuf,
+    manifest: Arc<Manifest>,
+    kind: ShardKind,
+    seed: u64,
+    batch_tokens: Option<usize>,
+    batch_size: Option<usize>,
+    cache: Arc<Mutex<Cache>>,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// Batches per window of one epoch, by epoch (the last one asked).
+    counts: Option<(u64, Vec<u64>)>,
+    /// The mapped window in use.
+    window: Option<Window>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}
+
+struct Window {
+    /// (epoch, window), or (0, 0) for a one-window set in every epoch.
+    key: (u64, usize),
+    shards: Vec<Shard>,
+    /// The first window-local index of each shard.
+    starts: Vec<usize>,
+    batches: Vec<Vec<u32>>,
+    /// `(epoch, order)`: the batches' order in that epoch.
+    order: Option<(u64, Vec<u32>)>,
+}
+
+impl ShardedExamples {
+    /// The examples of the complete shard set in `dir`.
+    pub fn new(
+        dir: &Path,
+        manifest: Manifest,
+        kind: ShardKind,
+        batch_tokens: Option<usize>,
+        batch_size: Option<usize>,
+        seed: u64,
+    ) -> Self {
+        ShardedExamples {
+            dir: dir.to_path_buf(),
+            manifest: Arc::new(manifest),
+            kind,
+            seed,
+            batch_tokens,
+            batch_size,
+            cache: Arc::default(),
+        }
+    }
+
+    /// The set's manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Its examples.
+    pub fn len(&self) -> u64 {
+        self.manifest.examples
+    }
+
+    /// True when it has none.
+    pub fn is_empty(&self) -> bool {
+        self.manifest.examples == 0
+    }
+
+    fn single(&self) -> bool {
+        self.manifest.shards.len() <= WINDOW_SHARDS
+    }
+
+    /// The shards of window `w` of `epoch`, in order.
+    fn window_shards(&self, epoch: u64, w: usize) -> Vec<usize> {
+        let n = self.manifest.shards.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        if !self.single() {
+            let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x5348_4152_4453_0001);
+            rng.set_stream(epoch + 1);
+            order.shuffle(&mut rng);
+        }
+        order
+            .chunks(WINDOW_SHARDS)
+            .nth(w)
+            .map(<[usize]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    fn windows(&self) -> usize {
+        self.manifest.shards.len().div_ceil(WINDOW_SHARDS).max(1)
+    }
+
+    /// The seed of window `w`'s bucketing and orders: the task's own for a one-window set
+    /// (as in memory), else one per (epoch, window).
+    fn window_seed(&self, epoch: u64, w: usize) -> u64 {
+        if self.single() {
+            self.seed
+        } else {
+            self.seed
+                ^ (epoch.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ (w as u64 + 1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        }
+    }
+
+    /// Batches of window `w` of `epoch`, counted from the cost histograms: the greedy cut
+    /// of [`bucket`] depends only on the sorted costs.
+    fn count_window(&self, epoch: u64, w: usize) -> u64 {
+        let shards = self.window_shards(epoch, w);
+        let longest = shards
+            .iter()
+            .map(|&s| self.manifest.shards[s].costs.len())
+            .max()
+            .unwrap_or(0);
+        let mut hist = vec![0u64; longest];
+        for &s in &shards {
+            for (c, n) in self.manifest.shards[s].costs.iter().enumerate() {
+                hist[c] += n;
+            }
+        }
+        let (mut batches, mut len, mut widest) = (0u64, 0usize, 0usize);
+        for (c, &n) in hist.iter().enumerate() {
+            for _ in 0..n {
+                if batch_full(len, widest, c, self.batch_tokens, self.batch_size) {
+                    batches += 1;
+                    len = 0;
+                    widest = 0;
+                }
+                widest = widest.max(c);
+                len += 1;
+            }
+        }
+        batches + (len > 0) as u64
+    }
+
+    /// Batches per window of `epoch`.
+    fn counts(&self, cache: &mut Cache, epoch: u64) -> Vec<u64> {
+        let epoch = if self.single() { 0 } else { epoch };
+        if let Some((e, c)) = &cache.counts {
+            if *e == epoch {
+                return c.clone();
+            }
+        }
+        let c: Vec<u64> = (0..self.windows())
+            .map(|w| self.count_window(epoch, w))
+            .collect();
+        cache.counts = Some((epoch, c.clone()));
+        c
+    }
+
+    /// Batches of the first epoch (epochs differ by a few where windows do).
+    pub fn batches_per_epoch(&self) -> u64 {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        self.counts(&mut cache, 0).iter().sum()
+    }
+
+    /// The batch at `pos` (its examples decoded from the shards), and the position after it.
+    pub fn batch_at(&self, pos: Position) -> Result<(Examples, Position), TrainError> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut epoch = pos.epoch;
+        let mut cursor = pos.cursor;
+        // A cursor past the epoch's end (an epoch of another length) rolls over.
+        let counts = loop {
+            let counts = self.counts(&mut cache, epoch);
+            let total: u64 = counts.iter().sum();
+            if total == 0 {
+                return Err(TrainError::recipe(
+                    "data.corpora",
+                    format!("the shard set {} holds no example", self.dir.display()),
+                    "check the corpus's counts",
+                ));
+            }
+            if cursor < total {
+                break counts;
+            }
+            cursor -= total;
+            epoch += 1;
+        };
+        let total: u64 = counts.iter().sum();
+        let (mut w, mut local) = (0, cursor);
+        while local >= counts[w] {
+            local -= counts[w];
+            w += 1;
+        }
+        let key = if self.single() { (0, 0) } else { (epoch, w) };
+        if cache.window.as_ref().map(|x| x.key) != Some(key) {
+            // Unmap the previous window before mapping the next one.
+            cache.window = None;
+            cache.window = Some(self.open_window(epoch, w, key)?);
+        }
+        let seed = self.window_seed(epoch, w);
+        let window = cache.window.as_mut().expect("opened above");
+        if window.order.as_ref().map(|o| o.0) != Some(epoch) {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(epoch + 1);
+            let mut order: Vec<u32> = (0..window.batches.len() as u32).collect();
+            order.shuffle(&mut rng);
+            window.order = Some((epoch, order));
+        }
+        let order = &window.order.as_ref().expect("set above").1;
+        let batch = &window.batches[order[local as usize] as usize];
+        let examples = self.decode(window, batch);
+        let next = if cursor + 1 == total {
+            Position {
+                epoch: epoch + 1,
+                cursor: 0,
+            }
+        } else {
+            Position {
+                epoch,
+                cursor: cursor + 1,
+            }
+        };
+        Ok((examples, next))
+    }
+
+    fn open_window(&self, epoch: u64, w: usize, key: (u64, usize)) -> Result<Window, TrainError> {
+        let mut shards = Vec::new();
+        let mut starts = Vec::new();
+        let mut costs = Vec::new();
+        for s in self.window_shards(epoch, w) {
+            let shard = Shard::open(
+                &self.dir,
+                &self.manifest.shards[s],
+                self.manifest.layout,
+            )?;
+            starts.push(costs.len());
+            costs.extend((0..shard.len()).map(|i| shard.cost(i)));
+            shards.push(shard);
+        }
+        let batches = bucket(
+            &costs,
+            self.batch_tokens,
+            self.batch_size,
+            self.window_seed(epoch, w),
+        );
+        Ok(Window {
+            key,
+            shards,
+            starts,
+            batches,
+            order: None,
+        })
+    }
+
+    fn decode(&self, window: &Window, batch: &[u32]) -> Examples {
+        let locate = |i: u32| {
+            let s = window.starts.partition_point(|&x| x <= i as usize) - 1;
+            (&window.shards[s], i as usize - window.starts[s])
+        };
+        match self.kind {
+            ShardKind::Pairs | ShardKind::Conversation => Examples::Pairs(
+                batch
+                    .iter()
+                    .map(|&i| {
+                        let (shard, k) = locate(i);
+                        let [langs, origin] = shard.tags(k);
+                        PairExample {
+                            src: shard.row(k, 0),
+                            tgt: shard.row(k, 1),
+                            src_lang: langs & 0xffff,
+                            tgt_lang: langs >> 16,
+                            origin: origin & 0x7fff_ffff,
+                            forward: origin >> 31 == 1,
+                        }
+                    })
+                    .collect(),
+            ),
+            ShardKind::Nli => Examples::Nli(
+                batch
+                    .iter()
+                    .map(|&i| {
+                        let (shard, k) = locate(i);
+                        NliExample {
+                            premise: shard.row(k, 0),
+                            hypothesis: shard.row(k, 1),
+                            label: shard.tags(k)[0],
+                        }
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
