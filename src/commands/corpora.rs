@@ -36,6 +36,9 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             args.recipe.display()
         )
     })?;
+    if resolved.recipe.data.corpora.values().any(|c| c.dataset.is_none()) {
+        return prepare_files(args, &resolved, settings);
+    }
     let registry = Registry::load()?;
     ensure_all(
         settings,
@@ -45,7 +48,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         if !corpus.pairs.iter().any(|p| p.ends_with("-eng")) {
             println!(
                 "corpus `{name}` ({}): not a parallel corpus, nothing to filter",
-                corpus.dataset
+                corpus.source_name()
             );
             continue;
         }
@@ -53,7 +56,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             .with_context(|| format!("building corpus `{name}` of {}", args.recipe.display()))?;
         println!(
             "corpus `{name}` ({}), excluding {} ({} distinct evaluation sentences):",
-            corpus.dataset,
+            corpus.source_name(),
             if corpus.exclude.is_empty() {
                 "nothing".to_string()
             } else {
@@ -62,6 +65,35 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             built.excluded_sentences
         );
         println!("{}", built.report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A recipe with corpora of the user's files: they are tokenised with the run's tokenizer,
+/// so they are prepared as training prepares them — in the recipe's run directory (the
+/// tokenizer learned on a sample, each corpus binarized into shards, with progress), which
+/// `harness train` / `run` then reuse — and their counts printed.
+fn prepare_files(
+    args: &CorporaArgs,
+    resolved: &harness_recipe::Resolved,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    let dir = super::open_run_dir(None, settings, resolved, &args.sets, None)?;
+    let (_, _, counts) = harness_train::session::prepare(resolved, settings, dir.path())
+        .with_context(|| format!("preparing the corpora of {}", args.recipe.display()))?;
+    for c in &counts {
+        let kept: usize = c.parts.values().map(|p| p.0).sum();
+        let removed: usize = c.parts.values().map(|p| p.1).sum();
+        println!(
+            "corpus `{}` ({}): {kept} kept, {removed} removed by the contamination filter, {} used",
+            c.corpus, c.dataset, c.used
+        );
+        let mut table = tabled::builder::Builder::default();
+        table.push_record(["part", "kept", "removed"]);
+        for (part, (k, r)) in &c.parts {
+            table.push_record([part.clone(), k.to_string(), r.to_string()]);
+        }
+        println!("{}", table.build());
     }
     Ok(ExitCode::SUCCESS)
 }

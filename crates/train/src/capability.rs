@@ -153,13 +153,15 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
             ));
         }
         if let Some(c) = recipe.data.corpora.get(&t.corpus) {
-            if !CORPUS_DATASETS.contains(&c.dataset.as_str()) && corpora_reported.insert(&t.corpus)
+            let shipped = c.dataset.as_deref();
+            if shipped.is_some_and(|d| !CORPUS_DATASETS.contains(&d))
+                && corpora_reported.insert(&t.corpus)
             {
                 out.push((
                     vec![key("data"), key("corpora"), key(&t.corpus), key("dataset")],
                     format!(
                         "`{}` cannot be a training corpus in this build (task `{}`; it reads {})",
-                        c.dataset,
+                        c.source_name(),
                         t.name,
                         quoted(CORPUS_DATASETS)
                     ),

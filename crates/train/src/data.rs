@@ -635,8 +635,8 @@ mod tests {
         let mut pos = Position::default();
         let mut first_epoch = Vec::new();
         for _ in 0..5 {
-            let (b, next) = data.batch_at(pos);
-            first_epoch.push(b.to_vec());
+            let (b, next) = data.batch_at(pos).unwrap();
+            first_epoch.push(b.parts().1.to_vec());
             pos = next;
         }
         assert_eq!(
@@ -657,7 +657,10 @@ mod tests {
                 epoch: 0,
                 cursor: 3,
             })
+            .unwrap()
             .0
+            .parts()
+            .1
             .to_vec();
         assert_eq!(again, first_epoch[3]);
         let orders: Vec<Vec<u32>> = (0..4).map(|e| data.epoch_order(e)).collect();
