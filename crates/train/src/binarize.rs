@@ -152,12 +152,26 @@ impl FilesCorpus {
             *seen += 1;
         };
         let counter = AtomicU64::new(0);
+        let total: u64 = self.files.iter().map(|f| f.bytes).sum();
+        let bar = harness_core::progress::bar(
+            total,
+            &format!(
+                "sampling {} for the vocabulary: {{bytes}}/{{total_bytes}} ({{bytes_per_sec}}, ETA {{eta}})",
+                self.name
+            ),
+        );
+        let mut records = 0u64;
         self.read(&counter, &mut |r| {
             for s in sentences(r, &mut languages) {
                 offer(s, &mut seen);
             }
+            records += 1;
+            if records % 65536 == 0 {
+                bar.set_position(counter.load(Ordering::Relaxed));
+            }
             true
         })?;
+        bar.finish_and_clear();
         reservoir.sort_by_key(|(i, _)| *i);
         Ok((reservoir.into_iter().map(|(_, s)| s).collect(), languages))
     }
@@ -349,6 +363,14 @@ pub fn binarize(
         return Err(e);
     }
     let report = report?;
+    if report.skipped > 0 {
+        harness_core::note!(
+            "corpus `{}`: {} bad lines skipped (`on_bad_line: skip`); the first: {}",
+            fc.name,
+            report.skipped,
+            report.first_skipped.as_deref().unwrap_or("?")
+        );
+    }
     counts.used = writer.examples() as usize;
     let extra = serde_json::json!({
         "counts": counts,

@@ -265,6 +265,40 @@ fn write_provenance(
     if out.is_empty() {
         return Ok(());
     }
+    // One line per corpus in env.json, which reports show in their provenance block.
+    let env_path = run_dir.join("env.json");
+    if let Ok(text) = std::fs::read_to_string(&env_path) {
+        if let Ok(serde_json::Value::Object(mut env)) = serde_json::from_str(&text) {
+            for (name, l) in loaded {
+                let Loaded::Files(f) = l else { continue };
+                let bytes: u64 = f.files.iter().map(|x| x.bytes).sum();
+                let lines: Option<u64> = plan
+                    .tasks
+                    .iter()
+                    .filter_map(|t| t.data.as_ref()?.shards.as_ref())
+                    .filter(|s| s.manifest().extra["counts"]["corpus"] == name.as_str())
+                    .find_map(|s| {
+                        let files = s.manifest().extra.get("lines")?.as_array()?.clone();
+                        Some(files.iter().filter_map(|x| x["lines"].as_u64()).sum())
+                    });
+                use sha2::Digest;
+                let stamp = serde_json::to_string(&f.files).unwrap_or_default();
+                let fingerprint = hex::encode(sha2::Sha256::digest(stamp.as_bytes()));
+                env.insert(
+                    format!("corpus {name}"),
+                    serde_json::Value::String(format!(
+                        "{} files, {bytes} bytes, {} lines, fingerprint {}",
+                        f.files.len(),
+                        lines.map_or("?".to_string(), |l| l.to_string()),
+                        &fingerprint[..16]
+                    )),
+                );
+            }
+            let text = serde_json::to_string_pretty(&env).unwrap_or(text);
+            harness_core::fsutil::write_atomic(&env_path, text.as_bytes())
+                .map_err(|e| TrainError::io(&env_path, e))?;
+        }
+    }
     let p = run_dir.join("corpora-files.json");
     let text = serde_json::to_string_pretty(&out).map_err(|e| TrainError::Export {
         path: p.clone(),

@@ -1,0 +1,299 @@
+//! A user's own corpus at the papers' scale: `cargo bench --bench corpora`.
+//!
+//! For each size in `CORPORA_BENCH_PAIRS` (comma-separated pair counts; default 1,000,000):
+//! 1. `scripts/make_synthetic_corpus.py` writes that many tab-separated pairs (the shipped
+//!    Tatoeba pairs repeated and perturbed; kept between runs under `CORPORA_BENCH_DIR`,
+//!    default `target/corpora-bench`, never committed);
+//! 2. `harness corpora recipes/laser.yaml --profile own-corpus` on them, in a fresh
+//!    `HARNESS_HOME`: the tokenizer learned on a bounded sample, then the corpus binarized
+//!    into shards. Its peak RSS (`/usr/bin/time`), wall time, and the binarization's
+//!    sentences/s (both sides of every pair read, over the seconds its manifest records);
+//! 3. the peer: Hugging Face `tokenizers` `encode_batch` on the same `tokenizer.json` and the
+//!    same files with as many threads as harness's pool (`scripts/bench_tokenize_peer.py`),
+//!    in the same run: the line `binarize / tokenizers = R` (sentences/s) is the result;
+//! 4. `harness train` of the LASER default's model on the shards (`CORPORA_BENCH_STEPS`
+//!    steps, default 200): peak RSS and tokens/s; then a run of one step from the existing
+//!    shards in a fresh run directory with the tokenizer in place — its wall time bounds the
+//!    time to the first step (the corpus is not read again);
+//! 5. once, the LASER default from its shipped corpora in memory for the same steps: the
+//!    line `shards / memory = R` (training tokens/s).
+//!
+//! Environment: `CORPORA_BENCH_PAIRS`, `CORPORA_BENCH_STEPS`, `CORPORA_BENCH_DIR`. Needs
+//! python3 (the corpus script; the peer's venv comes from `scripts/pyenv.py`) and
+//! `/usr/bin/time` for peak RSS; without them it says what it skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn env_list(name: &str, default: &str) -> Vec<u64> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|s| s.trim().replace('_', "").parse().ok())
+        .collect()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What a command measured: peak RSS (MB), wall seconds, its stdout and stderr.
+struct Measured {
+    rss_mb: f64,
+    wall: f64,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs harness with `args` under `/usr/bin/time` in `home` (HARNESS_HOME).
+fn harness(home: &Path, args: &[String]) -> Result<Measured, String> {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "TIME %M %e"])
+        .arg(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .env("HARNESS_HOME", home)
+        .current_dir(repo())
+        .output()
+        .map_err(|e| format!("/usr/bin/time could not start: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    if !out.status.success() {
+        let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
+        return Err(format!(
+            "harness {} failed: {}",
+            args.join(" "),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("TIME "))
+        .ok_or("no /usr/bin/time line")?;
+    let mut it = line.split_whitespace().skip(1);
+    let kb: f64 = it.next().and_then(|x| x.parse().ok()).ok_or("bad RSS")?;
+    let wall: f64 = it.next().and_then(|x| x.parse().ok()).ok_or("bad time")?;
+    Ok(Measured {
+        rss_mb: kb / 1024.0,
+        wall,
+        stdout: String::from_utf8_lossy(&out.stdout).to_string(),
+        stderr,
+    })
+}
+
+/// `N tokens in S s of training (R tokens/s)` from `harness train`'s summary.
+fn tokens_per_second(m: &Measured) -> Option<f64> {
+    let text = format!("{}{}", m.stdout, m.stderr);
+    let line = text.lines().find(|l| l.contains("tokens/s)"))?;
+    let inner = line.rsplit_once('(')?.1;
+    inner.split_whitespace().next()?.parse().ok()
+}
+
+fn corpus(dir: &Path, pairs: u64) -> Result<PathBuf, String> {
+    let out = dir.join(format!("synthetic-{pairs}"));
+    if out.join(".complete").is_file() {
+        return Ok(out);
+    }
+    let status = Command::new("python3")
+        .arg(repo().join("scripts/make_synthetic_corpus.py"))
+        .args(["--pairs", &pairs.to_string()])
+        .arg("--out")
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("python3 could not start: {e}"))?;
+    if !status.success() {
+        return Err(format!("make_synthetic_corpus.py exited with {status}"));
+    }
+    std::fs::write(out.join(".complete"), b"").map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn files_of(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.extension().is_some_and(|e| e == "tsv"));
+    v.sort();
+    v
+}
+
+/// The shard manifests under `home`.
+fn manifests(home: &Path) -> Vec<serde_json::Value> {
+    let shards = home.join("cache/shards");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(shards).into_iter().flatten().flatten() {
+        if let Ok(t) = std::fs::read_to_string(e.path().join("manifest.json")) {
+            if let Ok(v) = serde_json::from_str(&t) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn peer(tokenizer: &Path, files: &[PathBuf], threads: usize) -> Result<f64, String> {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/bench_tokenize_peer.py"))
+        .arg("--tokenizer")
+        .arg(tokenizer)
+        .args(["--threads", &threads.to_string()])
+        .arg("--files")
+        .args(files)
+        .output()
+        .map_err(|e| format!("python3 could not start: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "bench_tokenize_peer.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("tokenizers:"))
+        .ok_or("no `tokenizers:` line")?;
+    println!("  {line}");
+    line.split(": ")
+        .nth(2)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|r| r.parse().ok())
+        .ok_or_else(|| format!("cannot read the rate from `{line}`"))
+}
+
+fn main() {
+    let threads = rayon::current_num_threads();
+    let isa = if std::arch::is_x86_feature_detected!("avx512f") {
+        "AVX-512"
+    } else {
+        "AVX2"
+    };
+    println!("corpora bench: {threads} threads, {isa}");
+    let dir = std::env::var("CORPORA_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target/corpora-bench"));
+    let steps = env_list("CORPORA_BENCH_STEPS", "200")
+        .first()
+        .copied()
+        .unwrap_or(200);
+    std::fs::create_dir_all(&dir).expect("the bench folder");
+    let mut shard_rate = None;
+    for pairs in env_list("CORPORA_BENCH_PAIRS", "1000000") {
+        println!("\n{pairs} pairs");
+        let corpus = match corpus(&dir, pairs) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("  skipped: {e}");
+                continue;
+            }
+        };
+        let files = files_of(&corpus);
+        let home = dir.join(format!("home-{pairs}"));
+        let _ = std::fs::remove_dir_all(&home);
+        let glob = format!("data.corpora.pairs.files=[{}/*.tsv]", corpus.display());
+        let run = home.join("run");
+        let base = |extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = vec![
+                "recipes/laser.yaml".into(),
+                "--profile".into(),
+                "own-corpus".into(),
+                "--set".into(),
+                glob.clone(),
+            ];
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v
+        };
+        let prepared = match harness(&home, &{
+            let mut a = vec!["corpora".to_string()];
+            a.extend(base(&[]));
+            a
+        }) {
+            Ok(m) => m,
+            Err(e) => {
+                println!("  harness corpora: {e}");
+                continue;
+            }
+        };
+        let m = manifests(&home);
+        let records: f64 = m.iter().filter_map(|v| v["extra"]["records"].as_f64()).sum();
+        let seconds: f64 = m.iter().filter_map(|v| v["extra"]["seconds"].as_f64()).sum();
+        let rate = 2.0 * records / seconds.max(1e-9);
+        println!(
+            "  harness corpora: peak RSS {:.0} MB, {:.1} s wall; binarized {records} pairs in {seconds:.1} s: {rate:.0} sentences/s",
+            prepared.rss_mb, prepared.wall
+        );
+        let tokenizer = std::fs::read_dir(home.join("runs"))
+            .ok()
+            .and_then(|d| d.flatten().next())
+            .map(|e| e.path().join("tokenizer.json"));
+        match tokenizer.ok_or("no run directory".to_string()).and_then(|t| peer(&t, &files, threads)) {
+            Ok(p) => println!("  binarize / tokenizers = {:.2}", rate / p),
+            Err(e) => println!("  peer skipped: {e}"),
+        }
+        let steps_set = format!("train.steps={steps}");
+        let every = format!("train.checkpoint_every={}", steps + 1);
+        let mut args = vec!["train".to_string()];
+        args.extend(base(&["--set", &steps_set, "--set", &every, "--out"]));
+        args.push(run.display().to_string());
+        match harness(&home, &args) {
+            Ok(t) => {
+                let r = tokens_per_second(&t);
+                shard_rate = r.or(shard_rate);
+                println!(
+                    "  harness train ({steps} steps from shards): peak RSS {:.0} MB, {:.1} s wall, {} tokens/s",
+                    t.rss_mb,
+                    t.wall,
+                    r.map_or("?".into(), |r| format!("{r:.0}"))
+                );
+            }
+            Err(e) => println!("  train: {e}"),
+        }
+        // Time to the first step: a fresh run directory with the tokenizer in place, the
+        // shards in the cache.
+        let first = home.join("first");
+        let _ = std::fs::create_dir_all(&first);
+        let _ = std::fs::copy(run.join("tokenizer.json"), first.join("tokenizer.json"));
+        let mut args = vec!["train".to_string()];
+        args.extend(base(&["--set", "train.steps=1", "--out"]));
+        args.push(first.display().to_string());
+        match harness(&home, &args) {
+            Ok(t) => println!(
+                "  one step from existing shards: {:.1} s wall (peak RSS {:.0} MB)",
+                t.wall, t.rss_mb
+            ),
+            Err(e) => println!("  first step: {e}"),
+        }
+    }
+    if let Some(shards) = shard_rate {
+        let home = dir.join("home-memory");
+        let steps_set = format!("train.steps={steps}");
+        let every = format!("train.checkpoint_every={}", steps + 1);
+        let out = home.join("run");
+        let _ = std::fs::remove_dir_all(&home);
+        let args: Vec<String> = [
+            "train",
+            "recipes/laser.yaml",
+            "--set",
+            &steps_set,
+            "--set",
+            &every,
+            "--out",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.display().to_string()])
+        .collect();
+        match harness(&home, &args) {
+            Ok(t) => {
+                let r = tokens_per_second(&t);
+                println!(
+                    "\nLASER default from memory ({steps} steps): peak RSS {:.0} MB, {} tokens/s",
+                    t.rss_mb,
+                    r.map_or("?".into(), |r| format!("{r:.0}"))
+                );
+                if let Some(r) = r {
+                    println!("shards / memory = {:.2}", shards / r);
+                }
+            }
+            Err(e) => println!("memory run: {e}"),
+        }
+    }
+}
