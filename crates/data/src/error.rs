@@ -60,6 +60,11 @@ pub enum DataError {
         attempts: String,
     },
 
+    /// Reading a corpus of the user's own files failed (the message names the file, the
+    /// line and the fix).
+    #[error(transparent)]
+    UserCorpus(#[from] crate::user_corpus::UserCorpusError),
+
     /// Downloading or copying from a mirror failed.
     #[error("fetching {what} from {mirror}: {detail}")]
     Fetch {

@@ -17,6 +17,7 @@ pub mod store;
 pub mod text;
 pub mod tokenize;
 pub mod unigram;
+pub mod user_corpus;
 pub mod words;
 
 pub use error::DataError;
