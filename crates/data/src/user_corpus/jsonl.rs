@@ -169,3 +169,143 @@ fn type_name(v: &Value) -> &'static str {
         Value::Object(_) => "object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{corpus, error, pair, read_all, records, write};
+    use super::super::Record;
+    use crate::records::NliLabel;
+    use harness_recipe::schema::{CorpusFormat, CorpusKind, OnBadLine};
+
+    #[test]
+    fn nested_translation_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "wmt.jsonl.zst",
+            br#"{"id": 1, "translation": {"de": "Hallo", "en": "Hello"}}
+{"translation": {"en": "Thanks", "de": "Danke"}}
+"#,
+        );
+        let mut c = corpus(CorpusFormat::Jsonl);
+        c.fields.insert("source".into(), "translation.de".into());
+        c.fields.insert("target".into(), "translation.en".into());
+        c.pairs = vec!["de-en".into()];
+        assert_eq!(
+            records(&c, &[f]),
+            [
+                pair("Hallo", "Hello", "de", "en"),
+                pair("Danke", "Thanks", "de", "en")
+            ]
+        );
+    }
+
+    #[test]
+    fn default_fields_per_row_languages_and_dotted_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "mixed.jsonl",
+            br#"{"source": "Hallo", "target": "Hello", "meta": {"sl": "de"}, "t.l": "en"}"#,
+        );
+        let mut c = corpus(CorpusFormat::Jsonl);
+        c.fields.insert("source_lang".into(), "meta.sl".into());
+        c.fields.insert("target_lang".into(), "t.l".into());
+        assert_eq!(records(&c, &[f]), [pair("Hallo", "Hello", "de", "en")]);
+    }
+
+    #[test]
+    fn labels_as_strings_or_integers() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "nli.jsonl",
+            br#"{"premise": "p", "hypothesis": "h", "label": 1}
+{"premise": "p2", "hypothesis": "h2", "label": "Contradiction"}
+"#,
+        );
+        let mut c = corpus(CorpusFormat::Jsonl);
+        c.kind = Some(CorpusKind::Nli);
+        assert_eq!(
+            records(&c, &[f]),
+            [
+                Record::Nli {
+                    premise: "p".into(),
+                    hypothesis: "h".into(),
+                    label: NliLabel::Neutral
+                },
+                Record::Nli {
+                    premise: "p2".into(),
+                    hypothesis: "h2".into(),
+                    label: NliLabel::Contradiction
+                }
+            ]
+        );
+        let f = write(dir.path(), "sib.jsonl", br#"{"text": "t", "category": 7}"#);
+        c.kind = Some(CorpusKind::Labelled);
+        c.fields.insert("label".into(), "category".into());
+        assert_eq!(
+            records(&c, &[f]),
+            [Record::Labelled {
+                text: "t".into(),
+                label: "7".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn invalid_json_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "x.de-en.jsonl",
+            b"{\"source\": \"a\", \"target\": \"b\"}\n{\"source\": \"a\", \n",
+        );
+        let msg = error(&corpus(CorpusFormat::Jsonl), &[f]);
+        assert!(msg.contains("x.de-en.jsonl:2: invalid JSON"), "{msg}");
+        let f = write(dir.path(), "y.de-en.jsonl", b"[\"a\", \"b\"]\n");
+        let msg = error(&corpus(CorpusFormat::Jsonl), &[f]);
+        assert!(
+            msg.contains("y.de-en.jsonl:1: a JSON array, not an object"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_non_string_field_names_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(
+            dir.path(),
+            "x.de-en.jsonl",
+            br#"{"translation": {"de": "a", "en": "b"}}
+{"translation": {"de": "a"}}
+{"translation": {"de": "a", "en": 3}}
+"#,
+        );
+        let mut c = corpus(CorpusFormat::Jsonl);
+        c.fields.insert("source".into(), "translation.de".into());
+        c.fields.insert("target".into(), "translation.en".into());
+        let msg = error(&c, std::slice::from_ref(&f));
+        assert!(
+            msg.contains("x.de-en.jsonl:2: missing field `translation.en`"),
+            "{msg}"
+        );
+        c.on_bad_line = OnBadLine::Skip;
+        let (got, report) = read_all(&c, &[f]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(report.skipped, 2);
+        let mut c = corpus(CorpusFormat::Jsonl);
+        c.fields.insert("source".into(), "translation.de".into());
+        c.fields.insert("target".into(), "translation.en".into());
+        let f = write(
+            dir.path(),
+            "z.de-en.jsonl",
+            br#"{"translation": {"de": "a", "en": 3}}"#,
+        );
+        let msg = error(&c, &[f]);
+        assert!(
+            msg.contains("z.de-en.jsonl:1: field `translation.en` is a JSON number, not a string"),
+            "{msg}"
+        );
+    }
+}

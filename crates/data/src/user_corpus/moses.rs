@@ -247,3 +247,158 @@ fn side(line: Line<'_>) -> Result<&str, Bad> {
         Line::NotUtf8(at) => Err(Bad::not_utf8(at)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{corpus, error, pair, read_all, records, write};
+    use super::super::{Record, UserCorpusError};
+    use harness_recipe::schema::{CorpusFormat, CorpusKind, OnBadLine};
+
+    #[test]
+    fn a_pair_of_files_reads_in_lockstep() {
+        let dir = tempfile::tempdir().unwrap();
+        // Given in any order, the pairs come in the order of their first file; sides may be
+        // compressed differently.
+        let files = [
+            write(dir.path(), "News.fr-en.en", b"Hello\n"),
+            write(dir.path(), "Europarl.de-en.en.gz", b"Hello world\nThanks\n"),
+            write(dir.path(), "Europarl.de-en.de", b"Hallo Welt\r\nDanke\n"),
+            write(dir.path(), "News.fr-en.fr.xz", b"Bonjour\n"),
+        ];
+        let c = corpus(CorpusFormat::Moses);
+        let (got, report) = read_all(&c, &files).unwrap();
+        let recs: Vec<Record> = got.iter().map(|(r, _)| r.clone()).collect();
+        assert_eq!(
+            recs,
+            [
+                pair("Bonjour", "Hello", "fr", "en"),
+                pair("Hallo Welt", "Hello world", "de", "en"),
+                pair("Danke", "Thanks", "de", "en"),
+            ]
+        );
+        assert_eq!(got[2].1.path, files[2], "the place is the source file");
+        assert_eq!(got[2].1.line, 2);
+        assert_eq!((report.records, report.lines), (3, 6));
+        assert_eq!(report.files.len(), 4);
+    }
+
+    #[test]
+    fn the_recipe_pair_picks_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            write(dir.path(), "de-en.de", b"Hallo\n"),
+            write(dir.path(), "de-en.en", b"Hello\n"),
+        ];
+        let mut c = corpus(CorpusFormat::Moses);
+        c.pairs = vec!["en-de".into()];
+        assert_eq!(records(&c, &files), [pair("Hello", "Hallo", "en", "de")]);
+        c.pairs = vec!["fr-en".into()];
+        let msg = error(&c, &files);
+        assert!(
+            msg.contains("de-en.de: the recipe's pair `fr-en` is not this file's pair `de-en`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn conversation_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            write(dir.path(), "chat.message-response.message", b"hi\n"),
+            write(dir.path(), "chat.message-response.response", b"hello\n"),
+        ];
+        let mut c = corpus(CorpusFormat::Moses);
+        c.kind = Some(CorpusKind::Conversation);
+        assert_eq!(
+            records(&c, &files),
+            [Record::Conversation {
+                message: "hi".into(),
+                response: "hello".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn unequal_line_counts_name_both_files_and_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            write(dir.path(), "E.de-en.de", b"a\nb\nc\n"),
+            write(dir.path(), "E.de-en.en", b"A\nB\n"),
+        ];
+        let e = read_all(&corpus(CorpusFormat::Moses), &files).unwrap_err();
+        assert!(
+            matches!(e, UserCorpusError::Unaligned { lines: 2, .. }),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!(
+                "{} ended after line 2 but {} goes on",
+                files[1].display(),
+                files[0].display()
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("re-download"), "{msg}");
+    }
+
+    #[test]
+    fn a_missing_partner_or_a_bad_name_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = corpus(CorpusFormat::Moses);
+        let de = write(dir.path(), "E.de-en.de.gz", b"a\n");
+        let msg = error(&c, std::slice::from_ref(&de));
+        assert!(msg.contains("E.de-en.de.gz: its partner"), "{msg}");
+        assert!(
+            msg.contains(&dir.path().join("E.de-en.en").display().to_string()),
+            "{msg}"
+        );
+
+        let odd = write(dir.path(), "E.de.txt", b"a\n");
+        let msg = error(&c, &[odd]);
+        assert!(
+            msg.contains("E.de.txt: `E.de.txt` is not a Moses file name"),
+            "{msg}"
+        );
+        let odd = write(dir.path(), "E.de-en.fr", b"a\n");
+        let msg = error(&c, &[odd]);
+        assert!(
+            msg.contains("neither language of its pair `de-en`"),
+            "{msg}"
+        );
+
+        let plain = write(dir.path(), "E.de-en.de", b"a\n");
+        let en = write(dir.path(), "E.de-en.en", b"a\n");
+        let msg = error(&c, &[de, plain, en]);
+        assert!(msg.contains("also holds the `de` side"), "{msg}");
+    }
+
+    #[test]
+    fn bad_lines_on_either_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            write(dir.path(), "E.de-en.de", b"a\nb\n\nd\n"),
+            write(dir.path(), "E.de-en.en", b"A\n\xc3(\nC\nD\n"),
+        ];
+        let mut c = corpus(CorpusFormat::Moses);
+        let msg = error(&c, &files);
+        assert!(
+            msg.contains(&format!("{}:2: not UTF-8", files[1].display())),
+            "{msg}"
+        );
+        c.on_bad_line = OnBadLine::Skip;
+        let (got, report) = read_all(&c, &files).unwrap();
+        assert_eq!(
+            got.iter()
+                .map(|(r, p)| (r.clone(), p.line))
+                .collect::<Vec<_>>(),
+            [
+                (pair("a", "A", "de", "en"), 1),
+                (pair("d", "D", "de", "en"), 4)
+            ]
+        );
+        assert_eq!(report.skipped, 2);
+        let first = report.first_skipped.unwrap();
+        assert!(first.contains("E.de-en.en:2: not UTF-8"), "{first}");
+    }
+}
