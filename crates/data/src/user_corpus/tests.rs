@@ -269,3 +269,12 @@ fn converts_into_data_error() {
     let e: crate::DataError = UserCorpusError::Stopped("x".into()).into();
     assert_eq!(e.to_string(), "x");
 }
+
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn parquet_without_the_feature_says_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "x.de-en.parquet", b"PAR1");
+    let text = error(&corpus(CorpusFormat::Parquet), &[f]);
+    assert!(text.contains("--features harness-data/parquet"), "{text}");
+}
