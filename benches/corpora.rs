@@ -11,12 +11,12 @@
 //! 3. the peer: Hugging Face `tokenizers` `encode_batch` on the same `tokenizer.json` and the
 //!    same files with as many threads as harness's pool (`scripts/bench_tokenize_peer.py`),
 //!    in the same run: the line `binarize / tokenizers = R` (sentences/s) is the result;
-//! 4. `harness train` of the LASER default's model on the shards (`CORPORA_BENCH_STEPS`
-//!    steps, default 200): peak RSS and tokens/s; then a run of one step from the existing
-//!    shards in a fresh run directory with the tokenizer in place — its wall time bounds the
-//!    time to the first step (the corpus is not read again);
-//! 5. once, the LASER default from its shipped corpora in memory for the same steps: the
-//!    line `shards / memory = R` (training tokens/s).
+//! 4. `harness train` in the run directory `harness corpora` prepared: one step
+//!    (`--stop-after 1`: its wall time bounds the time to the first step, the corpus is not
+//!    read again), then `CORPORA_BENCH_STEPS` more (default 200): peak RSS and tokens/s;
+//! 5. once, the LASER default from its shipped corpora in memory, then from the same pairs
+//!    written to one tab-separated file per corpus (in the order the memory path holds
+//!    them): the same batches, so the same losses, and `shards / memory = R` (tokens/s).
 //!
 //! Environment: `CORPORA_BENCH_PAIRS`, `CORPORA_BENCH_STEPS`, `CORPORA_BENCH_DIR`. Needs
 //! python3 (the corpus script; the peer's venv comes from `scripts/pyenv.py`) and
@@ -52,6 +52,11 @@ fn harness(home: &Path, args: &[String]) -> Result<Measured, String> {
         .arg(env!("CARGO_BIN_EXE_harness"))
         .args(args)
         .env("HARNESS_HOME", home)
+        .env("HARNESS_RUNS_DIR", {
+            let runs = home.join("runs");
+            let _ = std::fs::create_dir_all(&runs);
+            runs
+        })
         .current_dir(repo())
         .output()
         .map_err(|e| format!("/usr/bin/time could not start: {e}"))?;
@@ -175,7 +180,6 @@ fn main() {
         .copied()
         .unwrap_or(200);
     std::fs::create_dir_all(&dir).expect("the bench folder");
-    let mut shard_rate = None;
     for pairs in env_list("CORPORA_BENCH_PAIRS", "1000000") {
         println!("\n{pairs} pairs");
         let corpus = match corpus(&dir, pairs) {
@@ -189,7 +193,6 @@ fn main() {
         let home = dir.join(format!("home-{pairs}"));
         let _ = std::fs::remove_dir_all(&home);
         let glob = format!("data.corpora.pairs.files=[{}/*.tsv]", corpus.display());
-        let run = home.join("run");
         let base = |extra: &[&str]| -> Vec<String> {
             let mut v: Vec<String> = vec![
                 "recipes/laser.yaml".into(),
@@ -213,8 +216,14 @@ fn main() {
             }
         };
         let m = manifests(&home);
-        let records: f64 = m.iter().filter_map(|v| v["extra"]["records"].as_f64()).sum();
-        let seconds: f64 = m.iter().filter_map(|v| v["extra"]["seconds"].as_f64()).sum();
+        let records: f64 = m
+            .iter()
+            .filter_map(|v| v["extra"]["records"].as_f64())
+            .sum();
+        let seconds: f64 = m
+            .iter()
+            .filter_map(|v| v["extra"]["seconds"].as_f64())
+            .sum();
         let rate = 2.0 * records / seconds.max(1e-9);
         println!(
             "  harness corpora: peak RSS {:.0} MB, {:.1} s wall; binarized {records} pairs in {seconds:.1} s: {rate:.0} sentences/s",
@@ -224,76 +233,120 @@ fn main() {
             .ok()
             .and_then(|d| d.flatten().next())
             .map(|e| e.path().join("tokenizer.json"));
-        match tokenizer.ok_or("no run directory".to_string()).and_then(|t| peer(&t, &files, threads)) {
+        match tokenizer
+            .ok_or("no run directory".to_string())
+            .and_then(|t| peer(&t, &files, threads))
+        {
             Ok(p) => println!("  binarize / tokenizers = {:.2}", rate / p),
             Err(e) => println!("  peer skipped: {e}"),
         }
-        let steps_set = format!("train.steps={steps}");
-        let every = format!("train.checkpoint_every={}", steps + 1);
-        let mut args = vec!["train".to_string()];
-        args.extend(base(&["--set", &steps_set, "--set", &every, "--out"]));
-        args.push(run.display().to_string());
-        match harness(&home, &args) {
-            Ok(t) => {
-                let r = tokens_per_second(&t);
-                shard_rate = r.or(shard_rate);
-                println!(
-                    "  harness train ({steps} steps from shards): peak RSS {:.0} MB, {:.1} s wall, {} tokens/s",
-                    t.rss_mb,
-                    t.wall,
-                    r.map_or("?".into(), |r| format!("{r:.0}"))
-                );
-            }
-            Err(e) => println!("  train: {e}"),
-        }
-        // Time to the first step: a fresh run directory with the tokenizer in place, the
-        // shards in the cache.
-        let first = home.join("first");
-        let _ = std::fs::create_dir_all(&first);
-        let _ = std::fs::copy(run.join("tokenizer.json"), first.join("tokenizer.json"));
-        let mut args = vec!["train".to_string()];
-        args.extend(base(&["--set", "train.steps=1", "--out"]));
-        args.push(first.display().to_string());
-        match harness(&home, &args) {
+        // The first step from the prepared run directory (tokenizer learned, shards in the
+        // cache): what `harness train` does after `harness corpora`.
+        let stop = |n: u64| -> Vec<String> {
+            let mut a = vec!["train".to_string()];
+            a.extend(base(&["--stop-after", &n.to_string()]));
+            a
+        };
+        match harness(&home, &stop(1)) {
             Ok(t) => println!(
-                "  one step from existing shards: {:.1} s wall (peak RSS {:.0} MB)",
+                "  first step from the prepared run (shards in the cache): {:.1} s wall, peak RSS {:.0} MB",
                 t.wall, t.rss_mb
             ),
             Err(e) => println!("  first step: {e}"),
         }
-    }
-    if let Some(shards) = shard_rate {
-        let home = dir.join("home-memory");
-        let steps_set = format!("train.steps={steps}");
-        let every = format!("train.checkpoint_every={}", steps + 1);
-        let out = home.join("run");
-        let _ = std::fs::remove_dir_all(&home);
-        let args: Vec<String> = [
-            "train",
-            "recipes/laser.yaml",
-            "--set",
-            &steps_set,
-            "--set",
-            &every,
-            "--out",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([out.display().to_string()])
-        .collect();
-        match harness(&home, &args) {
-            Ok(t) => {
-                let r = tokens_per_second(&t);
-                println!(
-                    "\nLASER default from memory ({steps} steps): peak RSS {:.0} MB, {} tokens/s",
-                    t.rss_mb,
-                    r.map_or("?".into(), |r| format!("{r:.0}"))
-                );
-                if let Some(r) = r {
-                    println!("shards / memory = {:.2}", shards / r);
-                }
-            }
-            Err(e) => println!("memory run: {e}"),
+        match harness(&home, &stop(steps + 1)) {
+            Ok(t) => println!(
+                "  harness train ({steps} more steps from shards): peak RSS {:.0} MB, {:.1} s wall, {} tokens/s",
+                t.rss_mb,
+                t.wall,
+                tokens_per_second(&t).map_or("?".into(), |r| format!("{r:.0}"))
+            ),
+            Err(e) => println!("  train: {e}"),
         }
+    }
+    same_pairs(&dir, steps);
+}
+
+/// The LASER default from its shipped corpora in memory, then from the same pairs written
+/// to a tab-separated file per corpus (in the order the memory path holds them, languages
+/// per row): the same batches, so the same losses; the tokens/s of both.
+fn same_pairs(dir: &Path, steps: u64) {
+    let home = dir.join("home-same-pairs");
+    let _ = std::fs::remove_dir_all(&home);
+    let memory = home.join("memory");
+    let stop = steps.to_string();
+    let args = |extra: &[String], out: &Path| -> Vec<String> {
+        let mut a: Vec<String> = ["train", "recipes/laser.yaml", "--stop-after", &stop]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for e in extra {
+            a.push("--set".into());
+            a.push(e.clone());
+        }
+        a.push("--out".into());
+        a.push(out.display().to_string());
+        a
+    };
+    println!(
+        "
+LASER default, {steps} steps: shipped corpora in memory, then the same pairs from files"
+    );
+    let m = match harness(&home, &args(&[], &memory)) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("  memory run: {e}");
+            return;
+        }
+    };
+    // Each corpus as the memory path trained on it (`corpora/<name>.jsonl`), as TSV.
+    let files = home.join("files");
+    std::fs::create_dir_all(&files).expect("a folder");
+    let mut sets = Vec::new();
+    for name in ["tatoeba_pairs", "news_pairs"] {
+        let text = std::fs::read_to_string(memory.join(format!("corpora/{name}.jsonl")))
+            .expect("the memory run's corpora");
+        let mut tsv = String::new();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let f = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            tsv.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                f("src_lang"),
+                f("tgt_lang"),
+                f("source"),
+                f("target")
+            ));
+        }
+        let path = files.join(format!("{name}.tsv"));
+        std::fs::write(&path, tsv).expect("writes");
+        // The corpus's `exclude:` and `max_examples` stay the recipe's (the pairs were
+        // filtered and capped already: the filter finds nothing more, the cap is their count).
+        sets.extend([
+            format!("data.corpora.{name}.dataset=null"),
+            format!("data.corpora.{name}.pairs=[]"),
+            format!("data.corpora.{name}.files=['{}']", path.display()),
+            format!("data.corpora.{name}.format=tsv"),
+            format!("data.corpora.{name}.fields={{source_lang: '0', target_lang: '1', source: '2', target: '3'}}"),
+        ]);
+    }
+    let f = match harness(&home, &args(&sets, &home.join("from-files"))) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("  files run: {e}");
+            return;
+        }
+    };
+    let last = |m: &Measured| {
+        format!("{}{}", m.stdout, m.stderr)
+            .lines()
+            .find(|l| l.contains("tokens/s)"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    println!("  memory: {}", last(&m));
+    println!("  files:  {}", last(&f));
+    if let (Some(a), Some(b)) = (tokens_per_second(&m), tokens_per_second(&f)) {
+        println!("  shards / memory = {:.2} (tokens/s)", b / a);
     }
 }

@@ -36,7 +36,13 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             args.recipe.display()
         )
     })?;
-    if resolved.recipe.data.corpora.values().any(|c| c.dataset.is_none()) {
+    if resolved
+        .recipe
+        .data
+        .corpora
+        .values()
+        .any(|c| c.dataset.is_none())
+    {
         return prepare_files(args, &resolved, settings);
     }
     let registry = Registry::load()?;

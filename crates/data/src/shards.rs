@@ -460,8 +460,7 @@ impl Shard {
             let first = if s == 0 { 0 } else { ge[s - 1] };
             let last = if e == 0 { 0 } else { ge[e - 1] };
             Ngrams {
-                ids: self.section(self.grams, self.n_grams)[first as usize..last as usize]
-                    .to_vec(),
+                ids: self.section(self.grams, self.n_grams)[first as usize..last as usize].to_vec(),
                 ends: ge[s..e].iter().map(|&x| x - first).collect(),
             }
         });
@@ -502,7 +501,10 @@ mod tests {
         for (i, (a, b)) in examples.iter().enumerate() {
             w.push(&[&tokens(a), &tokens(b)], [i as u32, 9]).unwrap();
         }
-        assert!(Manifest::read(dir.path()).unwrap().is_none(), "not complete yet");
+        assert!(
+            Manifest::read(dir.path()).unwrap().is_none(),
+            "not complete yet"
+        );
         let m = w.finish(serde_json::json!({"k": 1})).unwrap();
         assert_eq!(Manifest::read(dir.path()).unwrap().unwrap(), m);
         assert_eq!(

@@ -64,12 +64,17 @@ impl FileStamp {
         let bytes = meta.len();
         let mut hash = sha2::Sha256::new();
         let mut buf = Vec::new();
-        (&mut f).take(STAMP_BYTES).read_to_end(&mut buf).map_err(io)?;
+        (&mut f)
+            .take(STAMP_BYTES)
+            .read_to_end(&mut buf)
+            .map_err(io)?;
         hash.update(&buf);
         if bytes > STAMP_BYTES {
             buf.clear();
-            f.seek(SeekFrom::Start(bytes.saturating_sub(STAMP_BYTES).max(STAMP_BYTES)))
-                .map_err(io)?;
+            f.seek(SeekFrom::Start(
+                bytes.saturating_sub(STAMP_BYTES).max(STAMP_BYTES),
+            ))
+            .map_err(io)?;
             f.take(STAMP_BYTES).read_to_end(&mut buf).map_err(io)?;
             hash.update(&buf);
         }
@@ -350,10 +355,7 @@ pub fn binarize(
             }
             bar.set_position(bytes_read.load(Ordering::Relaxed));
             let secs = started.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!(
-                "{records} records, {:.0}/s",
-                records as f64 / secs
-            ));
+            bar.set_message(format!("{records} records, {:.0}/s", records as f64 / secs));
         }
         drop(receive);
         reader.join().expect("the reader thread does not panic")
@@ -455,14 +457,23 @@ fn write_chunk(
                     premise,
                     hypothesis,
                     label,
-                } => (premise, hypothesis, "all".into(), label.index() as u32, None),
+                } => (
+                    premise,
+                    hypothesis,
+                    "all".into(),
+                    label.index() as u32,
+                    None,
+                ),
                 _ => unreachable!("shard_kind refused the other kinds"),
             };
             let removed = eval.contains_with(&a, buf) || eval.contains_with(&b, buf);
             let rows = if removed {
                 [Tokens::default(), Tokens::default()]
             } else {
-                [tokenizer.tokens(&a, max_len)?, tokenizer.tokens(&b, max_len)?]
+                [
+                    tokenizer.tokens(&a, max_len)?,
+                    tokenizer.tokens(&b, max_len)?,
+                ]
             };
             Ok(Tokenised {
                 rows,

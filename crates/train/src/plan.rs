@@ -475,7 +475,10 @@ fn compile(
             }
             let seed = recipe.seed.wrapping_mul(31).wrapping_add(ti as u64);
             let batch_tokens = train_spec.batch_tokens.map(|x| x as usize);
-            let batch_size = task.batch_size.or(train_spec.batch_size).map(|x| x as usize);
+            let batch_size = task
+                .batch_size
+                .or(train_spec.batch_size)
+                .map(|x| x as usize);
             let kind = crate::binarize::shard_kind(fc)?;
             let empty = match kind {
                 crate::streamed::ShardKind::Nli => Examples::Nli(Vec::new()),

@@ -246,7 +246,12 @@ fn write_provenance(
         let shards: Vec<serde_json::Value> = plan
             .tasks
             .iter()
-            .filter(|t| plan.recipe.tasks.iter().any(|r| r.name == t.name && &r.corpus == name))
+            .filter(|t| {
+                plan.recipe
+                    .tasks
+                    .iter()
+                    .any(|r| r.name == t.name && &r.corpus == name)
+            })
             .filter_map(|t| t.data.as_ref()?.shards.as_ref())
             .map(|s| {
                 serde_json::json!({

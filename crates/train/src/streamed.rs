@@ -276,11 +276,7 @@ impl ShardedExamples {
         let mut starts = Vec::new();
         let mut costs = Vec::new();
         for s in self.window_shards(epoch, w) {
-            let shard = Shard::open(
-                &self.dir,
-                &self.manifest.shards[s],
-                self.manifest.layout,
-            )?;
+            let shard = Shard::open(&self.dir, &self.manifest.shards[s], self.manifest.layout)?;
             starts.push(costs.len());
             costs.extend((0..shard.len()).map(|i| shard.cost(i)));
             shards.push(shard);
@@ -436,7 +432,16 @@ mod tests {
             }
         }
         // Epochs differ in order.
-        let first = |e| origins(&s.batch_at(Position { epoch: e, cursor: 0 }).unwrap().0);
+        let first = |e| {
+            origins(
+                &s.batch_at(Position {
+                    epoch: e,
+                    cursor: 0,
+                })
+                .unwrap()
+                .0,
+            )
+        };
         assert_ne!(first(0), first(1));
     }
 }

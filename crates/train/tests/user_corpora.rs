@@ -50,15 +50,22 @@ train: {{steps: 6, batch_tokens: 400, max_len: 30}}
 }
 
 /// The shipped German–English pairs as the memory path loads them (capped, shuffled).
-fn shipped_pairs(settings: &Settings) -> (Recipe, Vec<Bitext>, std::collections::BTreeMap<String, Loaded>) {
+fn shipped_pairs(
+    settings: &Settings,
+) -> (
+    Recipe,
+    Vec<Bitext>,
+    std::collections::BTreeMap<String, Loaded>,
+) {
     let r = recipe("{dataset: parallel-pairs, pairs: [deu-eng], max_examples: 1500}");
     let (loaded, _) = load_corpora(&r, settings).unwrap();
     let Loaded::Parallel(parts) = &loaded["pairs"] else {
         panic!("parallel pairs expected")
     };
     let pairs = parts[0].2.clone();
-    assert!(pairs.iter().all(|p| !p.source.contains(['\t', '\n'])
-        && !p.target.contains(['\t', '\n'])));
+    assert!(pairs
+        .iter()
+        .all(|p| !p.source.contains(['\t', '\n']) && !p.target.contains(['\t', '\n'])));
     (r, pairs, loaded)
 }
 
@@ -111,7 +118,13 @@ fn a_tab_separated_file_gives_the_batches_the_same_pairs_give_in_memory_and_trai
     let (user, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     assert!(matches!(user["pairs"], Loaded::Files(_)));
     let from_files = compile_plan(&r, &tok, &user).unwrap();
-    let shards = from_files.tasks[0].data.as_ref().unwrap().shards.as_ref().unwrap();
+    let shards = from_files.tasks[0]
+        .data
+        .as_ref()
+        .unwrap()
+        .shards
+        .as_ref()
+        .unwrap();
     assert_eq!(shards.len(), pairs.len() as u64);
     assert_eq!(from_files.steps_per_epoch, memory.steps_per_epoch);
     let n = memory.steps_per_epoch as usize + 5;
@@ -178,7 +191,11 @@ fn moses_gzip_and_json_lines_train_and_their_shards_are_reused_until_a_file_chan
         let plan2 = compile_plan(&r, &tok, &again).unwrap();
         assert_eq!(dir(&plan2), first, "{corpus}");
     }
-    let shard_sets = || std::fs::read_dir(home.path().join("cache/shards")).unwrap().count();
+    let shard_sets = || {
+        std::fs::read_dir(home.path().join("cache/shards"))
+            .unwrap()
+            .count()
+    };
     assert_eq!(shard_sets(), 2);
 
     // A changed file gets shards of its own: its stamp is part of the key.
@@ -189,7 +206,12 @@ fn moses_gzip_and_json_lines_train_and_their_shards_are_reused_until_a_file_chan
         .append(true)
         .open(files.path().join("hf.jsonl"))
         .unwrap();
-    writeln!(f, "{}", serde_json::json!({"translation": {"de": "ein neuer Satz", "en": "a new sentence"}})).unwrap();
+    writeln!(
+        f,
+        "{}",
+        serde_json::json!({"translation": {"de": "ein neuer Satz", "en": "a new sentence"}})
+    )
+    .unwrap();
     drop(f);
     let run = tempfile::tempdir().unwrap();
     let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
@@ -228,4 +250,116 @@ fn the_contamination_filter_removes_a_planted_test_sentence_from_a_users_file() 
     let (kept, removed) = counts.parts["deu-eng"];
     assert!(removed >= 1, "{counts:?}");
     assert_eq!(kept + removed, 301);
+}
+
+/// The losses of a run directory's `train/metrics.jsonl`, by step.
+fn losses(dir: &Path) -> Vec<(u64, f64)> {
+    std::fs::read_to_string(dir.join("train/metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            Some((v["step"].as_u64()?, v["loss"].as_f64()?))
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_stopped_mid_epoch_resumes_from_the_shards_as_if_never_stopped() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let (_, pairs, _) = shipped_pairs(&settings);
+    let files = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for p in &pairs {
+        text.push_str(&format!("{}\t{}\n", p.source, p.target));
+    }
+    std::fs::write(files.path().join("mine.deu-eng.tsv"), text).unwrap();
+    // Checkpoints every 2 steps; an epoch is many more than 8 batches, so the stop after
+    // step 4 falls mid-epoch.
+    let mut r = recipe("{files: [mine.deu-eng.tsv], format: tsv}");
+    r.train.as_mut().unwrap().steps = Some(8);
+    r.train.as_mut().unwrap().checkpoint_every = Some(2);
+    let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
+    let whole = tempfile::tempdir().unwrap();
+    let tok = tokenizer_for(&r, &loaded, &whole.path().join("tokenizer.json")).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    assert!(plan.steps_per_epoch > 8, "{}", plan.steps_per_epoch);
+    let run = |dir: &Path, stop_after: Option<u64>| {
+        let opts = Options::<B> {
+            objectives: objectives::registry(),
+            run_dir: dir.to_path_buf(),
+            stop_after,
+            progress: false,
+            keep: 1,
+            evaluate: None,
+        };
+        train::<B>(&plan, &Default::default(), opts).unwrap()
+    };
+    let uninterrupted = run(whole.path(), None);
+    assert_eq!(uninterrupted.steps, 8);
+    let stopped = tempfile::tempdir().unwrap();
+    let first = run(stopped.path(), Some(4));
+    assert_eq!(first.steps, 4);
+    let rest = run(stopped.path(), None);
+    assert_eq!(rest.session_steps, 4);
+    assert_eq!(rest.last_loss, uninterrupted.last_loss);
+    let a = losses(whole.path());
+    let b = losses(stopped.path());
+    assert_eq!(a.len(), 8);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn shards_whose_writer_died_before_the_manifest_are_never_taken_as_complete() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let (_, pairs, _) = shipped_pairs(&settings);
+    let files = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for p in &pairs[..400] {
+        text.push_str(&format!("{}\t{}\n", p.source, p.target));
+    }
+    std::fs::write(files.path().join("mine.deu-eng.tsv"), text).unwrap();
+    let r = recipe("{files: [mine.deu-eng.tsv], format: tsv}");
+    let run = tempfile::tempdir().unwrap();
+    let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
+    let tok = tokenizer_for(&r, &loaded, &run.path().join("tokenizer.json")).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    let shards = plan.tasks[0]
+        .data
+        .as_ref()
+        .unwrap()
+        .shards
+        .as_ref()
+        .unwrap();
+    let manifest = shards.manifest().clone();
+    let set = std::fs::read_dir(home.path().join("cache/shards"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // A writer killed after its shards and before its manifest: the shard is there, the
+    // manifest is not. (A shard cut short is the other half: `shards` refuses its size.)
+    std::fs::remove_file(set.join("manifest.json")).unwrap();
+    let shard = set.join(&manifest.shards[0].file);
+    let len = std::fs::metadata(&shard).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&shard)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let again = compile_plan(&r, &tok, &loaded).unwrap();
+    let rebuilt = again.tasks[0]
+        .data
+        .as_ref()
+        .unwrap()
+        .shards
+        .as_ref()
+        .unwrap();
+    assert_eq!(rebuilt.manifest().shards, manifest.shards);
+    assert_eq!(std::fs::metadata(&shard).unwrap().len(), len);
+    assert_eq!(batches(&again, 3), batches(&plan, 3));
 }
