@@ -171,7 +171,7 @@ impl FilesCorpus {
                 offer(s, &mut seen);
             }
             records += 1;
-            if records % 65536 == 0 {
+            if records.is_multiple_of(65536) {
                 bar.set_position(counter.load(Ordering::Relaxed));
             }
             true

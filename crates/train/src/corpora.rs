@@ -104,7 +104,7 @@ pub enum Loaded {
     },
     /// The user's own files, found and stamped: read while binarizing
     /// ([`crate::binarize`]), never whole into memory.
-    Files(crate::binarize::FilesCorpus),
+    Files(Box<crate::binarize::FilesCorpus>),
 }
 
 impl Loaded {
@@ -477,7 +477,9 @@ pub fn load_corpus(
     };
     let Some(dataset) = corpus.dataset.as_deref() else {
         return Ok((
-            Loaded::Files(files_corpus(name, corpus, base, registry, settings)?),
+            Loaded::Files(Box::new(files_corpus(
+                name, corpus, base, registry, settings,
+            )?)),
             counts,
         ));
     };
