@@ -176,6 +176,8 @@ impl FilesCorpus {
             }
             true
         })?;
+        // Read to the end: the bar ends full (its position is updated every few records).
+        bar.set_position(total);
         bar.finish_and_clear();
         reservoir.sort_by_key(|(i, _)| *i);
         Ok((reservoir.into_iter().map(|(_, s)| s).collect(), languages))
@@ -309,6 +311,8 @@ pub fn binarize(
         ),
     );
     let bytes_read = AtomicU64::new(0);
+    // Examples written so far (the writer thread's count, for the cap).
+    let written = AtomicU64::new(0);
     let started = std::time::Instant::now();
     let mut state = PairState::default();
     let mut records = 0u64;
@@ -332,34 +336,50 @@ pub fn binarize(
             }
             r
         });
+        // Tokenising (here, over the pool) overlaps writing (its own thread: the directions'
+        // random streams, the counts and the shards are sequential) and reading.
+        let (to_writer, from_tokeniser) = std::sync::mpsc::sync_channel::<Vec<_>>(1);
+        let writing = scope.spawn(|| -> Result<(), TrainError> {
+            for done in from_tokeniser {
+                write_tokenised(
+                    fc,
+                    done,
+                    tokenizer,
+                    pairs,
+                    &mut state,
+                    &mut writer,
+                    &mut counts,
+                    &mut empty,
+                    cap,
+                )?;
+                written.store(writer.examples(), Ordering::Relaxed);
+            }
+            Ok(())
+        });
         for chunk in receive.iter() {
-            if writer.examples() >= cap || failure.is_some() {
+            if written.load(Ordering::Relaxed) >= cap {
                 break;
             }
             records += chunk.len() as u64;
-            let done = write_chunk(
-                fc,
-                chunk,
-                tokenizer,
-                max_len,
-                pairs,
-                &mut state,
-                &mut writer,
-                &mut counts,
-                &mut empty,
-                cap,
-            );
-            if let Err(e) = done {
-                failure = Some(e);
+            let done = tokenise_chunk(fc, chunk, tokenizer, max_len);
+            if to_writer.send(done).is_err() {
+                // The writer stopped on an error, returned below.
                 break;
             }
             bar.set_position(bytes_read.load(Ordering::Relaxed));
             let secs = started.elapsed().as_secs_f64().max(1e-9);
             bar.set_message(format!("{records} records, {:.0}/s", records as f64 / secs));
         }
+        drop(to_writer);
+        if let Err(e) = writing.join().expect("the writer thread does not panic") {
+            failure = Some(e);
+        }
         drop(receive);
         reader.join().expect("the reader thread does not panic")
     });
+    if failure.is_none() && report.is_ok() {
+        bar.set_position(bytes_read.load(Ordering::Relaxed).max(total_bytes));
+    }
     bar.finish_and_clear();
     if let Some(e) = failure {
         return Err(e);
@@ -423,21 +443,15 @@ struct Tokenised {
     langs: Option<(String, String)>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn write_chunk(
+/// Tokenises a chunk of records over the pool, and runs the contamination filter on them.
+fn tokenise_chunk(
     fc: &FilesCorpus,
     chunk: Vec<Record>,
     tokenizer: &TextTokenizer,
     max_len: usize,
-    pairs: Option<&PairSettings>,
-    state: &mut PairState,
-    writer: &mut ShardWriter,
-    counts: &mut CorpusCounts,
-    empty: &mut u64,
-    cap: u64,
-) -> Result<(), TrainError> {
+) -> Vec<Result<Tokenised, TrainError>> {
     let eval = &fc.eval;
-    let done: Vec<Result<Tokenised, TrainError>> = chunk
+    chunk
         .into_par_iter()
         .map_init(String::new, |buf, r| {
             let (a, b, part, tag, langs) = match r {
@@ -483,13 +497,28 @@ fn write_chunk(
                 langs,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Writes a tokenised chunk in order: counts, directions, the cap, the shards.
+#[allow(clippy::too_many_arguments)]
+fn write_tokenised(
+    fc: &FilesCorpus,
+    done: Vec<Result<Tokenised, TrainError>>,
+    tokenizer: &TextTokenizer,
+    pairs: Option<&PairSettings>,
+    state: &mut PairState,
+    writer: &mut ShardWriter,
+    counts: &mut CorpusCounts,
+    empty: &mut u64,
+    cap: u64,
+) -> Result<(), TrainError> {
     for t in done {
         if writer.examples() >= cap {
             break;
         }
         let t = t?;
-        let entry = counts.parts.entry(t.part.clone()).or_insert((0, 0));
+        let entry = counts.parts.entry(t.part).or_insert((0, 0));
         if t.removed {
             entry.1 += 1;
             continue;
