@@ -6,8 +6,7 @@
 //! `{"translation": {"de": ..., "en": ...}}`). By default each part is the field of its own
 //! name (`source`, `target`, `premise`...). Labels may be strings or integers.
 
-use super::open::{Line, Lines};
-use super::{file_languages, make_record, Bad, Pass, Place, Record, UserCorpusError};
+use super::{make_record, read_rows, Bad, Pass, Record, UserCorpusError};
 use harness_recipe::schema::CorpusKind;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -43,26 +42,8 @@ impl Fields {
 /// Reads every line of `files` in order.
 pub(super) fn read(pass: &mut Pass, files: &[PathBuf]) -> Result<(), UserCorpusError> {
     let fields = Fields::of(pass);
-    let bytes_read = pass.bytes_read;
-    for path in files {
-        let fixed = file_languages(pass.corpus, pass.kind, path)?;
-        let mut lines = Lines::open(path, bytes_read)?;
-        let mut place = Place {
-            path: path.clone(),
-            line: 0,
-        };
-        loop {
-            let record = match lines.next_line()? {
-                None => break,
-                Some(Line::NotUtf8(at)) => Err(Bad::not_utf8(at)),
-                Some(Line::Text(text)) => row(text, &fields, fixed.as_ref(), pass.kind),
-            };
-            place.line = lines.line();
-            pass.emit_or_bad(record, &place)?;
-        }
-        pass.file_done(path, lines.disk_bytes(), lines.line());
-    }
-    Ok(())
+    let kind = pass.kind;
+    read_rows(pass, files, &|text, fixed| row(text, &fields, fixed, kind))
 }
 
 /// The fix for a line that is not a JSON object.

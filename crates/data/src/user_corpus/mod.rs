@@ -566,6 +566,39 @@ pub(crate) fn nli_label(text: &str) -> Option<NliLabel> {
 /// The fix for a pairs file whose languages cannot be told.
 const LANGUAGES_FIX: &str = "give the pair in the recipe (`pairs: [de-en]`, source first), name the file after it (`NAME.de-en.tsv`), or name per-row language fields (`fields: {source_lang: ..., target_lang: ...}`)";
 
+/// How a format cuts one line into an example, given the languages of its file.
+pub(crate) type RowFn<'a> = dyn Fn(&str, Option<&(String, String)>) -> Result<Record, Bad> + 'a;
+
+/// Reads every line of `files` in order, one example a line, cut by `row` (given the
+/// line and the languages of its file): the loop of the tab-separated and JSON-lines
+/// formats, which differ only in how a line is cut.
+pub(crate) fn read_rows(
+    pass: &mut Pass,
+    files: &[PathBuf],
+    row: &RowFn,
+) -> Result<(), UserCorpusError> {
+    let bytes_read = pass.bytes_read;
+    for path in files {
+        let fixed = file_languages(pass.corpus, pass.kind, path)?;
+        let mut lines = open::Lines::open(path, bytes_read)?;
+        let mut place = Place {
+            path: path.clone(),
+            line: 0,
+        };
+        loop {
+            let record = match lines.next_line()? {
+                None => break,
+                Some(open::Line::NotUtf8(at)) => Err(Bad::not_utf8(at)),
+                Some(open::Line::Text(text)) => row(text, fixed.as_ref()),
+            };
+            place.line = lines.line();
+            pass.emit_or_bad(record, &place)?;
+        }
+        pass.file_done(path, lines.disk_bytes(), lines.line());
+    }
+    Ok(())
+}
+
 /// The languages of a pairs file that its rows do not give: `None` unless the kind is pairs
 /// and not both `source_lang` and `target_lang` are fields.
 pub(crate) fn file_languages(

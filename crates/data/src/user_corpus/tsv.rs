@@ -7,8 +7,7 @@
 //! unless `fields` gives 0-based column numbers; `source_lang`/`target_lang` columns give
 //! per-row languages.
 
-use super::open::{Line, Lines};
-use super::{column_of, file_languages, make_record, Bad, Pass, Place, Record, UserCorpusError};
+use super::{column_of, make_record, read_rows, Bad, Pass, Record, UserCorpusError};
 use harness_recipe::schema::CorpusKind;
 use std::path::PathBuf;
 
@@ -53,26 +52,8 @@ impl Columns {
 /// Reads every line of `files` in order.
 pub(super) fn read(pass: &mut Pass, files: &[PathBuf]) -> Result<(), UserCorpusError> {
     let columns = Columns::of(pass)?;
-    let bytes_read = pass.bytes_read;
-    for path in files {
-        let fixed = file_languages(pass.corpus, pass.kind, path)?;
-        let mut lines = Lines::open(path, bytes_read)?;
-        let mut place = Place {
-            path: path.clone(),
-            line: 0,
-        };
-        loop {
-            let record = match lines.next_line()? {
-                None => break,
-                Some(Line::NotUtf8(at)) => Err(Bad::not_utf8(at)),
-                Some(Line::Text(text)) => row(text, &columns, fixed.as_ref(), pass.kind),
-            };
-            place.line = lines.line();
-            pass.emit_or_bad(record, &place)?;
-        }
-        pass.file_done(path, lines.disk_bytes(), lines.line());
-    }
-    Ok(())
+    let kind = pass.kind;
+    read_rows(pass, files, &|text, fixed| row(text, &columns, fixed, kind))
 }
 
 /// One line's example.
