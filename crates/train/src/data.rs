@@ -105,6 +105,23 @@ pub struct Position {
     pub cursor: u64,
 }
 
+impl Position {
+    /// The position after batch `cursor` of `epoch`, an epoch of `batches` batches.
+    pub fn after(epoch: u64, cursor: u64, batches: u64) -> Position {
+        if cursor + 1 == batches {
+            Position {
+                epoch: epoch + 1,
+                cursor: 0,
+            }
+        } else {
+            Position {
+                epoch,
+                cursor: cursor + 1,
+            }
+        }
+    }
+}
+
 /// A batch: examples and the indices of the batch's among them — the task's in-memory
 /// examples, or the few decoded from its shards for this batch.
 pub enum Batch<'a> {
@@ -230,18 +247,10 @@ impl TaskData {
         let (epoch, cursor) = (pos.epoch + pos.cursor / n, pos.cursor % n);
         let order = self.epoch_order(epoch);
         let b = &self.batches[order[cursor as usize] as usize];
-        let next = if cursor + 1 == n {
-            Position {
-                epoch: epoch + 1,
-                cursor: 0,
-            }
-        } else {
-            Position {
-                epoch,
-                cursor: cursor + 1,
-            }
-        };
-        Ok((Batch::Borrowed(&self.examples, b), next))
+        Ok((
+            Batch::Borrowed(&self.examples, b),
+            Position::after(epoch, cursor, n),
+        ))
     }
 
     /// A batch drawn at random for inner update `i` of global step `step` (an inner loop

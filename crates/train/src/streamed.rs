@@ -257,18 +257,7 @@ impl ShardedExamples {
         let order = &window.order.as_ref().expect("set above").1;
         let batch = &window.batches[order[local as usize] as usize];
         let examples = self.decode(window, batch);
-        let next = if cursor + 1 == total {
-            Position {
-                epoch: epoch + 1,
-                cursor: 0,
-            }
-        } else {
-            Position {
-                epoch,
-                cursor: cursor + 1,
-            }
-        };
-        Ok((examples, next))
+        Ok((examples, Position::after(epoch, cursor, total)))
     }
 
     fn open_window(&self, epoch: u64, w: usize, key: (u64, usize)) -> Result<Window, TrainError> {
