@@ -1,5 +1,5 @@
-//! Training data of a recipe: each task's corpus tokenised with the run's tokenizer, its
-//! examples grouped into length-bucketed batches under a token budget, and a deterministic
+//! Training data of a recipe: each task's examples (its corpus tokenised with the run's
+//! tokenizer into shards by [`crate::binarize`]) grouped into length-bucketed batches under a token budget, and a deterministic
 //! data position (epoch, cursor) per task that checkpoints save and resume restores.
 //!
 //! Batches by token budget (LASER, fairseq `--max-tokens`): examples sorted by length (ties
@@ -9,16 +9,12 @@
 //! nothing else, and a resumed run sees exactly the batches an uninterrupted one would.
 
 use crate::TrainError;
-use harness_data::records::{Bitext, NliPair};
-use harness_data::tokenize::{TextTokenizer, TokenizeError, Tokens};
+use harness_data::records::Bitext;
+use harness_data::tokenize::Tokens;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-
-/// A source/target pair as token ids, or why it could not be tokenised.
-type EncodedPair = Result<(Tokens, Tokens), TokenizeError>;
 
 /// One translation example: the tokens of both sides (without special tokens) and the
 /// language-ID indices of both sides (positions in the tokenizer's language list).
@@ -229,6 +225,19 @@ impl TaskData {
         }
     }
 
+    /// Its examples (in memory or in its shards).
+    pub fn len(&self) -> u64 {
+        match &self.shards {
+            Some(s) => s.len(),
+            None => self.examples.len() as u64,
+        }
+    }
+
+    /// True when it has none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Batches of one epoch.
     pub fn batches_per_epoch(&self) -> u64 {
         match &self.shards {
@@ -260,12 +269,9 @@ impl TaskData {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x1a2b_3c4d_5e6f_7081);
         rng.set_stream(step.wrapping_mul(1 << 16).wrapping_add(i as u64));
         if let Some(s) = &self.shards {
-            let n = s.batches_per_epoch().max(1);
-            let (examples, _) = s.batch_at(Position {
-                epoch: 0,
-                cursor: rng.random_range(0..n),
-            })?;
-            return Ok(Batch::owned(examples));
+            // Drawn as a usize, as below: the same draw gives the same batch.
+            let n = s.batches_per_epoch().max(1) as usize;
+            return Ok(Batch::owned(s.nth_batch(rng.random_range(0..n) as u64)?));
         }
         let n = self.batches.len().max(1);
         Ok(Batch::Borrowed(
@@ -309,192 +315,6 @@ pub enum Directions {
     Both,
 }
 
-/// Tokenises parallel corpora into translation examples. `corpora` are
-/// `(source_lang, target_lang, pairs)`; `targets` the decoder's languages. Pairs with an
-/// empty side are dropped; sides are clipped to `max_len` tokens. A fraction `autoencode`
-/// of the pairs (drawn with the seed) become `target → target`. Returns the examples and
-/// the number of pairs that had no allowed direction.
-pub fn pair_examples(
-    tokenizer: &TextTokenizer,
-    corpora: &[(String, String, Vec<Bitext>)],
-    targets: &[String],
-    directions: Directions,
-    autoencode: f64,
-    max_len: usize,
-    seed: u64,
-) -> Result<(Vec<PairExample>, usize), TokenizeError> {
-    let mut out = Vec::new();
-    let mut skipped = 0;
-    let mut origin = 0u32;
-    for (ci, (src_lang, tgt_lang, pairs)) in corpora.iter().enumerate() {
-        // A pretrained model's tokenizer has no language tokens; language ids only serve a
-        // decoder, which such a model does not have.
-        let language = |l: &str| match tokenizer.pretrained() {
-            Some(_) => Some(0),
-            None => tokenizer.language_index(l),
-        };
-        let (Some(si), Some(ti)) = (language(src_lang), language(tgt_lang)) else {
-            return Err(TokenizeError::Spec {
-                detail: format!(
-                    "the tokenizer has no language token for `{src_lang}` or `{tgt_lang}`"
-                ),
-                fix: "delete the run's tokenizer.json so that it is learned again with every corpus language".into(),
-            });
-        };
-        let into_tgt = targets.iter().any(|t| t == tgt_lang);
-        let into_src = targets.iter().any(|t| t == src_lang);
-        let encoded: Vec<EncodedPair> = pairs
-            .par_iter()
-            .map(|p| {
-                Ok((
-                    tokenizer.tokens(&p.source, max_len)?,
-                    tokenizer.tokens(&p.target, max_len)?,
-                ))
-            })
-            .collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (ci as u64).wrapping_mul(0x9E37_79B9));
-        for r in encoded {
-            let (s, t) = r?;
-            let this = origin;
-            origin += 1;
-            if s.is_empty() || t.is_empty() {
-                continue;
-            }
-            let forward = match directions {
-                Directions::Both => true,
-                Directions::OneInto => match (into_tgt, into_src) {
-                    (true, true) => rng.random::<bool>(),
-                    (true, false) => true,
-                    (false, true) => false,
-                    (false, false) => {
-                        skipped += 1;
-                        continue;
-                    }
-                },
-            };
-            let mut example = if forward {
-                PairExample {
-                    src: s,
-                    tgt: t,
-                    src_lang: si as u32,
-                    tgt_lang: ti as u32,
-                    origin: this,
-                    forward: true,
-                }
-            } else {
-                PairExample {
-                    src: t,
-                    tgt: s,
-                    src_lang: ti as u32,
-                    tgt_lang: si as u32,
-                    origin: this,
-                    forward: false,
-                }
-            };
-            // Drawn only when asked for, so that recipes without it keep their data.
-            if autoencode > 0.0 && rng.random::<f64>() < autoencode {
-                example.src = example.tgt.clone();
-                example.src_lang = example.tgt_lang;
-            }
-            out.push(example);
-        }
-    }
-    Ok((out, skipped))
-}
-
-/// Tokenises NLI pairs.
-pub fn nli_examples(
-    tokenizer: &TextTokenizer,
-    pairs: &[NliPair],
-    max_len: usize,
-) -> Result<Vec<NliExample>, TokenizeError> {
-    pairs
-        .par_iter()
-        .map(|p| {
-            Ok(NliExample {
-                premise: tokenizer.tokens(&p.premise, max_len)?,
-                hypothesis: tokenizer.tokens(&p.hypothesis, max_len)?,
-                label: p.label.index() as u32,
-            })
-        })
-        .filter(|r| {
-            r.as_ref()
-                .map_or(true, |e| !e.premise.is_empty() && !e.hypothesis.is_empty())
-        })
-        .collect()
-}
-
-/// Tokenises conversation turns into (message, response) examples; turns left empty after
-/// tokenisation are dropped.
-pub fn conversation_examples(
-    tokenizer: &TextTokenizer,
-    pairs: &[Bitext],
-    max_len: usize,
-) -> Result<Vec<PairExample>, TokenizeError> {
-    pairs
-        .par_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            Ok(PairExample {
-                src: tokenizer.tokens(&p.source, max_len)?,
-                tgt: tokenizer.tokens(&p.target, max_len)?,
-                src_lang: 0,
-                tgt_lang: 0,
-                origin: i as u32,
-                forward: true,
-            })
-        })
-        .filter(|r| {
-            r.as_ref()
-                .map_or(true, |e| !e.src.is_empty() && !e.tgt.is_empty())
-        })
-        .collect()
-}
-
-/// Every sentence of running text that has both neighbours in its document, as a
-/// (previous, sentence, next) example.
-pub fn context_examples(
-    tokenizer: &TextTokenizer,
-    documents: &[Vec<String>],
-    max_len: usize,
-) -> Result<Vec<ContextExample>, TokenizeError> {
-    let mut out = Vec::new();
-    for doc in documents {
-        let ids: Vec<Tokens> = doc
-            .par_iter()
-            .map(|s| tokenizer.tokens(s, max_len))
-            .collect::<Result<_, _>>()?;
-        for w in ids.windows(3) {
-            if w.iter().all(|x| !x.is_empty()) {
-                out.push(ContextExample {
-                    previous: w[0].clone(),
-                    sentence: w[1].clone(),
-                    next: w[2].clone(),
-                });
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Tokenises labelled sentences.
-pub fn labelled_examples(
-    tokenizer: &TextTokenizer,
-    items: &[(String, u32)],
-    max_len: usize,
-) -> Result<Vec<LabelledExample>, TokenizeError> {
-    items
-        .par_iter()
-        .map(|(s, c)| {
-            Ok(LabelledExample {
-                ids: tokenizer.tokens(s, max_len)?,
-                label: *c,
-            })
-        })
-        .filter(|r| r.as_ref().map_or(true, |e| !e.ids.is_empty()))
-        .collect()
-}
-
 /// Keeps at most `max` pairs over several language pairs: each pair list shuffled (seeded),
 /// then taken round-robin so every language pair keeps an equal share (or all it has).
 /// Why not the first `max`: the manythings files are sorted by length.
@@ -530,63 +350,6 @@ pub fn cap_pairs(corpora: &mut [(String, String, Vec<Bitext>)], max: usize, seed
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_recipe::schema::{Tokenizer as TokenizerSpec, TokenizerKind};
-
-    /// A word-level-ish BPE over a few German–English pairs, and those pairs.
-    fn deu_eng() -> (TextTokenizer, Vec<(String, String, Vec<Bitext>)>) {
-        let pairs: Vec<Bitext> = (0..200)
-            .map(|i| Bitext {
-                source: format!("das haus {i}"),
-                target: format!("the house {i}"),
-            })
-            .collect();
-        let spec = TokenizerSpec {
-            kind: TokenizerKind::Bpe,
-            vocab: Some(300),
-            train_on: vec![],
-            lowercase: false,
-            char_ngrams: vec![],
-            hash_buckets: None,
-            oov_buckets: None,
-            sample: None,
-        };
-        let text: Vec<&str> = pairs
-            .iter()
-            .flat_map(|p| [p.source.as_str(), p.target.as_str()])
-            .collect();
-        let tok =
-            TextTokenizer::train(&spec, &["deu".into(), "eng".into()], text.into_iter()).unwrap();
-        (tok, vec![("deu".into(), "eng".into(), pairs)])
-    }
-
-    #[test]
-    fn autoencode_turns_that_fraction_of_pairs_into_target_to_target() {
-        let (tok, corpora) = deu_eng();
-        let targets = vec!["eng".to_string()];
-        let eng = tok.language_index("eng").unwrap() as u32;
-        let deu = tok.language_index("deu").unwrap() as u32;
-        let (plain, _) =
-            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.0, 50, 3).unwrap();
-        assert!(plain.iter().all(|e| e.src_lang == deu && e.tgt_lang == eng));
-        let (mixed, _) =
-            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 0.5, 50, 3).unwrap();
-        assert_eq!(mixed.len(), plain.len());
-        let copies = mixed.iter().filter(|e| e.src_lang == eng).count();
-        assert!((60..=140).contains(&copies), "{copies} of 200 autoencoded");
-        for (m, p) in mixed.iter().zip(&plain) {
-            // The target is untouched; the source is the pair's own or the target itself.
-            assert_eq!(m.tgt, p.tgt);
-            assert_eq!(m.tgt_lang, eng);
-            if m.src_lang == eng {
-                assert_eq!(m.src, m.tgt);
-            } else {
-                assert_eq!(m.src, p.src);
-            }
-        }
-        let (all, _) =
-            pair_examples(&tok, &corpora, &targets, Directions::OneInto, 1.0, 50, 3).unwrap();
-        assert!(all.iter().all(|e| e.src == e.tgt && e.src_lang == eng));
-    }
 
     fn pairs(lens: &[(usize, usize)]) -> Examples {
         Examples::Pairs(

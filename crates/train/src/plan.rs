@@ -3,11 +3,9 @@
 //! mixture and the number of steps.
 
 use crate::batch::FirstToken;
+use crate::binarize::{binarize, PairSettings, Source};
 use crate::corpora::Loaded;
-use crate::data::{
-    context_examples, conversation_examples, labelled_examples, nli_examples, pair_examples,
-    Examples, TaskData,
-};
+use crate::data::TaskData;
 use crate::mixture::Mixture;
 use crate::objectives::{self, ExampleKind, ObjectiveDef};
 use crate::TrainError;
@@ -264,6 +262,7 @@ fn compile_stages(
 fn head_classes(
     recipe: &Recipe,
     loaded: &BTreeMap<String, Loaded>,
+    binarized: &BTreeMap<String, Vec<String>>,
 ) -> Result<BTreeMap<String, usize>, TrainError> {
     use harness_recipe::schema::Head;
     let mut out: BTreeMap<String, (usize, String)> = BTreeMap::new();
@@ -279,8 +278,11 @@ fn head_classes(
             Some(Head::Centers(h)) => h.classes.is_none(),
             _ => false,
         };
-        let Some(Loaded::Labelled { classes, .. }) = loaded.get(&task.corpus) else {
-            continue;
+        // The classes the corpus's shards numbered (a shipped dataset's: its own).
+        let classes = match (binarized.get(&task.corpus), loaded.get(&task.corpus)) {
+            (Some(c), _) => c,
+            (None, Some(Loaded::Labelled { classes, .. })) => classes,
+            _ => continue,
         };
         if !open {
             continue;
@@ -373,12 +375,6 @@ fn compile(
     start: Option<harness_model::pretrained::PretrainedStart>,
 ) -> Result<Plan, TrainError> {
     use harness_model::pretrained::PretrainedStart;
-    let head_classes = head_classes(recipe, loaded)?;
-    let base = match &start {
-        Some(PretrainedStart::Run(r)) => Some(&r.record),
-        _ => None,
-    };
-    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes, base)?;
     let train_spec = recipe
         .train
         .clone()
@@ -405,9 +401,11 @@ fn compile(
         }
         None => (Vec::new(), FirstToken::Bos),
     };
-    let mut tasks = Vec::new();
-    let mut partners = Vec::new();
+    // Every task's batches come from its corpus binarized ([`crate::binarize`]): the user's
+    // files and the shipped datasets alike.
+    let mut prepared_tasks = Vec::new();
     let mut corpus_counts = Vec::new();
+    let mut classes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (ti, task) in recipe.tasks.iter().enumerate() {
         let def = trainable_def(defs, task)?;
         let prepared = def.prepare(&task.objective.params).map_err(|e| {
@@ -417,159 +415,47 @@ fn compile(
                 "see `harness validate` on the recipe",
             )
         })?;
-        partners.push(prepared.joint_with().map(String::from));
         let data = if prepared.joint_with().is_some() && !prepared.draws_own_batches() {
             None
-        } else if let Some(Loaded::Files(fc)) = loaded.get(&task.corpus) {
-            let want = prepared.examples();
-            let have = loaded[&task.corpus].kind();
-            if want != have {
-                return Err(TrainError::recipe(
-                    format!("tasks.{}.corpus", task.name),
-                    format!(
-                        "objective `{}` reads {}, but corpus `{}` gives {}",
-                        def.name,
-                        want.describe(),
-                        task.corpus,
-                        have.describe()
-                    ),
-                    "give the task a corpus of the kind its objective reads",
-                ));
-            }
-            let o = prepared.pair_options();
-            let pair_settings = crate::binarize::PairSettings {
-                targets: targets.clone(),
-                both: crate::binarize::both(o.directions),
-                autoencode: o.autoencode,
-                seed: recipe.seed + ti as u64,
-            };
-            let b = crate::binarize::binarize(
-                fc,
-                tokenizer,
-                max_len,
-                (want == ExampleKind::Pairs).then_some(&pair_settings),
-            )?;
-            harness_core::note!(
-                "corpus `{}`: {} examples in {} shards ({}){}",
-                task.corpus,
-                b.manifest.examples,
-                b.manifest.shards.len(),
-                b.dir.display(),
-                if b.reused { ", reused" } else { "" }
-            );
-            if b.manifest.examples == 0 {
-                return Err(TrainError::recipe(
-                    format!("tasks.{}.corpus", task.name),
-                    format!(
-                        "corpus `{}` has no example left to train on (see its counts)",
-                        task.corpus
-                    ),
-                    "check the files, their languages and the decoder's targets",
-                ));
-            }
-            if !corpus_counts
-                .iter()
-                .any(|c: &crate::corpora::CorpusCounts| c.corpus == task.corpus)
-            {
-                corpus_counts.push(b.counts.clone());
-            }
-            let seed = recipe.seed.wrapping_mul(31).wrapping_add(ti as u64);
-            let batch_tokens = train_spec.batch_tokens.map(|x| x as usize);
-            let batch_size = task
-                .batch_size
-                .or(train_spec.batch_size)
-                .map(|x| x as usize);
-            let kind = crate::binarize::shard_kind(fc)?;
-            let empty = match kind {
-                crate::streamed::ShardKind::Nli => Examples::Nli(Vec::new()),
-                _ => Examples::Pairs(Vec::new()),
-            };
-            let mut d = TaskData::new(empty, batch_tokens, batch_size, seed);
-            d.shards = Some(crate::streamed::ShardedExamples::new(
-                &b.dir,
-                b.manifest,
-                kind,
-                batch_tokens,
-                batch_size,
-                seed,
-            ));
-            Some(d)
         } else {
-            let examples = match (loaded.get(&task.corpus), prepared.examples()) {
-                (Some(Loaded::Parallel(c)), ExampleKind::Pairs) => {
-                    let o = prepared.pair_options();
-                    let (ex, skipped) = pair_examples(
-                        tokenizer,
-                        c,
-                        &targets,
-                        o.directions,
-                        o.autoencode,
-                        max_len,
-                        recipe.seed + ti as u64,
-                    )?;
-                    if ex.is_empty() && skipped > 0 {
-                        return Err(TrainError::recipe(
-                            format!("tasks.{}", task.name),
-                            format!("no training pair can be decoded into a target language ({skipped} skipped)"),
-                            "list a language of the corpus's pairs in `model.decoder.targets`",
-                        ));
-                    }
-                    Examples::Pairs(ex)
-                }
-                (Some(Loaded::Nli(v)), ExampleKind::Nli) => {
-                    Examples::Nli(nli_examples(tokenizer, v, max_len)?)
-                }
-                (Some(Loaded::Conversation(v)), ExampleKind::Conversation) => {
-                    Examples::Pairs(conversation_examples(tokenizer, v, max_len)?)
-                }
-                (Some(Loaded::Text(docs)), ExampleKind::RunningText) => {
-                    Examples::Context(context_examples(tokenizer, docs, max_len)?)
-                }
-                (Some(Loaded::Labelled { items, .. }), ExampleKind::Labelled) => {
-                    Examples::Labelled(labelled_examples(tokenizer, items, max_len)?)
-                }
-                (Some(other), kind) => {
-                    return Err(TrainError::recipe(
-                        format!("tasks.{}.corpus", task.name),
-                        format!(
-                            "objective `{}` reads {}, but corpus `{}` gives {}",
-                            def.name,
-                            kind.describe(),
-                            task.corpus,
-                            other.kind().describe()
-                        ),
-                        "give the task a corpus of the kind its objective reads",
-                    ))
-                }
-                (None, _) => {
-                    return Err(TrainError::recipe(
-                        format!("tasks.{}.corpus", task.name),
-                        format!("corpus `{}` was not loaded", task.corpus),
-                        "declare it under `data.corpora`",
-                    ))
-                }
-            };
-            // An empty task would have no batch to draw (the contamination filter can
-            // remove a whole corpus: SICK train against SICK-R).
-            if examples.is_empty() {
-                return Err(TrainError::recipe(
-                    format!("tasks.{}.corpus", task.name),
-                    format!(
-                        "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
-                        task.corpus
-                    ),
-                    "use other splits, pairs or datasets, or drop the task",
-                ));
-            }
-            Some(TaskData::new(
-                examples,
-                train_spec.batch_tokens.map(|x| x as usize),
-                task.batch_size
+            let corpus = TaskCorpus {
+                recipe,
+                ti,
+                tokenizer,
+                loaded,
+                targets: &targets,
+                max_len,
+                batch_tokens: train_spec.batch_tokens.map(|x| x as usize),
+                batch_size: task
+                    .batch_size
                     .or(train_spec.batch_size)
                     .map(|x| x as usize),
-                recipe.seed.wrapping_mul(31).wrapping_add(ti as u64),
-            ))
+            };
+            let (data, b) = corpus.data(def, &*prepared)?;
+            if !b.classes.is_empty() {
+                classes.insert(task.corpus.clone(), b.classes.clone());
+            }
+            if matches!(loaded.get(&task.corpus), Some(Loaded::Files(_)))
+                && !corpus_counts
+                    .iter()
+                    .any(|c: &crate::corpora::CorpusCounts| c.corpus == task.corpus)
+            {
+                corpus_counts.push(b.counts);
+            }
+            Some(data)
         };
+        prepared_tasks.push((def, prepared, data));
+    }
+    let head_classes = head_classes(recipe, loaded, &classes)?;
+    let base = match &start {
+        Some(PretrainedStart::Run(r)) => Some(&r.record),
+        _ => None,
+    };
+    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes, base)?;
+    let mut tasks = Vec::new();
+    let mut partners = Vec::new();
+    for (task, (def, prepared, data)) in recipe.tasks.iter().zip(prepared_tasks) {
+        partners.push(prepared.joint_with().map(String::from));
         let encoder = |key: &str, name: Option<&String>| {
             let name = name.map_or(harness_model::system::MAIN_ENCODER, String::as_str);
             system.encoder_index(name).ok_or_else(|| {
@@ -670,4 +556,139 @@ fn compile(
         pretrained: start,
         corpus_counts,
     })
+}
+
+/// What binarizing a task's corpus needs beside the corpus.
+struct TaskCorpus<'a> {
+    recipe: &'a Recipe,
+    /// The task's index in the recipe.
+    ti: usize,
+    tokenizer: &'a TextTokenizer,
+    loaded: &'a BTreeMap<String, Loaded>,
+    /// The decoder's languages.
+    targets: &'a [String],
+    max_len: usize,
+    batch_tokens: Option<usize>,
+    batch_size: Option<usize>,
+}
+
+impl TaskCorpus<'_> {
+    /// The task's batches, read from its corpus's shards (binarized now, or reused); a task
+    /// whose hard negatives are mined holds its examples decoded in memory, whose batches
+    /// are the same.
+    fn data(
+        &self,
+        def: &ObjectiveDef,
+        prepared: &dyn objectives::Prepared,
+    ) -> Result<(TaskData, crate::binarize::Binarized), TrainError> {
+        let task = &self.recipe.tasks[self.ti];
+        let Some(loaded) = self.loaded.get(&task.corpus) else {
+            return Err(TrainError::recipe(
+                format!("tasks.{}.corpus", task.name),
+                format!("corpus `{}` was not loaded", task.corpus),
+                "declare it under `data.corpora`",
+            ));
+        };
+        let want = prepared.examples();
+        if want != loaded.kind() {
+            return Err(TrainError::recipe(
+                format!("tasks.{}.corpus", task.name),
+                format!(
+                    "objective `{}` reads {}, but corpus `{}` gives {}",
+                    def.name,
+                    want.describe(),
+                    task.corpus,
+                    loaded.kind().describe()
+                ),
+                "give the task a corpus of the kind its objective reads",
+            ));
+        }
+        let source = match loaded {
+            Loaded::Files(fc) => Source::Files(fc),
+            other => Source::Loaded {
+                name: &task.corpus,
+                loaded: other,
+            },
+        };
+        let o = prepared.pair_options();
+        let pair_settings = PairSettings {
+            targets: self.targets.to_vec(),
+            both: crate::binarize::both(o.directions),
+            autoencode: o.autoencode,
+            seed: self.recipe.seed + self.ti as u64,
+        };
+        let b = binarize(
+            source,
+            self.tokenizer,
+            self.max_len,
+            (want == ExampleKind::Pairs).then_some(&pair_settings),
+        )?;
+        if let Source::Files(_) = source {
+            harness_core::note!(
+                "corpus `{}`: {} examples in {} shards ({}){}",
+                task.corpus,
+                b.manifest.examples,
+                b.manifest.shards.len(),
+                b.dir.display(),
+                if b.reused { ", reused" } else { "" }
+            );
+        }
+        if b.manifest.examples == 0 {
+            // An empty task would have no batch to draw (the contamination filter can
+            // remove a whole corpus: SICK train against SICK-R).
+            return Err(if b.untargeted > 0 {
+                TrainError::recipe(
+                    format!("tasks.{}", task.name),
+                    format!(
+                        "no training pair can be decoded into a target language ({} skipped)",
+                        b.untargeted
+                    ),
+                    "list a language of the corpus's pairs in `model.decoder.targets`",
+                )
+            } else if let Source::Files(_) = source {
+                TrainError::recipe(
+                    format!("tasks.{}.corpus", task.name),
+                    format!(
+                        "corpus `{}` has no example left to train on (see its counts)",
+                        task.corpus
+                    ),
+                    "check the files, their languages and the decoder's targets",
+                )
+            } else {
+                TrainError::recipe(
+                    format!("tasks.{}.corpus", task.name),
+                    format!(
+                        "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
+                        task.corpus
+                    ),
+                    "use other splits, pairs or datasets, or drop the task",
+                )
+            });
+        }
+        let seed = self
+            .recipe
+            .seed
+            .wrapping_mul(31)
+            .wrapping_add(self.ti as u64);
+        let kind = crate::binarize::shard_kind(source.kind());
+        let mut sharded = crate::streamed::ShardedExamples::new(
+            &b.dir,
+            b.manifest.clone(),
+            kind,
+            self.batch_tokens,
+            self.batch_size,
+            seed,
+        );
+        if let Some(t) = &b.temp {
+            sharded = sharded.owning(t.clone());
+        }
+        let data = if prepared.hard_negatives().is_some() {
+            TaskData::new(sharded.all()?, self.batch_tokens, self.batch_size, seed)
+        } else {
+            let mut d = TaskData::new(kind.no_examples(), self.batch_tokens, self.batch_size, seed);
+            d.shards = Some(sharded);
+            d
+        };
+        Ok((data, b))
+    }
 }

@@ -15,7 +15,10 @@
 //! - the number of batches of every window is computed from the manifest's cost histograms
 //!   without reading a shard, so a position maps to its window at once.
 
-use crate::data::{batch_full, bucket, Examples, NliExample, PairExample, Position};
+use crate::data::{
+    batch_full, bucket, ContextExample, Examples, LabelledExample, NliExample, PairExample,
+    Position,
+};
 use crate::TrainError;
 use harness_data::shards::{Manifest, Shard, WINDOW_SHARDS};
 use rand::seq::SliceRandom;
@@ -33,12 +36,31 @@ pub enum ShardKind {
     Conversation,
     /// Rows (premise, hypothesis); tag 0 the label.
     Nli,
+    /// Rows (sentence, previous, next): a sentence of running text and its neighbours.
+    Context,
+    /// Row (text); tag 0 the class's index.
+    Labelled,
 }
 
 impl ShardKind {
     /// Token rows per example.
     pub fn rows(self) -> u32 {
-        2
+        match self {
+            ShardKind::Pairs | ShardKind::Conversation | ShardKind::Nli => 2,
+            ShardKind::Context => 3,
+            ShardKind::Labelled => 1,
+        }
+    }
+
+    /// No examples of this kind (what a task reading its batches from shards holds in
+    /// memory).
+    pub fn no_examples(self) -> Examples {
+        match self {
+            ShardKind::Pairs | ShardKind::Conversation => Examples::Pairs(Vec::new()),
+            ShardKind::Nli => Examples::Nli(Vec::new()),
+            ShardKind::Context => Examples::Context(Vec::new()),
+            ShardKind::Labelled => Examples::Labelled(Vec::new()),
+        }
     }
 }
 
@@ -61,6 +83,9 @@ pub struct ShardedExamples {
     batch_tokens: Option<usize>,
     batch_size: Option<usize>,
     cache: Arc<Mutex<Cache>>,
+    /// The temporary folder of a set that lives only as long as the run (a shipped
+    /// dataset's), removed when the last clone is dropped.
+    _owned: Option<Arc<tempfile::TempDir>>,
 }
 
 #[derive(Default)]
@@ -106,7 +131,14 @@ impl ShardedExamples {
             batch_tokens,
             batch_size,
             cache: Arc::default(),
+            _owned: None,
         }
+    }
+
+    /// The set, which also keeps `dir` (its temporary folder) alive.
+    pub fn owning(mut self, dir: Arc<tempfile::TempDir>) -> Self {
+        self._owned = Some(dir);
+        self
     }
 
     /// The set's manifest.
@@ -221,11 +253,7 @@ impl ShardedExamples {
             let counts = self.counts(&mut cache, epoch);
             let total: u64 = counts.iter().sum();
             if total == 0 {
-                return Err(TrainError::recipe(
-                    "data.corpora",
-                    format!("the shard set {} holds no example", self.dir.display()),
-                    "check the corpus's counts",
-                ));
+                return Err(self.no_example());
             }
             if cursor < total {
                 break counts;
@@ -234,19 +262,9 @@ impl ShardedExamples {
             epoch += 1;
         };
         let total: u64 = counts.iter().sum();
-        let (mut w, mut local) = (0, cursor);
-        while local >= counts[w] {
-            local -= counts[w];
-            w += 1;
-        }
-        let key = if self.single() { (0, 0) } else { (epoch, w) };
-        if cache.window.as_ref().map(|x| x.key) != Some(key) {
-            // Unmap the previous window before mapping the next one.
-            cache.window = None;
-            cache.window = Some(self.open_window(epoch, w, key)?);
-        }
+        let (w, local) = split(&counts, cursor);
         let seed = self.window_seed(epoch, w);
-        let window = cache.window.as_mut().expect("opened above");
+        let window = self.window(&mut cache, epoch, w)?;
         if window.order.as_ref().map(|o| o.0) != Some(epoch) {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(epoch + 1);
@@ -258,6 +276,66 @@ impl ShardedExamples {
         let batch = &window.batches[order[local as usize] as usize];
         let examples = self.decode(window, batch);
         Ok((examples, Position::after(epoch, cursor, total)))
+    }
+
+    /// Batch `b` of the first epoch's buckets in bucket order (not the epoch's shuffled
+    /// order): what an inner loop draws at random, as `TaskData::batches[b]` in memory.
+    pub fn nth_batch(&self, b: u64) -> Result<Examples, TrainError> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let counts = self.counts(&mut cache, 0);
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Err(self.no_example());
+        }
+        let (w, local) = split(&counts, b % total);
+        let window = self.window(&mut cache, 0, w)?;
+        let batch = &window.batches[local as usize];
+        Ok(self.decode(window, batch))
+    }
+
+    /// Every example, in shard order: for a task that needs them all at hand (hard
+    /// negatives are mined over the whole corpus). Only a set of one window: its examples
+    /// bucketed by [`crate::data::TaskData::new`] give the batches this set gives.
+    pub fn all(&self) -> Result<Examples, TrainError> {
+        if !self.single() {
+            return Err(TrainError::recipe(
+                "data.corpora",
+                format!(
+                    "the shard set {} holds {} examples, more than one window of {} shards can take into memory",
+                    self.dir.display(),
+                    self.manifest.examples,
+                    WINDOW_SHARDS
+                ),
+                "cap the corpus with `max_examples`, or drop what needs every example at once (`hard_negatives`)",
+            ));
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let window = self.window(&mut cache, 0, 0)?;
+        let every: Vec<u32> = (0..self.manifest.examples as u32).collect();
+        Ok(self.decode(window, &every))
+    }
+
+    fn no_example(&self) -> TrainError {
+        TrainError::recipe(
+            "data.corpora",
+            format!("the shard set {} holds no example", self.dir.display()),
+            "check the corpus's counts",
+        )
+    }
+
+    /// Window `w` of `epoch`, mapped (the previous one unmapped first).
+    fn window<'c>(
+        &self,
+        cache: &'c mut Cache,
+        epoch: u64,
+        w: usize,
+    ) -> Result<&'c mut Window, TrainError> {
+        let key = if self.single() { (0, 0) } else { (epoch, w) };
+        if cache.window.as_ref().map(|x| x.key) != Some(key) {
+            cache.window = None;
+            cache.window = Some(self.open_window(epoch, w, key)?);
+        }
+        Ok(cache.window.as_mut().expect("opened above"))
     }
 
     fn open_window(&self, epoch: u64, w: usize, key: (u64, usize)) -> Result<Window, TrainError> {
@@ -321,8 +399,44 @@ impl ShardedExamples {
                     })
                     .collect(),
             ),
+            ShardKind::Context => Examples::Context(
+                batch
+                    .iter()
+                    .map(|&i| {
+                        let (shard, k) = locate(i);
+                        ContextExample {
+                            sentence: shard.row(k, 0),
+                            previous: shard.row(k, 1),
+                            next: shard.row(k, 2),
+                        }
+                    })
+                    .collect(),
+            ),
+            ShardKind::Labelled => Examples::Labelled(
+                batch
+                    .iter()
+                    .map(|&i| {
+                        let (shard, k) = locate(i);
+                        LabelledExample {
+                            ids: shard.row(k, 0),
+                            label: shard.tags(k)[0],
+                        }
+                    })
+                    .collect(),
+            ),
         }
     }
+}
+
+/// The window of batch `cursor` of an epoch whose windows hold `counts` batches, and the
+/// batch's index within it.
+fn split(counts: &[u64], cursor: u64) -> (usize, u64) {
+    let (mut w, mut local) = (0, cursor);
+    while local >= counts[w] {
+        local -= counts[w];
+        w += 1;
+    }
+    (w, local)
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use harness_core::settings::Settings;
 use harness_recipe::Recipe;
-use harness_train::corpora::{load_corpora, Loaded};
+use harness_train::corpora::{load_corpora, load_corpora_in, Loaded};
+use harness_train::data::{Examples, Position};
 use harness_train::objectives::l2_similarity::l2_similarity;
 use harness_train::objectives::nli_classification::classification_ce;
 use harness_train::objectives::{self, ExampleKind, Loss, Objective, ObjectiveDef};
@@ -141,7 +142,7 @@ fn conversation_running_text_and_labelled_sentences_train() {
     defs.extend(DEFS.iter());
     let plan = compile_plan_with(&r, &tok, &loaded, &defs).unwrap();
     // 300 sentences of one document give 298 (previous, sentence, next) examples.
-    let n = |t: usize| plan.tasks[t].data.as_ref().unwrap().examples.len();
+    let n = |t: usize| plan.tasks[t].data.as_ref().unwrap().len();
     assert_eq!(n(1), 298);
     assert!(n(0) > 150 && n(2) > 250, "{} {}", n(0), n(2));
     let opts = Options::<B> {
@@ -175,6 +176,137 @@ fn conversation_running_text_and_labelled_sentences_train() {
         e.to_string().contains("translation pairs") && e.to_string().contains("conversation"),
         "{e}"
     );
+}
+
+/// The same conversation turns, running text and labelled sentences written to the user's
+/// own files (JSON lines, plain text with blank lines between documents) give the batches
+/// the shipped datasets give — both binarized into shards by one pipeline — and train.
+#[test]
+fn conversation_running_text_and_labelled_files_give_the_shipped_datasets_batches() {
+    type B = Autodiff<NdArray<f32>>;
+    let home = tempfile::tempdir().unwrap();
+    let settings = settings(home.path());
+    let (loaded, _) = load_corpora(&recipe(1, "respond"), &settings).unwrap();
+    let Some(Loaded::Labelled { classes, items }) = loaded.get("intents") else {
+        panic!("labelled sentences expected");
+    };
+    let (Some(Loaded::Conversation(turns)), Some(Loaded::Text(docs))) =
+        (loaded.get("conv"), loaded.get("text"))
+    else {
+        panic!("conversation turns and running text expected");
+    };
+    let files = tempfile::tempdir().unwrap();
+    let mut conv = String::new();
+    for t in turns {
+        conv += &format!(
+            "{}\n",
+            serde_json::json!({"message": t.source, "response": t.target})
+        );
+    }
+    let mut text = String::new();
+    for d in docs {
+        for sentence in d {
+            // A blank line or a line break inside would change the documents.
+            assert!(!sentence.trim().is_empty() && !sentence.contains('\n'));
+            text += &format!("{sentence}\n");
+        }
+        text += "\n";
+    }
+    let mut intents = String::new();
+    for (t, c) in items {
+        intents += &format!(
+            "{}\n",
+            serde_json::json!({"text": t, "label": classes[*c as usize]})
+        );
+    }
+    std::fs::write(files.path().join("conv.jsonl"), conv).unwrap();
+    std::fs::write(files.path().join("text.txt.gz"), gzip(text.as_bytes())).unwrap();
+    std::fs::write(files.path().join("intents.jsonl"), intents).unwrap();
+
+    let shipped = recipe(classes.len(), "respond");
+    let mut own = shipped.clone();
+    let corpus = |yaml: &str| serde_yaml::from_str(yaml).unwrap();
+    own.data.corpora.insert(
+        "conv".into(),
+        corpus("{files: [conv.jsonl], format: jsonl, kind: conversation}"),
+    );
+    own.data.corpora.insert(
+        "text".into(),
+        corpus("{files: ['text.txt.gz'], format: text, kind: text}"),
+    );
+    own.data.corpora.insert(
+        "intents".into(),
+        corpus("{files: [intents.jsonl], format: jsonl, kind: labelled}"),
+    );
+    let (own_loaded, _) = load_corpora_in(&own, files.path(), &settings).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tok = tokenizer_for(&shipped, &loaded, &dir.path().join("tokenizer.json")).unwrap();
+    let mut defs = objectives::ALL.to_vec();
+    defs.extend(DEFS.iter());
+    let a = compile_plan_with(&shipped, &tok, &loaded, &defs).unwrap();
+    let b = compile_plan_with(&own, &tok, &own_loaded, &defs).unwrap();
+    assert_eq!(a.head_classes, b.head_classes);
+    for t in 0..3 {
+        let (da, db) = (
+            a.tasks[t].data.as_ref().unwrap(),
+            b.tasks[t].data.as_ref().unwrap(),
+        );
+        assert_eq!(da.len(), db.len(), "task {t}");
+        assert_eq!(da.batches_per_epoch(), db.batches_per_epoch(), "task {t}");
+        let mut pos = Position::default();
+        for _ in 0..da.batches_per_epoch() + 2 {
+            let ((ba, next_a), (bb, next_b)) =
+                (da.batch_at(pos).unwrap(), db.batch_at(pos).unwrap());
+            let (ea, ia) = ba.parts();
+            let (eb, ib) = bb.parts();
+            let pick = |e: &Examples, i: &[u32]| -> Vec<String> {
+                i.iter()
+                    .map(|&i| match e {
+                        Examples::Pairs(v) => format!("{:?}", v[i as usize]),
+                        Examples::Context(v) => format!("{:?}", v[i as usize]),
+                        // Files number their classes in order of appearance: compare names.
+                        Examples::Labelled(v) => format!("{:?}", v[i as usize].ids),
+                        Examples::Nli(v) => format!("{:?}", v[i as usize]),
+                    })
+                    .collect()
+            };
+            assert_eq!(pick(ea, ia), pick(eb, ib), "task {t} at {pos:?}");
+            if let (Examples::Labelled(va), Examples::Labelled(vb)) = (ea, eb) {
+                let own_classes: Vec<String> = serde_json::from_value(
+                    db.shards.as_ref().unwrap().manifest().extra["classes"].clone(),
+                )
+                .unwrap();
+                for (&i, &j) in ia.iter().zip(ib) {
+                    assert_eq!(
+                        classes[va[i as usize].label as usize],
+                        own_classes[vb[j as usize].label as usize]
+                    );
+                }
+            }
+            assert_eq!(next_a, next_b);
+            pos = next_a;
+        }
+    }
+    let opts = Options::<B> {
+        objectives: objectives::registry()
+            .with::<Respond>()
+            .with::<Neighbours>()
+            .with::<Classify>(),
+        run_dir: dir.path().to_path_buf(),
+        stop_after: None,
+        progress: false,
+        keep: 1,
+        evaluate: None,
+    };
+    let outcome = train::<B>(&b, &Default::default(), opts).unwrap();
+    assert_eq!(outcome.steps, 9);
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
 }
 
 /// ATIS as a labelled training corpus (Emu's ATIS column): every train utterance of the

@@ -85,7 +85,10 @@ fn every_encoder_kind_trains_on_words_with_char_ngrams() {
         // 300 kept words after the specials and language tokens, then 50 OOV buckets.
         let base = tok.vocab_size() - 50;
         let plan = compile_plan_with(&r, &tok, &loaded, objectives::ALL).unwrap();
-        let Examples::Pairs(ex) = &plan.tasks[0].data.as_ref().unwrap().examples else {
+        let data = plan.tasks[0].data.as_ref().unwrap();
+        // Its examples as the shards hold them (n-grams included).
+        let all = data.shards.as_ref().unwrap().all().unwrap();
+        let Examples::Pairs(ex) = &all else {
             panic!("pairs expected");
         };
         assert!(ex.len() > 500, "{}", ex.len());
