@@ -14,12 +14,14 @@
 //! 4. `harness train` in the run directory `harness corpora` prepared: one step
 //!    (`--stop-after 1`: its wall time bounds the time to the first step, the corpus is not
 //!    read again), then `CORPORA_BENCH_STEPS` more (default 200): peak RSS and tokens/s;
-//! 5. once, the LASER default from its shipped corpora in memory, then from the same pairs
-//!    written to one tab-separated file per corpus (in the order the memory path holds
-//!    them): the same batches, so the same losses, and `shards / memory = R` (tokens/s).
+//! 5. once, the LASER default from its shipped datasets (loaded, then binarized into
+//!    shards in a temporary folder), then from the same pairs written to one tab-separated
+//!    file per corpus (in the order the shipped path holds them; their shards cached): the
+//!    same batches, so the same losses, and `files / shipped = R` (tokens/s). Until commit
+//!    0024c65 the shipped datasets trained from memory: this ratio was shards / memory.
 //!
 //! Environment: `CORPORA_BENCH_PAIRS`, `CORPORA_BENCH_STEPS`, `CORPORA_BENCH_ROUNDS` (2: the
-//! memory and files runs of step 5 alternate, best of each), `CORPORA_BENCH_DIR`. Needs
+//! shipped and files runs of step 5 alternate, best of each), `CORPORA_BENCH_DIR`. Needs
 //! python3 (the corpus script; the peer's venv comes from `scripts/pyenv.py`) and
 //! `/usr/bin/time` for peak RSS; without them it says what it skipped.
 
@@ -268,13 +270,13 @@ fn main() {
     same_pairs(&dir, steps);
 }
 
-/// The LASER default from its shipped corpora in memory, then from the same pairs written
-/// to a tab-separated file per corpus (in the order the memory path holds them, languages
+/// The LASER default from its shipped datasets, then from the same pairs written to a
+/// tab-separated file per corpus (in the order the shipped path holds them, languages
 /// per row): the same batches, so the same losses; the tokens/s of both.
 fn same_pairs(dir: &Path, steps: u64) {
     let home = dir.join("home-same-pairs");
     let _ = std::fs::remove_dir_all(&home);
-    let memory = home.join("memory");
+    let shipped = home.join("shipped");
     let stop = steps.to_string();
     let args = |extra: &[String], out: &Path| -> Vec<String> {
         let mut a: Vec<String> = ["train", "recipes/laser.yaml", "--stop-after", &stop]
@@ -291,22 +293,22 @@ fn same_pairs(dir: &Path, steps: u64) {
     };
     println!(
         "
-LASER default, {steps} steps: shipped corpora in memory, then the same pairs from files"
+LASER default, {steps} steps: shipped datasets, then the same pairs from files"
     );
-    let m = match harness(&home, &args(&[], &memory)) {
+    let m = match harness(&home, &args(&[], &shipped)) {
         Ok(m) => m,
         Err(e) => {
-            println!("  memory run: {e}");
+            println!("  shipped run: {e}");
             return;
         }
     };
-    // Each corpus as the memory path trained on it (`corpora/<name>.jsonl`), as TSV.
+    // Each corpus as the shipped path trained on it (`corpora/<name>.jsonl`), as TSV.
     let files = home.join("files");
     std::fs::create_dir_all(&files).expect("a folder");
     let mut sets = Vec::new();
     for name in ["tatoeba_pairs", "news_pairs"] {
-        let text = std::fs::read_to_string(memory.join(format!("corpora/{name}.jsonl")))
-            .expect("the memory run's corpora");
+        let text = std::fs::read_to_string(shipped.join(format!("corpora/{name}.jsonl")))
+            .expect("the shipped run's corpora");
         let mut tsv = String::new();
         for line in text.lines() {
             let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
@@ -331,7 +333,7 @@ LASER default, {steps} steps: shipped corpora in memory, then the same pairs fro
             format!("data.corpora.{name}.fields={{source_lang: '0', target_lang: '1', source: '2', target: '3'}}"),
         ]);
     }
-    // Alternating rounds (the first memory run above is round 1's), best of each side.
+    // Alternating rounds (the first shipped run above is round 1's), best of each side.
     let rounds = env_list("CORPORA_BENCH_ROUNDS", "2")
         .first()
         .copied()
@@ -343,16 +345,16 @@ LASER default, {steps} steps: shipped corpora in memory, then the same pairs fro
             .map(str::to_string)
             .unwrap_or_default()
     };
-    let (mut best_memory, mut best_files) = (tokens_per_second(&m), None::<f64>);
-    println!("  memory: {}", summary(&m));
+    let (mut best_shipped, mut best_files) = (tokens_per_second(&m), None::<f64>);
+    println!("  shipped: {}", summary(&m));
     for round in 0..rounds {
         if round > 0 {
-            match harness(&home, &args(&[], &home.join(format!("memory-{round}")))) {
+            match harness(&home, &args(&[], &home.join(format!("shipped-{round}")))) {
                 Ok(m) => {
-                    println!("  memory: {}", summary(&m));
-                    best_memory = best(best_memory, tokens_per_second(&m));
+                    println!("  shipped: {}", summary(&m));
+                    best_shipped = best(best_shipped, tokens_per_second(&m));
                 }
-                Err(e) => println!("  memory run: {e}"),
+                Err(e) => println!("  shipped run: {e}"),
             }
         }
         match harness(
@@ -366,9 +368,9 @@ LASER default, {steps} steps: shipped corpora in memory, then the same pairs fro
             Err(e) => println!("  files run: {e}"),
         }
     }
-    if let (Some(a), Some(b)) = (best_memory, best_files) {
+    if let (Some(a), Some(b)) = (best_shipped, best_files) {
         println!(
-            "  shards / memory = {:.2} (tokens/s, best of {rounds} each)",
+            "  files / shipped = {:.2} (tokens/s, best of {rounds} each)",
             b / a
         );
     }
