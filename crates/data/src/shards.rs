@@ -282,6 +282,34 @@ impl ShardWriter {
     }
 }
 
+/// Removes the complete shard set in `dir`: its manifest first (so that nothing takes the
+/// set as complete any more), then the shard files it names, then the folder if nothing else
+/// is left in it (a file harness did not write stays, and so does the folder). Returns the
+/// bytes removed; `Ok(0)` when `dir` holds no complete set.
+pub fn remove_set(dir: &Path) -> Result<u64, DataError> {
+    let Some(manifest) = Manifest::read(dir)? else {
+        return Ok(0);
+    };
+    let io = |path: PathBuf, e| DataError::Io { path, source: e };
+    let path = dir.join(MANIFEST);
+    let mut bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    std::fs::remove_file(&path).map_err(|e| io(path, e))?;
+    for entry in &manifest.shards {
+        // A manifest names its files by bare names; anything else is not one of ours.
+        if entry.file.contains(['/', '\\']) || entry.file.starts_with('.') {
+            continue;
+        }
+        let path = dir.join(&entry.file);
+        match std::fs::remove_file(&path) {
+            Ok(()) => bytes += entry.bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(path, e)),
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+    Ok(bytes)
+}
+
 /// Writes `v` little-endian, padded to 8 bytes.
 fn write_u32s(w: &mut impl Write, v: &[u32]) -> std::io::Result<()> {
     if cfg!(target_endian = "little") {
@@ -562,6 +590,39 @@ mod tests {
         let s = Shard::open(dir.path(), &m.shards[0], layout).unwrap();
         assert_eq!(s.row(0, 0), rows[0]);
         assert_eq!(s.row(1, 0), rows[1]);
+    }
+
+    #[test]
+    fn removing_a_set_removes_its_files_and_leaves_a_foreign_one() {
+        let root = tempfile::tempdir().unwrap();
+        let layout = Layout {
+            rows: 1,
+            ngrams: false,
+            complete: false,
+        };
+        let write = |name: &str| {
+            let dir = root.path().join(name);
+            let mut w = ShardWriter::with_shard_size(&dir, layout, 2).unwrap();
+            for i in 0..5 {
+                w.push(&[&tokens(&[i, i + 1])], [0, 0]).unwrap();
+            }
+            w.finish(serde_json::Value::Null).unwrap();
+            dir
+        };
+        let a = write("a");
+        let b = write("b");
+        std::fs::write(b.join("notes.txt"), "mine").unwrap();
+        assert!(remove_set(&a).unwrap() > 0);
+        assert!(!a.exists());
+        assert!(remove_set(&b).unwrap() > 0);
+        let left: Vec<_> = std::fs::read_dir(&b)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("notes.txt")]);
+        // Nothing complete left: nothing to remove.
+        assert_eq!(remove_set(&b).unwrap(), 0);
     }
 
     #[test]

@@ -48,7 +48,7 @@ const STAMP_BYTES: u64 = 1 << 20;
 /// What identifies a file's content without reading all of it: its size, modification time
 /// and the sha256 of its first and last MiB. A file edited in place changes its
 /// modification time (or its size, or one of its ends), and so the shards' key.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct FileStamp {
     pub path: PathBuf,
     pub bytes: u64,
@@ -576,6 +576,9 @@ pub fn binarize(
         "seconds": started.elapsed().as_secs_f64(),
     });
     let manifest = writer.finish(extra)?;
+    if let Source::Files(fc) = source {
+        prune_stale(&fc.name, &dir);
+    }
     Ok(Binarized {
         dir,
         manifest,
@@ -610,6 +613,56 @@ fn reused(dir: PathBuf, manifest: Manifest) -> Result<Binarized, TrainError> {
         reused: true,
         temp: None,
     })
+}
+
+/// Removes the shard sets of corpus `name` beside `kept` that no run can use again: complete
+/// sets (a manifest harness wrote) one of whose recorded files is gone or has another stamp
+/// now. Sets of unchanged files stay (another recipe or tokenizer may take them), and so do
+/// incomplete ones (another process may be writing them). Never fails a run: what cannot be
+/// removed is said and left.
+fn prune_stale(name: &str, kept: &Path) {
+    let Some(root) = kept.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    let prefix = format!("{}-", sanitize(name));
+    let (mut sets, mut bytes) = (0usize, 0u64);
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        // Only folders of this corpus's name, never through a link.
+        let ours = entry.file_name().to_string_lossy().starts_with(&prefix)
+            && entry.file_type().is_ok_and(|t| t.is_dir())
+            && dir != kept;
+        if !ours {
+            continue;
+        }
+        let Ok(Some(manifest)) = Manifest::read(&dir) else {
+            continue;
+        };
+        let Ok(files) = serde_json::from_value::<Vec<FileStamp>>(manifest.extra["files"].clone())
+        else {
+            continue;
+        };
+        let stale = files
+            .iter()
+            .any(|f| FileStamp::of(&f.path).map_or(true, |now| now != *f));
+        if !stale {
+            continue;
+        }
+        match harness_data::shards::remove_set(&dir) {
+            Ok(b) => {
+                sets += 1;
+                bytes += b;
+            }
+            Err(e) => harness_core::note!("could not remove stale shards {}: {e}", dir.display()),
+        }
+    }
+    if sets > 0 {
+        harness_core::note!(
+            "corpus `{name}`: removed {sets} stale shard set(s), {:.1} MB, whose files have changed or gone since",
+            bytes as f64 / 1e6
+        );
+    }
 }
 
 /// A name safe as a folder name.

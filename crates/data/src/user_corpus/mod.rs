@@ -13,7 +13,8 @@ mod jsonl;
 mod moses;
 mod open;
 #[cfg(feature = "parquet")]
-mod parquet;
+#[doc(hidden)]
+pub mod parquet;
 mod text;
 mod tsv;
 

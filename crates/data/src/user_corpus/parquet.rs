@@ -329,6 +329,46 @@ fn example(
     )
 }
 
+/// Writes `rows` as a Parquet file of required UTF-8 columns named `names`, in one row group:
+/// the layout of a Hugging Face dataset of text columns. For the tests of the crates above
+/// (harness itself only reads Parquet); the file is written in place, not atomically.
+#[doc(hidden)]
+pub fn write_text_columns(
+    path: &Path,
+    names: &[&str],
+    rows: &[Vec<String>],
+) -> Result<(), ::parquet::errors::ParquetError> {
+    use ::parquet::data_type::{ByteArray, ByteArrayType};
+    use ::parquet::file::properties::WriterProperties;
+    use ::parquet::file::writer::SerializedFileWriter;
+    let fields: Vec<String> = names
+        .iter()
+        .map(|n| format!("required binary {n} (UTF8);"))
+        .collect();
+    let schema = ::parquet::schema::parser::parse_message_type(&format!(
+        "message corpus {{ {} }}",
+        fields.join(" ")
+    ))?;
+    let file = std::fs::File::create(path)?;
+    let props = Arc::new(WriterProperties::builder().build());
+    let mut writer = SerializedFileWriter::new(file, Arc::new(schema), props)?;
+    let mut group = writer.next_row_group()?;
+    for c in 0..names.len() {
+        let values: Vec<ByteArray> = rows
+            .iter()
+            .map(|r| ByteArray::from(r[c].as_str()))
+            .collect();
+        let mut column = group.next_column()?.expect("one column per name");
+        column
+            .typed::<ByteArrayType>()
+            .write_batch(&values, None, None)?;
+        column.close()?;
+    }
+    group.close()?;
+    writer.close()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{corpus, error, pair, read_all, records};
