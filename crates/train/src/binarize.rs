@@ -797,15 +797,9 @@ impl WriterState {
             let mut rows = t.rows;
             match t.what {
                 Extra::Languages(sl, tl) => {
-                    if t.removed {
+                    let Some(this) = self.origin(t.removed, empty) else {
                         continue;
-                    }
-                    let this = self.origin;
-                    self.origin += 1;
-                    if empty {
-                        self.empty += 1;
-                        continue;
-                    }
+                    };
                     let Some(p) = pairs else {
                         return Err(TrainError::recipe(
                             format!("data.corpora.{}", self.name),
@@ -822,16 +816,9 @@ impl WriterState {
                     writer.push(&[&e.src, &e.tgt], pair_tags(&e))?;
                 }
                 Extra::None => {
-                    if t.removed {
+                    let Some(this) = self.origin(t.removed, empty) else {
                         continue;
-                    }
-                    // A conversation turn's origin is its index among the turns.
-                    let this = self.origin;
-                    self.origin += 1;
-                    if empty {
-                        self.empty += 1;
-                        continue;
-                    }
+                    };
                     let e = PairExample {
                         src: Tokens::default(),
                         tgt: Tokens::default(),
@@ -883,6 +870,22 @@ impl WriterState {
             }
         }
         Ok(())
+    }
+
+    /// The origin of a translation pair or a conversation turn (its index among the records
+    /// the filter kept), or `None` when it is not written: removed by the filter (it takes no
+    /// index), or left with an empty side by tokenising (counted).
+    fn origin(&mut self, removed: bool, empty: bool) -> Option<u32> {
+        if removed {
+            return None;
+        }
+        let this = self.origin;
+        self.origin += 1;
+        if empty {
+            self.empty += 1;
+            return None;
+        }
+        Some(this)
     }
 
     /// The translation example of a pair, or `None` when no direction goes into a decoder
