@@ -75,6 +75,23 @@ impl Loss for Classify {
     }
 }
 
+type B = Autodiff<NdArray<f32>>;
+
+/// Training options with this file's objectives, into `run_dir`.
+fn options(run_dir: &std::path::Path) -> Options<'_, B> {
+    Options::<B> {
+        objectives: objectives::registry()
+            .with::<Respond>()
+            .with::<Neighbours>()
+            .with::<Classify>(),
+        run_dir: run_dir.to_path_buf(),
+        stop_after: None,
+        progress: false,
+        keep: 1,
+        evaluate: None,
+    }
+}
+
 const DEFS: [ObjectiveDef; 3] = [
     ObjectiveDef::trainable::<Respond>(),
     ObjectiveDef::trainable::<Neighbours>(),
@@ -117,7 +134,6 @@ train: {{steps: 9, batch_size: 8, max_len: 24}}
 
 #[test]
 fn conversation_running_text_and_labelled_sentences_train() {
-    type B = Autodiff<NdArray<f32>>;
     let home = tempfile::tempdir().unwrap();
     let settings = settings(home.path());
     let (loaded, counts) = load_corpora(&recipe(1, "respond"), &settings).unwrap();
@@ -145,17 +161,7 @@ fn conversation_running_text_and_labelled_sentences_train() {
     let n = |t: usize| plan.tasks[t].data.as_ref().unwrap().len();
     assert_eq!(n(1), 298);
     assert!(n(0) > 150 && n(2) > 250, "{} {}", n(0), n(2));
-    let opts = Options::<B> {
-        objectives: objectives::registry()
-            .with::<Respond>()
-            .with::<Neighbours>()
-            .with::<Classify>(),
-        run_dir: dir.path().to_path_buf(),
-        stop_after: None,
-        progress: false,
-        keep: 1,
-        evaluate: None,
-    };
+    let opts = options(dir.path());
     train::<B>(&plan, &Default::default(), opts).unwrap();
     let lines = std::fs::read_to_string(dir.path().join("train/metrics.jsonl")).unwrap();
     let tasks: std::collections::BTreeSet<String> = lines
@@ -183,7 +189,6 @@ fn conversation_running_text_and_labelled_sentences_train() {
 /// the shipped datasets give — both binarized into shards by one pipeline — and train.
 #[test]
 fn conversation_running_text_and_labelled_files_give_the_shipped_datasets_batches() {
-    type B = Autodiff<NdArray<f32>>;
     let home = tempfile::tempdir().unwrap();
     let settings = settings(home.path());
     let (loaded, _) = load_corpora(&recipe(1, "respond"), &settings).unwrap();
@@ -287,17 +292,7 @@ fn conversation_running_text_and_labelled_files_give_the_shipped_datasets_batche
             pos = next_a;
         }
     }
-    let opts = Options::<B> {
-        objectives: objectives::registry()
-            .with::<Respond>()
-            .with::<Neighbours>()
-            .with::<Classify>(),
-        run_dir: dir.path().to_path_buf(),
-        stop_after: None,
-        progress: false,
-        keep: 1,
-        evaluate: None,
-    };
+    let opts = options(dir.path());
     let outcome = train::<B>(&b, &Default::default(), opts).unwrap();
     assert_eq!(outcome.steps, 9);
 }
