@@ -200,8 +200,9 @@ pub struct TaskData {
     pub batches: Vec<Vec<u32>>,
     /// Seed of this task's epoch orders.
     pub seed: u64,
-    /// The binarized shards the task reads its batches from (a corpus of the user's files);
-    /// then `examples` and `batches` are empty.
+    /// The binarized shards the task reads its batches from (every task but one whose hard
+    /// negatives are mined, which holds its examples decoded in memory); then `examples` and
+    /// `batches` are empty.
     pub shards: Option<crate::streamed::ShardedExamples>,
 }
 
@@ -286,22 +287,6 @@ impl TaskData {
         let mut order: Vec<u32> = (0..self.batches.len() as u32).collect();
         order.shuffle(&mut rng);
         order
-    }
-
-    /// Real (unpadded) tokens of the whole task, both sides.
-    pub fn total_tokens(&self) -> usize {
-        match &self.examples {
-            Examples::Pairs(v) => v.iter().map(|e| e.src.len() + e.tgt.len() + 2).sum(),
-            Examples::Nli(v) => v
-                .iter()
-                .map(|e| e.premise.len() + e.hypothesis.len() + 2)
-                .sum(),
-            Examples::Context(v) => v
-                .iter()
-                .map(|e| e.previous.len() + e.sentence.len() + e.next.len() + 3)
-                .sum(),
-            Examples::Labelled(v) => v.iter().map(|e| e.ids.len() + 1).sum(),
-        }
     }
 }
 
