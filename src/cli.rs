@@ -76,6 +76,7 @@ pub enum Command {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     harness_core::memory::keep_freed_memory();
     // Every recipe this process loads types its objectives with the trainer's definitions.
     harness_recipe::check::install_objectives(harness_train::objectives::schemas());
@@ -107,6 +108,27 @@ fn error_text(e: &anyhow::Error) -> String {
         out.push_str(&text);
     }
     out
+}
+
+/// `harness sweep --dry-run | head -1` closes stdout early: `print!` then panics ("failed
+/// printing to stdout: Broken pipe"). That is the reader being done, not a bug: exit 0
+/// quietly, as an error carrying `BrokenPipe` does ([`is_broken_pipe`]). Every other panic
+/// goes to the default hook. (Restoring `SIGPIPE` instead would also kill harness on a
+/// socket its peer closed.)
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info)
+    }));
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -349,3 +349,47 @@ fn cli_fetch_from_shared_then_verify_through_the_command_line() {
         "{err}"
     );
 }
+
+/// A dataset folder (or a folder inside it) that is a link is refused, not written through:
+/// the folder it points to keeps exactly what it held.
+#[cfg(unix)]
+#[test]
+fn a_dataset_folder_that_is_a_link_is_refused() {
+    let (mirror, lock) = common::synthetic();
+    let data = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("notes.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), data.path().join(NAME)).unwrap();
+    let entry = lock.get(NAME).unwrap();
+    let err = fetch_dataset(
+        entry,
+        data.path(),
+        &[Mirror::parse(&mirror.path().display().to_string())],
+        opts(false),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("symbolic link"), "{err}");
+    let names: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["notes.txt"]);
+    // A link inside a real dataset folder: refused the same way.
+    std::fs::remove_file(data.path().join(NAME)).unwrap();
+    std::fs::create_dir(data.path().join(NAME)).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), data.path().join(NAME).join("sub")).unwrap();
+    let err = fetch_dataset(
+        entry,
+        data.path(),
+        &[Mirror::parse(&mirror.path().display().to_string())],
+        opts(false),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("symbolic link") && err.contains("sub"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 1);
+}

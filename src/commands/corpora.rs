@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use harness_bench::registry::Registry;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_recipe::LoadOptions;
 use harness_train::corpora::{build_recipe_parallel, corpus_datasets, ensure_all};
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             },
             built.excluded_sentences
         );
-        println!("{}", built.report);
+        println!("{}", terminal_safe(&built.report.to_string()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -99,7 +100,7 @@ fn prepare_files(
         for (part, (k, r)) in &c.parts {
             table.push_record([part.clone(), k.to_string(), r.to_string()]);
         }
-        println!("{}", table.build());
+        println!("{}", terminal_safe(&table.build().to_string()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 use clap::Subcommand;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_data::fetch::{
     fetch_dataset, human_bytes, pinned, progress_bar, quick_state, stamp_path, verify_dataset,
     DatasetState, FetchOptions, Mirror,
@@ -206,7 +207,7 @@ fn fetch_command(
         match fetch_dataset(d, data_dir, mirrors, opts) {
             Ok(r) => {
                 for w in &r.warnings {
-                    eprintln!("warning: {w}");
+                    eprintln!("warning: {}", terminal_safe(&w.to_string()));
                 }
                 for p in &r.removed_directories {
                     writeln!(
@@ -240,7 +241,7 @@ fn fetch_command(
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {e}");
+                eprintln!("error: {}", terminal_safe(&e.to_string()));
             }
         }
     }

@@ -50,6 +50,12 @@ pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         .filter(|s| !s.is_empty())
         .map(|s| (s, Overrides::default()))
         .collect();
+    if entries.is_empty() {
+        anyhow::bail!(
+            "--bench {:?} names no benchmark, so nothing would be evaluated. Fix: name benchmarks or groups, comma-separated (`--bench stsb-test,senteval`, `--bench all`; `harness eval --help`)",
+            args.bench
+        );
+    }
     // `--set BENCH.KEY=VALUE`: BENCH must be one of the requested names (or a member of
     // one of the requested groups).
     let selected = registry.expand(&entries.iter().map(|e| e.0.clone()).collect::<Vec<_>>())?;

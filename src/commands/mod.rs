@@ -80,8 +80,8 @@ pub fn load_recipe(
 }
 
 /// The run directory of a resolved recipe (`--out`, else `runs/<name>[-<profile>]-<fp8>`):
-/// claimed (new, empty or a harness run directory), locked, refused when it holds
-/// checkpoints of another recipe (`training`), and recorded (`recipe.resolved.yaml`,
+/// claimed (new, empty or a harness run directory), locked, refused when it holds a run of
+/// another resolved recipe, and recorded (`recipe.resolved.yaml`,
 /// `env.json`, with the training `device` when there is one).
 pub fn open_run_dir(
     out: Option<&Path>,
@@ -99,7 +99,7 @@ pub fn open_run_dir(
         )
     });
     harness_core::note!("run directory: {}", path.display());
-    let dir = RunDir::open(&path)?;
+    let dir = RunDir::open_for(&path, &resolved.recipe.name, &resolved.fingerprint.0)?;
     let mut env = RunEnv::new(
         &resolved.recipe.name,
         &resolved.fingerprint.0,

@@ -3,6 +3,7 @@
 
 use clap::Subcommand;
 use harness_core::settings::Settings;
+use harness_core::terminal::terminal_safe;
 use harness_data::fetch::human_bytes;
 use harness_data::model_store::fetch::{
     default_python, fetch_model, verified_state, FetchOptions, FetchOutcome, ModelState,
@@ -95,7 +96,7 @@ pub fn run_with(
                     }
                     Err(e) => {
                         failed += 1;
-                        eprintln!("error: {e}");
+                        eprintln!("error: {}", terminal_safe(&e.to_string()));
                     }
                 }
             }

@@ -71,7 +71,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     println!(
         "\n{} tables, systems: {}; measured cells: {} filled, {} n/a, {} not run yet, {} failed",
         summary.tables,
-        summary.systems.join(", "),
+        terminal_safe(&summary.systems.join(", ")),
         summary.filled,
         summary.na,
         summary.not_run,

@@ -30,7 +30,7 @@ pub struct TrainArgs {
     pub device: String,
     /// Stop after this many steps in all, as if killed (only the checkpoints already due
     /// are on disk); the next call resumes from the newest
-    #[arg(long, value_name = "STEPS")]
+    #[arg(long, value_name = "STEPS", value_parser = clap::value_parser!(u64).range(1..))]
     pub stop_after: Option<u64>,
 }
 

@@ -2,6 +2,7 @@
 //! each of its profiles), every problem with its file, key path and line.
 
 use clap::Args;
+use harness_core::terminal::terminal_safe;
 use harness_recipe::{validate, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,7 +59,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             Err(problems) => {
                 invalid += 1;
                 for p in &problems {
-                    eprintln!("error: {p}");
+                    eprintln!("error: {}", terminal_safe(&p.to_string()));
                 }
                 eprintln!(
                     "{}: {} problem{}",

@@ -8,7 +8,6 @@ use super::error::BenchError;
 use super::items::{write_items, Items, ItemsRef};
 use super::protocols::{self, Context, Outcome};
 use super::registry::Registry;
-use harness_core::fsutil::write_atomic;
 use harness_core::settings::Settings;
 use harness_data::fetch::ensure_dataset;
 use harness_data::lock::Lock;
@@ -230,8 +229,23 @@ pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf, BenchEr
         detail: format!("serialising the result: {e}"),
     })?;
     text.push('\n');
-    write_atomic(&path, text.as_bytes()).map_err(|e| BenchError::io(&path, e))?;
+    write_below_parent(dir, &path, text.as_bytes()).map_err(|e| BenchError::io(&path, e))?;
     Ok(path)
+}
+
+/// The results folder `dir` (a run's `results/`, an `--out` folder), created if missing and
+/// opened without following a link: a link planted there is refused rather than written
+/// through (the folder above it may be one).
+pub(crate) fn results_folder(dir: &Path) -> std::io::Result<harness_core::nofollow::Dir> {
+    let name = dir.file_name().map(Path::new).unwrap_or(Path::new(""));
+    harness_core::nofollow::Dir::open_below(harness_core::fsutil::parent_dir(dir), name, true)
+}
+
+/// Writes `path`, a file of the results folder `dir`, atomically ([`results_folder`]).
+pub(crate) fn write_below_parent(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default();
+    results_folder(dir)?.write_atomic(Path::new(name), bytes)?;
+    Ok(())
 }
 
 /// Reads a result file.
@@ -337,7 +351,21 @@ pub fn evaluate(
 ) -> Result<Vec<BenchResult>, BenchError> {
     let fingerprint = encoder.fingerprint();
     check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;
-    std::fs::create_dir_all(out).map_err(|e| BenchError::io(out, e))?;
+    results_folder(out).map_err(|e| BenchError::io(out, e))?;
+    // One evaluation at a time per folder: two at once (of two encoders, say) would both
+    // pass the check above and leave a folder of mixed results. Checked again once held.
+    let _lock = harness_core::rundir::RunLock::acquire(out).map_err(|e| match e {
+        harness_core::rundir::RunDirError::Busy { lock, pid } => BenchError::format(
+            lock,
+            format!(
+                "another harness process (pid {}) is evaluating into this folder",
+                pid.map_or("unknown".into(), |p| p.to_string())
+            ),
+            "wait for it to finish, or give this evaluation another --out",
+        ),
+        other => BenchError::format(out, other.to_string(), "give this evaluation another --out"),
+    })?;
+    check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;
     let progress = harness_core::progress::bar(
         plan.len() as u64,
         "evaluate [{bar:30}] {pos}/{len} {msg} ({elapsed})",

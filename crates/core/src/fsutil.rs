@@ -1,21 +1,25 @@
 //! File-system helpers shared by every writer: all writes are atomic (temporary file in the
 //! destination directory, then rename), so a killed process never leaves a half-written file.
 
-use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, then rename.
 /// A full disk is named as such, with the free space left (the file at `path` is then
-/// unchanged and the temporary file removed).
+/// unchanged and the temporary file removed). A symbolic link or a special file at `path`
+/// is refused, never written through or replaced; the folder holding it is followed if it
+/// is a link (a user may name one). To refuse links in the folders below a root as well,
+/// use [`crate::nofollow::write_atomic_below`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = parent_dir(path);
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: no file name", path.display()),
+        )
+    })?;
     let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = temp_file_in(dir)?;
-        tmp.write_all(bytes)?;
-        make_readable(tmp.as_file())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
+        crate::nofollow::Dir::open_below(dir, Path::new(""), true)?
+            .write_atomic(Path::new(name), bytes)?;
         Ok(())
     };
     write().map_err(|e| disk_full(e, dir))
@@ -87,7 +91,22 @@ const TEMP_SUFFIX: &str = ".tmp";
 /// this old: no write of harness takes a day.
 const UNNAMED_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-fn sweep_once(dir: &Path) {
+/// The name of a new temporary file of this process (`.harness-<pid>-<unique>.tmp`, as
+/// [`remove_dead_temporaries`] expects); `attempt` varies it after a name clash.
+pub(crate) fn temp_name(attempt: u32) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{TEMP_PREFIX}{}-{nanos:08x}{n:x}{attempt:x}{TEMP_SUFFIX}",
+        std::process::id()
+    )
+}
+
+pub(crate) fn sweep_once(dir: &Path) {
     use std::collections::HashSet;
     use std::sync::{Mutex, OnceLock};
     static SWEPT: OnceLock<Mutex<HashSet<std::path::PathBuf>>> = OnceLock::new();

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod device;
 pub mod fsutil;
 pub mod memory;
+pub mod nofollow;
 pub mod outdir;
 pub mod progress;
 pub mod rundir;

@@ -164,11 +164,14 @@ fn is_run_dir(dir: &Path) -> bool {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .is_some_and(|v| v.get("harness_version").is_some());
     // The lock holds `PID [START]` (the holder's start time since a70012f).
-    let lock_ok = std::fs::read_to_string(dir.join(".lock")).is_ok_and(|t| {
-        t.split_whitespace()
-            .next()
-            .is_some_and(|pid| pid.parse::<u32>().is_ok())
-    });
+    let lock = dir.join(".lock");
+    let plain_lock = std::fs::symlink_metadata(&lock).is_ok_and(|m| m.is_file());
+    let lock_ok = plain_lock
+        && std::fs::read_to_string(&lock).is_ok_and(|t| {
+            t.split_whitespace()
+                .next()
+                .is_some_and(|pid| pid.parse::<u32>().is_ok())
+        });
     // A run killed before its first record leaves only its own temporary files.
     let only_ours = std::fs::read_dir(dir).is_ok_and(|d| {
         d.filter_map(Result::ok).all(|e| {
@@ -231,6 +234,27 @@ impl RunDir {
         })
     }
 
+    /// Opens `path` ([`RunDir::open`]) for the recipe `recipe` of fingerprint `fingerprint`:
+    /// a run directory is bound to one resolved recipe, so one that `env.json` says holds
+    /// another's run is refused before anything is written, naming both (its results would
+    /// otherwise be reported as this recipe's).
+    pub fn open_for(path: &Path, recipe: &str, fingerprint: &str) -> Result<RunDir, RunDirError> {
+        let dir = RunDir::open(path)?;
+        if let Some(env) = RunEnv::read(path)? {
+            if env.recipe_fingerprint != fingerprint {
+                let short = |f: &str| f.chars().take(8).collect::<String>();
+                bail!(
+                    "{}: this run directory holds a run of recipe `{}` (fingerprint {}), not of `{recipe}` ({}); one run directory holds one resolved recipe, and nothing was written. Fix: leave --out out (runs/<recipe>-<fingerprint8>), or name a new directory with --out",
+                    path.join("env.json").display(),
+                    crate::terminal::terminal_safe(&env.recipe),
+                    short(&env.recipe_fingerprint),
+                    short(fingerprint),
+                );
+            }
+        }
+        Ok(dir)
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
@@ -267,13 +291,7 @@ impl RunLock {
         // A holder that releases the lock removes the file first: a process that opened
         // the old file and locked it after that holds a lock on nothing, and tries again.
         for _ in 0..16 {
-            let mut file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(|e| io(&path, e))?;
+            let mut file = open_lock_file(&path)?;
             if !try_lock_exclusive(&file).map_err(|e| io(&path, e))? {
                 let owner = std::fs::read_to_string(&path).unwrap_or_default();
                 let pid = owner
@@ -294,6 +312,64 @@ impl RunLock {
         }
         bail!("{}: could not take the run lock", path.display())
     }
+}
+
+/// Opens (creating it if missing) the lock file `path` without following a link: created
+/// with `O_CREAT | O_EXCL | O_NOFOLLOW`, or, when one is there (a killed run's), opened with
+/// `O_NOFOLLOW` and used only if it is a plain file of this user with no other name. A link,
+/// a hard link to another file, a special file or another user's file is refused: harness
+/// writes its pid into the lock, and must never write it into someone else's file.
+#[cfg(unix)]
+fn open_lock_file(path: &Path) -> Result<std::fs::File, RunDirError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let refuse = |what: &str| {
+        RunDirError::Refused(format!(
+            "{}: {what} is where harness keeps the run's lock; harness never writes into it. Fix: remove it, or run with --out DIR elsewhere",
+            path.display()
+        ))
+    };
+    let fd = match rustix::fs::open(
+        path,
+        flags | OFlags::CREATE | OFlags::EXCL,
+        Mode::from_raw_mode(0o644),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::EXIST) => match rustix::fs::open(path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::LOOP) => return Err(refuse("a symbolic link")),
+            Err(e) => return Err(io(path, e.into())),
+        },
+        Err(e) => return Err(io(path, e.into())),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| io(path, e.into()))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(refuse("a special file (fifo, device or socket)"));
+    }
+    if st.st_nlink != 1 {
+        return Err(refuse("a file with another name (a hard link)"));
+    }
+    if st.st_uid != rustix::process::geteuid().as_raw() {
+        return Err(refuse("another user's file"));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+#[cfg(not(unix))]
+fn open_lock_file(path: &Path) -> Result<std::fs::File, RunDirError> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        bail!(
+            "{}: something other than a file is where harness keeps the run's lock. Fix: remove it",
+            path.display()
+        );
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| io(path, e))
 }
 
 /// `flock(LOCK_EX | LOCK_NB)`: `Ok(false)` when another open file holds the lock. By hand:
@@ -323,7 +399,7 @@ fn try_lock_exclusive(_: &std::fs::File) -> std::io::Result<bool> {
 #[cfg(unix)]
 fn still_at(file: &std::fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
@@ -382,6 +458,40 @@ mod tests {
         );
         drop(first);
         RunLock::acquire(dir.path()).unwrap();
+    }
+
+    /// A `.lock` that is a link (or a hard link, or a fifo) is refused and the file it
+    /// points to keeps its bytes: harness's pid is never written into someone else's file.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_that_is_a_link_or_a_special_file_is_refused_and_its_target_untouched() {
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, "secret").unwrap();
+        let run = t.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::os::unix::fs::symlink(&victim, run.join(".lock")).unwrap();
+        let err = RunDir::open(&run).err().unwrap().to_string();
+        assert!(
+            err.contains("symbolic link") && err.contains(".lock"),
+            "{err}"
+        );
+        std::fs::remove_file(run.join(".lock")).unwrap();
+        std::fs::hard_link(&victim, run.join(".lock")).unwrap();
+        let err = RunLock::acquire(&run).err().unwrap().to_string();
+        assert!(err.contains("hard link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret");
+        std::fs::remove_file(run.join(".lock")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            run.join(".lock"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let err = RunLock::acquire(&run).err().unwrap().to_string();
+        assert!(err.contains("special file"), "{err}");
     }
 
     /// A lock file is only a note: whatever it says (a dead pid, this process's own pid,

@@ -340,6 +340,18 @@ pub fn fetch_dataset(
             }
         }
     }
+    // Every folder from the data directory down to each file is a real folder, created here
+    // if missing: a dataset folder (or a folder inside it) that is a link is refused rather
+    // than written through.
+    for (f, _) in &todo {
+        let dest = f.local_path(&dir);
+        let rel = dest
+            .parent()
+            .and_then(|p| p.strip_prefix(data_dir).ok())
+            .unwrap_or(Path::new(&entry.name));
+        harness_core::nofollow::Dir::open_below(data_dir, rel, true)
+            .map_err(|e| DataError::io(&dest, e))?;
+    }
     // harness installs into this data directory: its stamps are kept there from now on.
     let stamps = stamp_path(data_dir, &entry.name);
     harness_core::stamp::prepare(&stamps)

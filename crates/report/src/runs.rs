@@ -14,6 +14,7 @@
 
 use super::error::ReportError;
 use harness_bench::runner::BenchResult;
+use harness_core::terminal::terminal_safe;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,11 @@ pub fn load_inputs(args: &[PathBuf]) -> Result<Inputs, ReportError> {
             .as_ref()
             .filter(|p| p.is_file())
             .and_then(|p| resolved_fingerprint(p));
+        one_encoder(&results).map_err(|detail| ReportError::Input {
+            path: path.clone(),
+            detail,
+            fix: "evaluate each encoder into its own folder (`harness eval --out DIR`), or the stale benchmarks again (`harness run` with --force)".into(),
+        })?;
         let (id, identified_by) = match label {
             Some(l) => (l, "named on the command line".to_string()),
             None => identify(
@@ -262,6 +268,39 @@ fn resolved_fingerprint(path: &Path) -> Option<String> {
 fn env_str<'a>(env: Option<&'a Value>, key: &str) -> Option<&'a str> {
     let v = env?.get(key)?;
     v.as_str().or_else(|| v.get("name").and_then(Value::as_str))
+}
+
+/// One folder is one system: result files of several encoders (told apart by fingerprint,
+/// since two configurations of one encoder share its name) are refused rather than shown
+/// as one row, whatever the row is called.
+fn one_encoder(results: &BTreeMap<String, ResultFile>) -> Result<(), String> {
+    let mut by_fp: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for r in results.values() {
+        let e = &r.result.encoder;
+        by_fp
+            .entry((e.fingerprint.as_str(), e.name.as_str()))
+            .or_default()
+            .push(r.result.benchmark.as_str());
+    }
+    if by_fp.len() > 1 {
+        let list: Vec<String> = by_fp
+            .iter()
+            .map(|((fp, name), benches)| {
+                format!(
+                    "{} from {} `{}`",
+                    terminal_safe(&benches.join(", ")),
+                    terminal_safe(name),
+                    terminal_safe(fp)
+                )
+            })
+            .collect();
+        return Err(format!(
+            "results of {} encoder states in one directory ({}); one folder is one system",
+            by_fp.len(),
+            list.join("; ")
+        ));
+    }
+    Ok(())
 }
 
 /// Steps 2-4 of the module doc.

@@ -118,7 +118,12 @@ pub fn save<B: AutodiffBackend>(
     state: &TrainState,
     keep: usize,
 ) -> Result<PathBuf, TrainError> {
-    std::fs::create_dir_all(checkpoints).map_err(|e| io(checkpoints, e))?;
+    // The run's `checkpoints/` is harness's own folder: a link there is refused, not
+    // written through.
+    let base = harness_core::fsutil::parent_dir(checkpoints);
+    let name = checkpoints.file_name().unwrap_or_default();
+    harness_core::nofollow::Dir::open_below(base, Path::new(name), true)
+        .map_err(|e| io(checkpoints, e))?;
     remove_dead_partials(checkpoints);
     // The previous checkpoint's size is what the next one needs (same model, same
     // optimizer); refusing before writing leaves the disk as it was.

@@ -285,8 +285,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let checkpoints = opts.run_dir.join("checkpoints");
         let metrics_path = opts.run_dir.join("train").join("metrics.jsonl");
         if leads {
-            std::fs::create_dir_all(metrics_path.parent().unwrap_or(&opts.run_dir))
-                .map_err(|e| io(&opts.run_dir, e))?;
+            // A link at the run's `train/` is refused, not written through.
+            harness_core::nofollow::Dir::open_below(
+                &opts.run_dir,
+                std::path::Path::new("train"),
+                true,
+            )
+            .map_err(|e| io(&opts.run_dir, e))?;
         }
         let losses = build_losses(plan, &opts.objectives)?;
         let mut model: System<B> = plan.system.init(recipe.seed, device);

