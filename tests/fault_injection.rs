@@ -409,6 +409,15 @@ fn a_full_disk_stops_training_cleanly_and_the_run_resumes_with_room() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    // Not one step: no checkpoint, no metrics line.
+    assert!(
+        std::fs::read_dir(run.join("checkpoints")).map_or(true, |mut d| d.next().is_none()),
+        "--stop-after 0 trained: {}",
+        text(&o)
+    );
+    let metrics = std::fs::read_to_string(run.join("train/metrics.jsonl")).unwrap_or_default();
+    assert_eq!(metrics.lines().count(), 0, "{metrics}");
+    assert!(text(&o).contains("trained 0/4 steps"), "{}", text(&o));
     let tokenizer = std::fs::read(run.join("tokenizer.json")).unwrap();
     let filler = disk.0.join("filler");
     {

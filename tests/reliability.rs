@@ -2,7 +2,8 @@
 //! the real binary on the hashed-ngrams evaluation recipe (seconds each). A `.lock` or a
 //! `results/` that is a link, a run directory of another recipe, two encoders in one folder,
 //! control characters from result files, stdout closed early, and the small refusals
-//! (`--bench ''`, `evaluate: []` with a report, an unknown Tatoeba language, `--stop-after 0`).
+//! (`--bench ''`, `evaluate: []` with a report, an unknown Tatoeba language). `--stop-after 0`
+//! training nothing: tests/fault_injection.rs.
 //! Links in a dataset folder: tests/datasets_local.rs; emitted Slurm folders: tests/sweep_slurm.rs;
 //! nightly history: tests/nightly.rs.
 
@@ -236,12 +237,28 @@ fn inputs_that_would_run_nothing_or_the_wrong_thing_are_refused() {
     )
     .unwrap();
     let o = harness(home.path(), &["validate", &recipe.to_string_lossy()]);
-    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
-        text(&o).contains("evaluate") && text(&o).contains("report"),
+        text(&o).contains("warning") && text(&o).contains("`harness run` would"),
         "{}",
         text(&o)
     );
+    let out = home.path().join("nothing");
+    let o = harness(
+        home.path(),
+        &[
+            "run",
+            &recipe.to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("evaluate: lists no benchmark"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists(), "refused before the run directory was made");
 
     for lang in ["dee", "../../etc"] {
         let set = format!("tatoeba.languages=[\"{lang}\"]");
@@ -265,16 +282,4 @@ fn inputs_that_would_run_nothing_or_the_wrong_thing_are_refused() {
         assert!(result.contains("is not one of the dataset's"), "{result}");
         assert!(!result.contains("datasets fetch"), "{result}");
     }
-
-    let o = harness(
-        home.path(),
-        &[
-            "train",
-            &repo().join("recipes/laser.yaml").to_string_lossy(),
-            "--stop-after",
-            "0",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--stop-after"), "{}", text(&o));
 }

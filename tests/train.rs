@@ -336,7 +336,7 @@ fn a_run_directory_of_another_recipe_is_refused() {
     let o = harness(home.path(), &args);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("checkpoints of another recipe"),
+        text(&o).contains("one resolved recipe") && text(&o).contains("env.json"),
         "{}",
         text(&o)
     );

@@ -37,6 +37,9 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let devices = Device::parse_list(&train.device, &super::compiled())?;
     let device = devices[0];
     let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
+    if let Some(problem) = nothing_to_report(&resolved) {
+        bail!("{problem}");
+    }
     super::on_device(device, || {
         if !resolved.recipe.tasks.is_empty() {
             // A training recipe: train (or resume) into its run directory, then evaluate its
@@ -52,6 +55,17 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         let dir =
             super::open_run_dir(train.out.as_deref(), settings, &resolved, &train.sets, None)?;
         evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, device)
+    })
+}
+
+/// Why `harness run` would fail at its end: report tables with no benchmark to render them
+/// from (`evaluate: []`). Refused before any training; `harness train` takes such a recipe.
+pub fn nothing_to_report(resolved: &Resolved) -> Option<String> {
+    (resolved.recipe.evaluate.is_empty() && !resolved.recipe.report.is_empty()).then(|| {
+        format!(
+            "{}: evaluate: lists no benchmark, but `report:` names tables, which are rendered from the results; `harness run` would train and then fail at the report. Fix: list benchmarks under `evaluate` (e.g. `[stsb-test]`), remove `report`, or train only (`harness train`)",
+            resolved.path.display()
+        )
     })
 }
 

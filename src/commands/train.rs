@@ -29,8 +29,9 @@ pub struct TrainArgs {
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Stop after this many steps in all, as if killed (only the checkpoints already due
-    /// are on disk); the next call resumes from the newest
-    #[arg(long, value_name = "STEPS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// are on disk); the next call resumes from the newest. 0 prepares the corpora and the
+    /// tokenizer and trains nothing
+    #[arg(long, value_name = "STEPS")]
     pub stop_after: Option<u64>,
 }
 

@@ -37,6 +37,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     for (i, path) in args.recipes.iter().enumerate() {
         match validate(path, &opts, &known) {
             Ok(r) => {
+                if let Some(problem) = super::run::nothing_to_report(&r) {
+                    eprintln!("warning: {}", terminal_safe(&problem));
+                }
                 if args.resolved {
                     if i > 0 {
                         stdout.push_str("---\n");

@@ -363,6 +363,9 @@ pub fn evaluate(
             ),
             "wait for it to finish, or give this evaluation another --out",
         ),
+        harness_core::rundir::RunDirError::Io { path, source } => {
+            BenchError::io(&path, harness_core::fsutil::disk_full(source, out))
+        }
         other => BenchError::format(out, other.to_string(), "give this evaluation another --out"),
     })?;
     check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;

@@ -195,7 +195,11 @@ impl OutDir {
         if new_file || was_complete {
             self.save_manifest()?;
         }
-        crate::fsutil::write_atomic(&path, bytes).map_err(io)?;
+        // Opened folder by folder without following a link (closing the race between the
+        // check above and the write); the directory itself may be a link the user named.
+        crate::nofollow::write_atomic_below(&self.dir, &path, bytes)
+            .map_err(|e| crate::fsutil::disk_full(e, &self.dir))
+            .map_err(io)?;
         Ok(path)
     }
 

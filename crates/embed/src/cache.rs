@@ -369,7 +369,10 @@ impl<E: Encoder> CachedEncoder<E> {
         }
         let (bytes, digest) = segment_bytes(&self.fingerprint, keys, rows);
         let path = self.dir.join(format!("seg-{}.hseg", &digest[..32]));
-        if let Err(e) = harness_core::fsutil::write_atomic(&path, &bytes) {
+        // Below the cache root no folder may be a link ([`harness_core::nofollow`]).
+        let written = harness_core::nofollow::write_atomic_below(&self.root, &path, &bytes)
+            .map_err(|e| harness_core::fsutil::disk_full(e, &self.dir));
+        if let Err(e) = written {
             if !WRITES_FAILED.swap(true, Ordering::Relaxed) {
                 harness_core::note!(
                     "warning: could not write embedding cache segment {}: {e}. Results are unaffected; this run writes no more to the cache. Fix: free space there, or point the cache_dir setting elsewhere",

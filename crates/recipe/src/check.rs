@@ -790,14 +790,6 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
     }
 
     // evaluate, report
-    if recipe.evaluate.is_empty() && !recipe.report.is_empty() {
-        // The report's tables are rendered from the results of `evaluate`: with none, `run`
-        // would train and then fail at the report.
-        out.add(
-            p(&["evaluate"]),
-            "lists no benchmark, but `report:` names tables, which are rendered from the results. Fix: list benchmarks under `evaluate` (e.g. `[stsb-test]`), or remove `report`",
-        );
-    }
     for (i, b) in recipe.evaluate.iter().enumerate() {
         let at = vec![k("evaluate"), Seg::Index(i)];
         let known_name = bench_names.contains(&b.name);

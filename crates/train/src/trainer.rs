@@ -807,6 +807,11 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);
     while l.state.step < total {
+        // `--stop-after N` stops once N steps are done in all: `--stop-after 0` prepares
+        // (corpora, tokenizer) and trains none, and a resumed run already past N trains none.
+        if opts.stop_after.is_some_and(|s| l.state.step >= s) {
+            break;
+        }
         // Data-parallel peers stop together: each sees Ctrl-C at its own moment, so they
         // agree on it (a sum over the peers) before the step.
         let stop = match peer {
