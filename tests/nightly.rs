@@ -465,7 +465,7 @@ fn inputs_are_checked_before_the_night() {
     assert!(
         out.contains("hashed (encoder hashed-ngrams:dim=64): seeds 1; evaluate on tatoeba")
             && out.contains("series: hashed/tatoeba,")
-            && out.contains("nothing was run or written")
+            && out.contains("nothing was run, nothing written to the history")
             && out.contains("expired on 2026-10-01"),
         "{out}"
     );

@@ -54,7 +54,8 @@ pub struct NightlyArgs {
     pub seed_offset: u64,
     /// Check everything the night takes (configuration, every entry's recipe, benchmarks,
     /// overrides, run directory or encoder, --plant, --ack, --date), print the plan and stop:
-    /// exit 0 when the night would start, 2 otherwise. Nothing is run or written
+    /// exit 0 when the night would start, 2 otherwise. Nothing is run, nothing written to the
+    /// history (a pretrained encoder is fetched on first use, as the night would)
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -140,7 +141,7 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         print!(
             "{}",
             terminal_safe(&format!(
-                "nightly {}: the plan of night {name} (into {}), checked; nothing was run or written\n{}series: {}, and each entry's speed figures{}{}\n",
+                "nightly {}: the plan of night {name} (into {}), checked; nothing was run, nothing written to the history\n{}series: {}, and each entry's speed figures{}{}\n",
                 config.name,
                 history.display(),
                 plan.describe(),
