@@ -29,15 +29,29 @@ pub struct CompareArgs {
 
 /// `harness compare`.
 pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    // NaN compares false with everything: taken as it is, it would turn the rule off
+    // without a word. Every number is checked before anything is read.
     if !(0.5..1.0).contains(&args.confidence) {
         anyhow::bail!(
             "--confidence {}: expected a value in [0.5, 1), e.g. 0.95",
             args.confidence
         );
     }
+    if !(args.min_effect.is_finite() && args.min_effect >= 0.0) {
+        anyhow::bail!(
+            "--min-effect {}: expected a finite size ≥ 0 in the metric's points, e.g. 1.0",
+            args.min_effect
+        );
+    }
+    if args.replicates < 100 {
+        anyhow::bail!(
+            "--replicates {}: too few for an interval. Fix: 1000 or more",
+            args.replicates
+        );
+    }
     let mut rules = Rules {
         confidence: args.confidence,
-        replicates: args.replicates.max(100),
+        replicates: args.replicates,
         ..Rules::default()
     };
     rules.min_effect.insert("default".into(), args.min_effect);

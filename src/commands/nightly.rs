@@ -2,18 +2,19 @@
 //! and/or evaluated into a new, never-overwritten folder of the history store, then the
 //! morning report (Markdown, HTML, terminal) against the previous night and the baseline.
 //! Exit status: 0 clean, 3 regressions (not acknowledged), 1 errors (a recipe that did not
-//! train, a benchmark that failed), 2 usage or setup errors.
+//! train, a benchmark that failed, a night of the history that fails verification), 2 usage
+//! or setup errors (found before anything runs: nothing is written then).
 
 use anyhow::{bail, Context};
 use clap::Args;
 use harness_core::settings::Settings;
 use harness_core::terminal::terminal_safe;
-use harness_sweep::nightly::ack::{load_acks, Ack};
+use harness_sweep::nightly::ack::{self, load_acks, Ack};
 use harness_sweep::nightly::config::NightlyConfig;
 use harness_sweep::nightly::morning;
 use harness_sweep::nightly::night::{run_night, NightEvent, NightOptions};
-use harness_sweep::nightly::plant;
 use harness_sweep::nightly::store::{self, EnvFingerprint};
+use harness_sweep::nightly::{plan, plant};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -51,10 +52,19 @@ pub struct NightlyArgs {
     /// Add N to every seed: a noise-only night, for measuring the false-alarm rate
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub seed_offset: u64,
+    /// Check everything the night takes (configuration, every entry's recipe, benchmarks,
+    /// overrides, run directory or encoder, --plant, --ack, --date), print the plan and stop:
+    /// exit 0 when the night would start, 2 otherwise. Nothing is run, nothing written to the
+    /// history (a pretrained encoder is fetched on first use, as the night would)
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `harness nightly`.
 pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
+    // Everything the night and the rule take is checked first, before anything runs or is
+    // written: the configuration, the dates, the fire drills, the acknowledgements and every
+    // entry (recipe, benchmarks, overrides, run directory, encoder).
     let config = NightlyConfig::load(&args.config).map_err(anyhow::Error::msg)?;
     let acks: Vec<Ack> = match &args.ack {
         Some(p) => load_acks(p).map_err(anyhow::Error::msg)?,
@@ -66,24 +76,21 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         .map(|p| plant::parse_plant(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(anyhow::Error::msg)?;
-    for (series, _) in &plants {
-        let entry = series.split('/').next().unwrap_or_default();
-        if !config.entries.iter().any(|e| e.name == entry) {
+    if let Some(d) = &args.date {
+        store::check_date("--date", d).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(b) = &args.baseline {
+        if !store::is_night_ref(b) {
             bail!(
-                "--plant {series}: no entry `{entry}` in {}. Fix: ENTRY/BENCH with one of: {}",
-                args.config.display(),
-                config
-                    .entries
-                    .iter()
-                    .map(|e| e.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "--baseline {b}: not a night. Fix: a date of the calendar (YYYY-MM-DD) or DATE-COMMIT8, as the history's folders are named"
             );
         }
     }
+    if args.report_only && (args.dry_run || !plants.is_empty() || args.seed_offset != 0) {
+        bail!("--report-only runs nothing: it takes no --dry-run, --plant or --seed-offset. Fix: drop them, or drop --report-only");
+    }
     let date = match &args.date {
-        Some(d) if store::is_date(d) => d.clone(),
-        Some(d) => bail!("--date {d}: expected YYYY-MM-DD"),
+        Some(d) => d.clone(),
         None => harness_core::rundir::utc_now()[..10].to_string(),
     };
     // Absolute, so that the children (and the paths in night.json's logs) do not depend on
@@ -92,15 +99,77 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         .with_context(|| format!("--store {}", args.store.display()))?;
     let history = store.join(&config.name);
     let baseline = args.baseline.clone().or_else(|| config.baseline.clone());
+    let cwd = std::env::current_dir().context("reading the current directory")?;
     if args.report_only {
-        let nights = upto(&history, args.date.as_deref())?;
-        let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
-        print!("{}", terminal_safe(&morning::terminal(&m)));
-        if let Some(out) = &args.out {
-            let html = morning::write(&m, out).map_err(anyhow::Error::msg)?;
-            println!("report: {}", html.display());
-        }
-        return Ok(ExitCode::from(m.status.code()));
+        return report_only(args, &config, &history, baseline.as_deref(), &acks, &cwd);
+    }
+    let plan = plan::resolve(&config, &args.config, &cwd, &mut |kind, spec| {
+        check_encoder(kind, spec, settings)
+    })
+    .map_err(|problems| {
+        anyhow::anyhow!(
+            "{} problem{} found before the night, nothing was run:\n  {}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+            problems.join("\n  ")
+        )
+    })?;
+    plan::check_plants(&plan, &plants).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.ack {
+        plan::check_acks(&acks, &plan.series(), path).map_err(anyhow::Error::msg)?;
+    }
+    let commit = harness_core::git_commit().to_string();
+    let name = store::night_name(&date, &commit);
+    let final_dir = history.join(&name);
+    if final_dir.exists() {
+        bail!(
+            "{}: a night of {date} at this commit is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
+            final_dir.display()
+        );
+    }
+    for a in ack::expired(&acks, &date) {
+        eprintln!(
+            "{}",
+            terminal_safe(&format!(
+                "warning: --ack: the acknowledgement of `{}` expired on {}: it alerts again",
+                a.series,
+                a.expires.as_deref().unwrap_or("")
+            ))
+        );
+    }
+    if args.dry_run {
+        print!(
+            "{}",
+            terminal_safe(&format!(
+                "nightly {}: the plan of night {name} (into {}), checked; nothing was run, nothing written to the history\n{}series: {}, and each entry's speed figures{}{}\n",
+                config.name,
+                history.display(),
+                plan.describe(),
+                plan.entries
+                    .iter()
+                    .flat_map(|e| e.benchmarks.iter().map(move |b| format!("{}/{b}", e.name)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if plants.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; fire drills: {}",
+                        plants
+                            .iter()
+                            .map(|(s, p)| format!("{s} {p:+}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+                if acks.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} acknowledgement(s), each matching a series", acks.len())
+                }
+            ))
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     std::fs::create_dir_all(&history)
         .with_context(|| format!("creating the history store {}", history.display()))?;
@@ -111,7 +180,6 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         );
     }
     let probe = probe_input(settings, &history, config.speed_probe_sentences)?;
-    let commit = harness_core::git_commit().to_string();
     let opts = NightOptions {
         exe: std::env::current_exe().context("locating the harness binary")?,
         history: history.clone(),
@@ -120,16 +188,20 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         env: fingerprint(),
         probe_input: probe.clone(),
         seed_offset: args.seed_offset,
-        cwd: std::env::current_dir().context("reading the current directory")?,
+        cwd,
     };
     eprintln!(
-        "nightly {}: night {} into {}",
+        "nightly {}: night {name} into {}",
         config.name,
-        store::night_name(&date, &commit),
         history.display()
     );
-    let result = run_night(&config, &opts, &mut |e| match e {
-        NightEvent::Start { entry, seed, what } => eprintln!("  {entry} seed {seed}: {what}"),
+    let result = run_night(&config, &plan, &opts, &mut |e| match e {
+        NightEvent::Start { entry, seed, what } => {
+            eprintln!(
+                "{}",
+                terminal_safe(&format!("  {entry} seed {seed}: {what}"))
+            )
+        }
         NightEvent::Done {
             entry,
             seed,
@@ -148,8 +220,42 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         // The probe sentences are harness's own scratch file.
         let _ = std::fs::remove_file(p);
     }
-    let (mut record, partial) = result.map_err(anyhow::Error::msg)?;
-    for (series, points) in &plants {
+    let (record, partial) = result.map_err(anyhow::Error::msg)?;
+    let finished = finish_night(
+        &config,
+        record,
+        &partial,
+        &plants,
+        &history,
+        baseline.as_deref(),
+        &acks,
+    );
+    let (m, final_dir) = match finished {
+        Ok(done) => done,
+        Err(e) => {
+            // The night never reached the history: its partial folder is harness's own.
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
+        }
+    };
+    print!("{}", terminal_safe(&morning::terminal(&m)));
+    println!("report: {}", final_dir.join("report/report.html").display());
+    println!("night: {}", final_dir.display());
+    Ok(ExitCode::from(m.status.code()))
+}
+
+/// Plants, records, reports, seals and renames a night that ran into `partial`; returns
+/// its report and its folder in the history.
+fn finish_night(
+    config: &NightlyConfig,
+    mut record: store::NightRecord,
+    partial: &Path,
+    plants: &[(String, f64)],
+    history: &Path,
+    baseline: Option<&str>,
+    acks: &[Ack],
+) -> anyhow::Result<(morning::Morning, PathBuf)> {
+    for (series, points) in plants {
         let entry = series.split('/').next().unwrap_or_default();
         let dirs: Vec<PathBuf> = record
             .entries
@@ -162,48 +268,134 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         eprintln!("  FIRE DRILL: {series} perturbed by {points:+} points");
         record.plants.push(planted);
     }
-    let mut text = serde_json::to_string_pretty(&record)?;
-    text.push('\n');
-    harness_core::fsutil::write_atomic(&partial.join("night.json"), text.as_bytes())
-        .with_context(|| format!("writing {}", partial.join("night.json").display()))?;
-    // The morning report is written inside the partial folder, before the rename: a night
-    // in the history always has its report, whenever this process is killed.
-    let mut nights = store::load_history(&history, 0).map_err(anyhow::Error::msg)?;
-    nights.retain(|n| n.record.date.as_str() <= date.as_str());
-    nights.push(store::Night::load(&partial).map_err(anyhow::Error::msg)?);
+    let write_record = |record: &store::NightRecord| -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(record)?;
+        text.push('\n');
+        harness_core::fsutil::write_atomic(&partial.join("night.json"), text.as_bytes())
+            .with_context(|| format!("writing {}", partial.join("night.json").display()))
+    };
+    write_record(&record)?;
+    let mut tonight = store::Night::load_unsealed(partial).map_err(anyhow::Error::msg)?;
+    if !tonight.problems.is_empty() && !record.failed {
+        // A result that cannot be read fails the night as a failed seed does.
+        record.failed = true;
+        write_record(&record)?;
+        tonight.record.failed = true;
+    }
+    // The morning report is written inside the partial folder, before the seal and the
+    // rename: a night in the history always has its report, whenever this process is
+    // killed.
+    let mut nights = store::load_history(history, 0).map_err(anyhow::Error::msg)?;
+    nights.retain(|n| n.record.date.as_str() <= record.date.as_str());
+    nights.push(tonight);
     // The order of `store::list_nights`: by date, then finishing time.
     nights.sort_by(|a, b| {
         (&a.record.date, &a.record.finished).cmp(&(&b.record.date, &b.record.finished))
     });
-    let m = morning::build(&config, &nights, baseline.as_deref(), &acks);
+    let m = morning::build(config, &nights, baseline, acks);
     morning::write(&m, &partial.join("report")).map_err(anyhow::Error::msg)?;
+    store::seal(partial).map_err(anyhow::Error::msg)?;
     let final_dir = history.join(&record.name);
-    std::fs::rename(&partial, &final_dir).with_context(|| {
+    std::fs::rename(partial, &final_dir).with_context(|| {
         format!(
             "moving the finished night {} to {}",
             partial.display(),
             final_dir.display()
         )
     })?;
+    Ok((m, final_dir))
+}
+
+/// Whether an entry's run directory or encoder spec opens (checked before the night).
+fn check_encoder(kind: &str, spec: &str, settings: &Settings) -> Result<(), String> {
+    if kind == "run" && !harness_model::trained::is_run_dir(Path::new(spec)) {
+        return Err(format!(
+            "{spec}: not a run directory (it has no recipe.resolved.yaml). Fix: the folder `harness train --out DIR` wrote"
+        ));
+    }
+    harness_encoders::open_encoder(spec, settings)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// `--report-only`: the report of the newest night, or of the night of `--date`, again.
+fn report_only(
+    args: &NightlyArgs,
+    config: &NightlyConfig,
+    history: &Path,
+    baseline: Option<&str>,
+    acks: &[Ack],
+    cwd: &Path,
+) -> anyhow::Result<ExitCode> {
+    let nights = upto(history, args.date.as_deref())?;
+    if let Some(path) = &args.ack {
+        // The series the configuration names (when it still resolves) and those the
+        // history holds.
+        let mut known: Vec<String> = plan::resolve(config, &args.config, cwd, &mut |_, _| Ok(()))
+            .map(|p| p.series())
+            .unwrap_or_default();
+        for n in &nights {
+            known.extend(n.series.keys().cloned());
+            for e in &n.record.entries {
+                known.extend(
+                    plan::SPEED_FIGURES
+                        .iter()
+                        .map(|f| format!("{}/speed:{f}", e.name)),
+                );
+            }
+        }
+        plan::check_acks(acks, &known, path).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(out) = &args.out {
+        // A night's files are sealed: a report written into one would fail its
+        // verification.
+        let out_abs = std::path::absolute(out).unwrap_or_else(|_| out.clone());
+        if let Some(n) = nights.iter().find(|n| out_abs.starts_with(&n.dir)) {
+            bail!(
+                "--out {}: inside night {} of the history, whose files are sealed by {}. Fix: write the report elsewhere",
+                out.display(),
+                n.record.name,
+                store::CHECKSUMS
+            );
+        }
+    }
+    let m = morning::build(config, &nights, baseline, acks);
     print!("{}", terminal_safe(&morning::terminal(&m)));
-    println!("report: {}", final_dir.join("report/report.html").display());
-    println!("night: {}", final_dir.display());
+    if let Some(out) = &args.out {
+        let html = morning::write(&m, out).map_err(anyhow::Error::msg)?;
+        println!("report: {}", html.display());
+    }
     Ok(ExitCode::from(m.status.code()))
 }
 
-/// The nights of a history up to `date` (all when `None`), oldest first; the newest is the
-/// one reported.
+/// The nights of a history up to the one reported, oldest first: the newest night, or with
+/// `date` the newest night of that date — a date without a night is an error naming the
+/// nights nearby, never another night's report.
 fn upto(history: &Path, date: Option<&str>) -> anyhow::Result<Vec<store::Night>> {
     let mut nights = store::load_history(history, 0).map_err(anyhow::Error::msg)?;
-    if let Some(d) = date {
-        nights.retain(|n| n.record.date.as_str() <= d);
-    }
     if nights.is_empty() {
         bail!(
-            "{}: no finished night{}. Fix: run `harness nightly CONFIG` first",
-            history.display(),
-            date.map_or(String::new(), |d| format!(" on or before {d}"))
+            "{}: no finished night. Fix: run `harness nightly CONFIG` first",
+            history.display()
         );
+    }
+    if let Some(d) = date {
+        let Some(last) = nights.iter().rposition(|n| n.record.date == d) else {
+            let at = nights.partition_point(|n| n.record.date.as_str() < d);
+            let nearby: Vec<&str> = nights[at.saturating_sub(3)..(at + 3).min(nights.len())]
+                .iter()
+                .map(|n| n.record.name.as_str())
+                .collect();
+            bail!(
+                "--date {d}: no night of that date in {}. Nights nearby: {} ({} in the history, {} … {}). Fix: --date one of their dates",
+                history.display(),
+                nearby.join(", "),
+                nights.len(),
+                nights[0].record.date,
+                nights[nights.len() - 1].record.date
+            );
+        };
+        nights.truncate(last + 1);
     }
     Ok(nights)
 }

@@ -34,6 +34,12 @@ pub fn load_acks(path: &Path) -> Result<Vec<Ack>, String> {
         )
     })?;
     for (i, a) in acks.iter().enumerate() {
+        if a.series.trim().is_empty() {
+            return Err(format!(
+                "--ack {}: entry {i}: series is empty. Fix: ENTRY/BENCH, `*` allowed",
+                path.display()
+            ));
+        }
         if a.reason.trim().is_empty() {
             return Err(format!(
                 "--ack {}: entry {i} (`{}`): reason is empty. Fix: say why the regression is accepted",
@@ -42,16 +48,24 @@ pub fn load_acks(path: &Path) -> Result<Vec<Ack>, String> {
             ));
         }
         if let Some(e) = &a.expires {
-            if !super::store::is_date(e) {
-                return Err(format!(
-                    "--ack {}: entry {i} (`{}`): expires `{e}` is not YYYY-MM-DD",
+            super::store::check_date("expires", e).map_err(|why| {
+                format!(
+                    "--ack {}: entry {i} (`{}`): {why}",
                     path.display(),
                     a.series
-                ));
-            }
+                )
+            })?;
         }
     }
     Ok(acks)
+}
+
+/// The acknowledgements that expired before `date` (they alert again): every report names
+/// them.
+pub fn expired<'a>(acks: &'a [Ack], date: &str) -> Vec<&'a Ack> {
+    acks.iter()
+        .filter(|a| a.expires.as_deref().is_some_and(|e| e < date))
+        .collect()
 }
 
 /// The reason `series` is acknowledged on `date`, if it is.
@@ -81,7 +95,21 @@ mod tests {
         );
         assert_eq!(acknowledged(&acks, "minilm/mr", "2026-12-02"), None);
         assert_eq!(acknowledged(&acks, "laser/mr", "2026-11-30"), None);
+        assert!(expired(&acks, "2026-12-01").is_empty());
+        assert_eq!(expired(&acks, "2026-12-02").len(), 1);
         std::fs::write(&p, "- {series: x, reason: ''}\n").unwrap();
         assert!(load_acks(&p).unwrap_err().contains("reason is empty"));
+        // Not a day of the calendar: refused before it could silence anything (as a string,
+        // `2026-13-45` would sort after every real date of 2026).
+        for bad in ["2026-13-45", "2026-02-30", "2026-02-29"] {
+            std::fs::write(&p, format!("- {{series: x, reason: r, expires: {bad}}}\n")).unwrap();
+            let e = load_acks(&p).unwrap_err();
+            assert!(
+                e.contains("acks.yaml") && e.contains(bad) && e.contains("not a day"),
+                "{e}"
+            );
+        }
+        std::fs::write(&p, "- {series: x, reason: r, expires: 2028-02-29}\n").unwrap();
+        assert!(load_acks(&p).is_ok());
     }
 }

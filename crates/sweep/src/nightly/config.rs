@@ -288,10 +288,33 @@ impl NightlyConfig {
                 r.speed_ratio
             ));
         }
-        if let Some((p, v)) = r.min_effect.iter().find(|(_, v)| v.is_nan() || **v < 0.0) {
+        if let Some((p, v)) = r
+            .min_effect
+            .iter()
+            .find(|(_, v)| !v.is_finite() || **v < 0.0)
+        {
             return Err(format!(
-                "rules.min_effect.{p}: {v} is negative. Fix: a size in the metric's points"
+                "rules.min_effect.{p}: {v} is not a finite size ≥ 0. Fix: a size in the metric's points, e.g. 1.0"
             ));
+        }
+        if !(r.speed_min_seconds.is_finite() && r.speed_min_seconds >= 0.0) {
+            return Err(format!(
+                "rules.speed_min_seconds: {} is not a finite number of seconds ≥ 0. Fix: e.g. 5",
+                r.speed_min_seconds
+            ));
+        }
+        if !(r.step_penalty.is_finite() && r.step_penalty > 0.0) {
+            return Err(format!(
+                "rules.step_penalty: {} is not a finite number > 0. Fix: e.g. 1.0",
+                r.step_penalty
+            ));
+        }
+        if let Some(b) = &self.baseline {
+            if !super::store::is_night_ref(b) {
+                return Err(format!(
+                    "baseline `{b}`: not a night. Fix: a date of the calendar (YYYY-MM-DD) or DATE-COMMIT8, as the history's folders are named"
+                ));
+            }
         }
         Ok(())
     }
@@ -345,5 +368,23 @@ mod tests {
         assert!(e.contains("sedes"), "{e}");
         let e = bad("rules: {confidence: 2}\nentries: [{name: a, encoder: x, benchmarks: [mr]}]");
         assert!(e.contains("rules.confidence"), "{e}");
+        // NaN and infinity are refused wherever a rule takes a number: NaN compares false
+        // with everything, and would turn the rule off without a word.
+        for (key, yaml) in [
+            ("rules.confidence", "confidence: .nan"),
+            ("rules.min_effect.default", "min_effect: {default: .nan}"),
+            ("rules.min_effect.a/*", "min_effect: {'a/*': .inf}"),
+            ("rules.speed_ratio", "speed_ratio: .nan"),
+            ("rules.busy_share", "busy_share: .nan"),
+            ("rules.speed_min_seconds", "speed_min_seconds: .nan"),
+            ("rules.step_penalty", "step_penalty: .nan"),
+        ] {
+            let e = bad(&format!(
+                "rules: {{{yaml}}}\nentries: [{{name: a, encoder: x, benchmarks: [mr]}}]"
+            ));
+            assert!(e.contains("bad.yaml") && e.contains(key), "{key}: {e}");
+        }
+        let e = bad("baseline: 2026-02-30\nentries: [{name: a, encoder: x, benchmarks: [mr]}]");
+        assert!(e.contains("baseline `2026-02-30`"), "{e}");
     }
 }

@@ -5,9 +5,11 @@
 //! self-contained HTML, terminal) with an exit status for cron.
 //!
 //! ```text
-//! nightly/<config>.yaml ─ config ─▶ entries × seeds ─ night (child `harness train/eval`)
-//!   ─▶ <store>/<config>/<date>-<commit8>/ (night.json, results + items) ─ store ─▶ history
-//!   ─ rule + morning ─▶ report.{md,html,txt}, exit 0 / 3 / 1
+//! nightly/<config>.yaml ─ config ─ plan (every entry resolved and checked: exit 2 before
+//!   anything runs) ─▶ entries × seeds ─ night (child `harness train/eval`)
+//!   ─▶ <store>/<config>/<date>-<commit8>/ (night.json, results + items, report, sealed last
+//!   by SHA256SUMS) ─ store (verified) ─▶ history ─ rule + morning ─▶ report.{md,html,txt},
+//!   exit 0 / 3 / 1
 //! ```
 
 pub mod ack;
@@ -15,6 +17,7 @@ pub mod compare;
 pub mod config;
 pub mod morning;
 pub mod night;
+pub mod plan;
 pub mod plant;
 pub mod rule;
 pub mod store;

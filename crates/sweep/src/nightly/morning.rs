@@ -5,10 +5,10 @@
 //! Markdown and self-contained HTML by `reports/templates/nightly.*.j2` and to terminal text
 //! by [`terminal`].
 
-use super::ack::{acknowledged, Ack};
+use super::ack::{acknowledged, expired, Ack};
 use super::config::{NightlyConfig, Rules};
 use super::rule::{judge, read_history, speed_verdict, Judgement, Sample, Verdict};
-use super::store::Night;
+use super::store::{is_date, Integrity, Night};
 use harness_bench::metrics::lower_is_better;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -120,9 +120,15 @@ pub struct Morning {
     pub previous: Option<String>,
     pub baseline: Option<String>,
     pub nights_in_history: usize,
+    /// Nights of the history left out of every comparison (failed verification, a failed
+    /// night, an impossible date).
+    pub nights_left_out: usize,
     pub status: Status,
     pub headline: String,
     pub failures: Vec<String>,
+    /// What the reader must know of the history and the acknowledgements: nights left out
+    /// and why, nights that cannot be verified, acknowledgements that expired.
+    pub warnings: Vec<String>,
     pub regressions: Vec<Finding>,
     pub improvements: Vec<Finding>,
     pub acknowledged: Vec<Finding>,
@@ -221,14 +227,117 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
         .collect()
 }
 
-/// Builds the morning report of the last night of `nights` (oldest first).
+/// How a night of the history may be used by tonight's report.
+enum Standing {
+    /// Compared against.
+    Used,
+    /// Compared against, with a warning (a night no checksum can vouch for).
+    Warned(String),
+    /// Left out of every comparison, with a warning.
+    LeftOut(String),
+    /// Left out of every comparison, and a failure of tonight's report: the history was
+    /// changed after the fact (the problems name the files).
+    Broken(Vec<String>),
+}
+
+fn standing(n: &Night) -> Standing {
+    let mut broken = match &n.integrity {
+        Integrity::Failed(p) => p.clone(),
+        _ => Vec::new(),
+    };
+    broken.extend(n.problems.iter().cloned());
+    if !broken.is_empty() {
+        return Standing::Broken(broken);
+    }
+    if !is_date(&n.record.date) {
+        return Standing::LeftOut(format!(
+            "its date {} is not a day of the calendar",
+            n.record.date
+        ));
+    }
+    if let Some(why) = n.record.failure() {
+        return Standing::LeftOut(format!("a failed night ({why})"));
+    }
+    match n.integrity {
+        Integrity::Unverified => Standing::Warned(format!(
+            "night {}: unverified (written before harness sealed nights with {}): compared as it is",
+            n.record.name,
+            super::store::CHECKSUMS
+        )),
+        _ => Standing::Used,
+    }
+}
+
+/// At most this many problems of one night are listed (then a count).
+const MAX_LISTED: usize = 5;
+
+/// Builds the morning report of the last night of `nights` (oldest first). Nights of the
+/// history that failed verification, failed, or carry an impossible date are left out of
+/// every comparison (the previous night, the baseline, the best night, the series' spread
+/// and steps) and named in the report.
 pub fn build(
     config: &NightlyConfig,
-    nights: &[Night],
+    all_nights: &[Night],
     baseline: Option<&str>,
     acks: &[Ack],
 ) -> Morning {
-    let tonight = nights.last().expect("at least tonight");
+    let tonight = all_nights.last().expect("at least tonight");
+    let rec = &tonight.record;
+    let mut failures: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    // Name → why, of the nights left out.
+    let mut left_out: Vec<(&str, String)> = Vec::new();
+    let mut nights: Vec<&Night> = Vec::new();
+    for n in &all_nights[..all_nights.len() - 1] {
+        let name = n.record.name.as_str();
+        match standing(n) {
+            Standing::Used => nights.push(n),
+            Standing::Warned(w) => {
+                warnings.push(w);
+                nights.push(n);
+            }
+            Standing::LeftOut(why) => {
+                warnings.push(format!("night {name}: left out of every comparison: {why}"));
+                left_out.push((name, why));
+            }
+            Standing::Broken(problems) => {
+                for p in problems.iter().take(MAX_LISTED) {
+                    failures.push(format!(
+                        "night {name} failed verification and is left out of every comparison: {p}"
+                    ));
+                }
+                if problems.len() > MAX_LISTED {
+                    failures.push(format!(
+                        "night {name}: {} more problems",
+                        problems.len() - MAX_LISTED
+                    ));
+                }
+                left_out.push((name, "it failed verification".into()));
+            }
+        }
+    }
+    nights.push(tonight);
+    match &tonight.integrity {
+        Integrity::Failed(problems) => {
+            for p in problems {
+                failures.push(format!("night {} failed verification: {p}", rec.name));
+            }
+        }
+        Integrity::Unverified => warnings.push(format!(
+            "night {}: unverified (written before harness sealed nights with {})",
+            rec.name,
+            super::store::CHECKSUMS
+        )),
+        _ => {}
+    }
+    for a in expired(acks, &rec.date) {
+        warnings.push(format!(
+            "the acknowledgement of `{}` expired on {} ({}): it alerts again. Fix: extend `expires:` or remove it from the --ack file",
+            a.series,
+            a.expires.as_deref().unwrap_or(""),
+            a.reason
+        ));
+    }
     // Family-wise over the night: each of the M series at 1 − (1 − c)/M (Bonferroni).
     let family = tonight.series.len().max(1) as f64;
     let per_series = Rules {
@@ -236,15 +345,17 @@ pub fn build(
         ..config.rules.clone()
     };
     let rules: &Rules = &per_series;
-    let rec = &tonight.record;
     let window_start = nights.len().saturating_sub(config.history.max(2));
-    let base = match baseline {
+    let base: Option<&Night> = match baseline {
         Some(b) => nights[..nights.len() - 1]
             .iter()
-            .find(|n| n.record.name == b || n.record.date == b),
-        None => nights.first().filter(|n| n.record.name != rec.name),
+            .find(|n| n.record.name == b || n.record.date == b)
+            .copied(),
+        None => nights
+            .first()
+            .filter(|n| n.record.name != rec.name)
+            .copied(),
     };
-    let mut failures: Vec<String> = Vec::new();
     for e in &rec.entries {
         for s in &e.seeds {
             for err in &s.errors {
@@ -259,9 +370,17 @@ pub fn build(
     let mut notes = Vec::new();
     if let Some(b) = baseline {
         if base.is_none() {
-            notes.push(format!(
-                "baseline `{b}` is not a night of this history; no baseline column"
-            ));
+            match left_out
+                .iter()
+                .find(|(name, _)| *name == b || name.starts_with(&format!("{b}-")))
+            {
+                Some((name, why)) => warnings.push(format!(
+                    "baseline `{b}` is night {name}, left out ({why}): no baseline column"
+                )),
+                None => notes.push(format!(
+                    "baseline `{b}` is not a night of this history; no baseline column"
+                )),
+            }
         }
     }
     let mut regressions = Vec::new();
@@ -292,7 +411,8 @@ pub fn build(
         let prev = nights[..nights.len() - 1]
             .iter()
             .rev()
-            .find(|n| n.series.contains_key(series));
+            .find(|n| n.series.contains_key(series))
+            .copied();
         let vs_prev = prev
             .and_then(|p| sample(p, series, spread))
             .map(|a| judge(&a, &now, lower, min_effect, rules));
@@ -350,8 +470,8 @@ pub fn build(
         if finding.is_none() {
             if let Some(&s) = story.steps.last() {
                 // The step's segment must reach tonight (no later change point).
-                let before = &nights[hist[s - 1].0];
-                let began = &nights[hist[s].0];
+                let before = nights[hist[s - 1].0];
+                let began = nights[hist[s].0];
                 if let Some(a) = sample(before, series, spread) {
                     let j = judge(&a, &now, lower, min_effect, rules);
                     if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
@@ -490,7 +610,7 @@ pub fn build(
     }
     // Speed: per entry, throughputs and wall time against the previous night.
     let mut speed = Vec::new();
-    let prev_night = nights.len().checked_sub(2).map(|i| &nights[i]);
+    let prev_night: Option<&Night> = nights.len().checked_sub(2).map(|i| nights[i]);
     for e in &rec.entries {
         // (figure, value, higher is better, seconds the measurement took).
         let figures = |n: &Night| -> Vec<(&'static str, Option<f64>, bool, f64)> {
@@ -616,7 +736,7 @@ pub fn build(
         Status::Clean
     };
     let headline = format!(
-        "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} night{} in the history)",
+        "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} night{} in the history{})",
         config.name,
         rec.name,
         regressions.len(),
@@ -627,8 +747,13 @@ pub fn build(
         failures.len(),
         if failures.len() == 1 { "" } else { "s" },
         rows.len(),
-        nights.len(),
-        if nights.len() == 1 { "" } else { "s" }
+        all_nights.len(),
+        if all_nights.len() == 1 { "" } else { "s" },
+        if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(", {} left out", left_out.len())
+        }
     );
     let plants = rec
         .plants
@@ -693,10 +818,12 @@ pub fn build(
         commit: rec.commit.clone(),
         previous: prev_night.map(|n| n.record.name.clone()),
         baseline: base.map(|n| n.record.name.clone()),
-        nights_in_history: nights.len(),
+        nights_in_history: all_nights.len(),
+        nights_left_out: left_out.len(),
         status,
         headline,
         failures,
+        warnings,
         regressions,
         improvements,
         acknowledged: acknowledged_list,
@@ -725,6 +852,7 @@ pub fn terminal(m: &Morning) -> String {
         }
     };
     list(&mut out, "FAILURES", &m.failures);
+    list(&mut out, "WARNINGS", &m.warnings);
     list(
         &mut out,
         "REGRESSIONS",
@@ -807,11 +935,15 @@ pub fn terminal(m: &Morning) -> String {
 }
 
 /// Writes the report of `m` into `dir` (`report.md`, `report.html`, `report.txt` and one SVG
-/// per trend chart), each atomically; returns the HTML's path.
+/// per trend chart), each atomically; returns the HTML's path. Strings from result files
+/// (benchmark, metric and encoder names, error messages) may hold control characters: every
+/// file is written with them made visible (`\u{1b}`), never raw, so that `cat report.txt`
+/// cannot drive a terminal.
 pub fn write(m: &Morning, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
     let put = |name: &str, text: &str| {
         let p = dir.join(name);
+        let text = harness_core::terminal::terminal_safe(text);
         harness_core::fsutil::write_atomic(&p, text.as_bytes())
             .map_err(|e| format!("{}: cannot write ({e})", p.display()))
     };
@@ -833,7 +965,7 @@ mod tests {
     use super::*;
 
     use super::super::config::{Entry, NightlyConfig};
-    use super::super::store::{EnvFingerprint, NightRecord, SeedResult};
+    use super::super::store::{EnvFingerprint, Integrity, NightRecord, SeedResult};
     use harness_bench::items::{Group, Items, Outcomes};
     use harness_bench::runner::BenchResult;
     use rand::{Rng, SeedableRng};
@@ -921,9 +1053,12 @@ mod tests {
                 entries: vec![],
                 plants: vec![],
                 seed_offset: 0,
+                failed: false,
+                sealed: true,
             },
             series,
             problems: vec![],
+            integrity: Integrity::Verified,
         }
     }
 
@@ -1097,6 +1232,133 @@ mod tests {
         assert_eq!(
             row.verdict,
             "machine busy: CPU share 90 % vs 180 %, not judged"
+        );
+    }
+
+    /// Nights the history cannot vouch for are left out of every comparison and named: a
+    /// tampered night (its files changed after it was sealed) fails the report, a failed
+    /// night and a night of an impossible date are warned about; the previous night, the
+    /// best night and the baseline all come from the nights that remain, so a planted
+    /// regression is still caught.
+    #[test]
+    fn tampered_and_failed_nights_are_named_and_left_out() {
+        let c = config();
+        let data = noisy_nights(6, 21);
+        let mut nights: Vec<Night> = data.iter().enumerate().map(|(k, d)| night(k, d)).collect();
+        let mut bad = data[5].clone();
+        for (a, _) in bad.iter_mut() {
+            super::super::plant::perturb(a, -5.0, 3).unwrap();
+        }
+        nights[5] = night(5, &bad);
+        // Night 4 was tampered with: its headline raised by 37.88 points (it would be the
+        // best night, and tonight's change against it far beyond noise, or "within noise"
+        // against its unchanged items) — its checksums say so.
+        for r in nights[4].series.get_mut("e/acc").unwrap() {
+            r.result.main_score = r.result.main_score.map(|v| v + 37.88);
+        }
+        nights[4].integrity = Integrity::Failed(vec![
+            "n/e/seed-1/results/acc.json: sha256 x is not the y of SHA256SUMS".into(),
+        ]);
+        // Night 3 failed (a seed's training crashed); night 2 carries an impossible date.
+        nights[3].record.failed = true;
+        nights[2].record.date = "2026-02-30".into();
+        let m = build(&c, &nights, None, &[]);
+        let t = terminal(&m);
+        assert_eq!(m.status, Status::Errors, "{t}");
+        assert!(
+            m.failures.iter().any(|f| f.contains(&nights[4].record.name)
+                && f.contains("acc.json")
+                && f.contains("left out")),
+            "{t}"
+        );
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains(&nights[3].record.name) && w.contains("failed night")),
+            "{t}"
+        );
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains(&nights[2].record.name) && w.contains("not a day")),
+            "{t}"
+        );
+        assert_eq!(m.nights_left_out, 3);
+        assert!(t.contains("3 left out") && t.contains("WARNINGS"), "{t}");
+        // The planted regression is caught against night 1, the last night left in.
+        assert_eq!(m.previous.as_deref(), Some(nights[1].record.name.as_str()));
+        let f = m.regressions.iter().find(|f| f.series == "e/acc").unwrap();
+        assert_eq!(f.since_night, nights[1].record.name);
+        assert!(f.delta < -3.0, "{f:?}");
+        assert_ne!(
+            f.best_night.as_deref(),
+            Some(nights[4].record.name.as_str())
+        );
+        // Without the tampered night, the same history is a regression (exit 3), not an
+        // error.
+        nights.remove(4);
+        let m = build(&c, &nights, None, &[]);
+        assert_eq!(m.status, Status::Regressions, "{}", terminal(&m));
+        // A baseline that names a night left out says so.
+        let b = nights[3].record.name.clone();
+        let m = build(&c, &nights, Some(&b), &[]);
+        assert!(m.baseline.is_none());
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains(&format!("baseline `{b}`")) && w.contains("left out")),
+            "{}",
+            terminal(&m)
+        );
+        // A night of an older harness (no checksums) is compared, and named as unverified.
+        nights[1].integrity = Integrity::Unverified;
+        let m = build(&c, &nights, None, &[]);
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains(&nights[1].record.name) && w.contains("unverified")),
+            "{}",
+            terminal(&m)
+        );
+        assert_eq!(m.status, Status::Regressions);
+        // An acknowledgement that expired before tonight is named; it silences nothing.
+        let acks = vec![Ack {
+            series: "e/*".into(),
+            reason: "known".into(),
+            expires: Some("2026-10-01".into()),
+        }];
+        let m = build(&c, &nights, None, &acks);
+        assert_eq!(m.status, Status::Regressions);
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("`e/*` expired on 2026-10-01")),
+            "{}",
+            terminal(&m)
+        );
+    }
+
+    /// Control characters from result files reach no report file raw.
+    #[test]
+    fn reports_carry_no_raw_control_characters() {
+        let c = config();
+        let data = noisy_nights(2, 5);
+        let mut nights: Vec<Night> = data.iter().enumerate().map(|(k, d)| night(k, d)).collect();
+        for r in nights[1].series.get_mut("e/acc").unwrap() {
+            r.result.main_metric = Some("accuracy\u{1b}]0;owned\u{7}".into());
+        }
+        nights[1].problems.push("x.json: bad \u{1b}[2J".into());
+        let m = build(&c, &nights, None, &[]);
+        let dir = tempfile::tempdir().unwrap();
+        write(&m, dir.path()).unwrap();
+        for f in ["report.txt", "report.md", "report.html"] {
+            let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
+            assert!(!text.contains(['\u{1b}', '\u{7}']), "{f}");
+        }
+        let text = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+        assert!(
+            text.contains("accuracy\\u{1b}]0;owned\\u{7}") && text.contains("bad \\u{1b}[2J"),
+            "the characters are shown, escaped: {text}"
         );
     }
 

@@ -6,6 +6,7 @@
 //! name and renamed into the history when complete.
 
 use super::config::{NightlyConfig, Source};
+use super::plan::NightPlan;
 use super::store::{night_name, EntryRecord, EnvFingerprint, NightRecord, SeedRecord};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,6 +57,7 @@ pub fn partial_dir(history: &Path, name: &str) -> PathBuf {
 /// the folder (still partial: the caller plants, writes the record and renames).
 pub fn run_night(
     config: &NightlyConfig,
+    plan: &NightPlan,
     opts: &NightOptions,
     on_event: &mut dyn FnMut(NightEvent),
 ) -> Result<(NightRecord, PathBuf), String> {
@@ -69,24 +71,22 @@ pub fn run_night(
             super::store::night_name("", &opts.commit).trim_start_matches('-')
         ));
     }
-    // Every recipe entry is loaded and checked (with its profile and `set:`) before anything
-    // runs: a misspelt key fails the night at once, not after an hour of other entries.
-    for entry in &config.entries {
-        if let Source::Recipe(recipe) = entry.source() {
-            let load = harness_recipe::LoadOptions {
-                profile: entry.profile.clone(),
-                sets: entry.set.clone(),
-            };
-            harness_bench::load_recipe(&opts.cwd.join(recipe), &load)
-                .map_err(|e| format!("entry `{}`: {e}", entry.name))?;
-        }
+    // Every entry was resolved and checked before this (`plan::resolve`): a misspelt name
+    // fails at once, not after an hour of other entries.
+    if plan.entries.len() != config.entries.len() {
+        return Err(format!(
+            "nightly {}: the plan has {} entries, the configuration {}. Fix: resolve the plan of this configuration",
+            config.name,
+            plan.entries.len(),
+            config.entries.len()
+        ));
     }
     let dir = partial_dir(&opts.history, &name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
     let started = harness_core::rundir::utc_now();
     let t0 = Instant::now();
     let mut entries = Vec::new();
-    for entry in &config.entries {
+    for (entry, planned) in config.entries.iter().zip(&plan.entries) {
         let mut seeds = Vec::new();
         for &base_seed in config.seeds_of(entry) {
             let seed = base_seed + opts.seed_offset;
@@ -149,7 +149,7 @@ pub fn run_night(
                 Source::Encoder(e) => Some(e.to_string()),
             };
             if let Some(encoder) = encoder {
-                let benchmarks = benchmarks_of(entry, opts)?;
+                let benchmarks = planned.bench.clone();
                 on_event(NightEvent::Start {
                     entry: entry.name.clone(),
                     seed,
@@ -220,6 +220,9 @@ pub fn run_night(
             probe_seconds: probed.map(|(_, secs)| secs),
         });
     }
+    let failed = entries
+        .iter()
+        .any(|e| e.seeds.iter().any(|s| !s.errors.is_empty()));
     let record = NightRecord {
         config: config.name.clone(),
         date: opts.date.clone(),
@@ -232,38 +235,10 @@ pub fn run_night(
         entries,
         plants: Vec::new(),
         seed_offset: opts.seed_offset,
+        failed,
+        sealed: true,
     };
     Ok((record, dir))
-}
-
-/// The benchmarks of an entry as one `--bench` list: its own, else its recipe's
-/// `evaluate:` list.
-fn benchmarks_of(entry: &super::config::Entry, opts: &NightOptions) -> Result<String, String> {
-    if !entry.benchmarks.is_empty() {
-        return Ok(entry.benchmarks.join(","));
-    }
-    let Source::Recipe(recipe) = entry.source() else {
-        return Ok(String::new());
-    };
-    let load = harness_recipe::LoadOptions {
-        profile: entry.profile.clone(),
-        sets: entry.set.clone(),
-    };
-    let resolved = harness_bench::load_recipe(&opts.cwd.join(recipe), &load)
-        .map_err(|e| format!("entry `{}`: {e}", entry.name))?;
-    let names: Vec<String> = resolved
-        .recipe
-        .evaluate
-        .iter()
-        .map(|e| e.name.clone())
-        .collect();
-    if names.is_empty() {
-        return Err(format!(
-            "entry `{}`: the recipe evaluates nothing and the entry lists no `benchmarks:`",
-            entry.name
-        ));
-    }
-    Ok(names.join(","))
 }
 
 /// Runs `exe args`, appending its output to `log` and its CPU seconds to `cpu`; whether it

@@ -26,12 +26,16 @@ pub fn parse_plant(raw: &str) -> Result<(String, f64), String> {
         .trim()
         .parse()
         .map_err(|_| format!("--plant {raw}: `{points}` is not a number of points"))?;
-    if !series.contains('/') || points == 0.0 {
+    let series = series.trim();
+    let well_formed = series
+        .split_once('/')
+        .is_some_and(|(e, b)| !e.is_empty() && !b.is_empty() && !b.contains('/'));
+    if !well_formed || !points.is_finite() || points == 0.0 || points.abs() > 100.0 {
         return Err(format!(
-            "--plant {raw}: expected ENTRY/BENCH=POINTS with POINTS ≠ 0, e.g. `minilm/mr=-5`"
+            "--plant {raw}: expected ENTRY/BENCH=POINTS with POINTS a number ≠ 0 within ±100, e.g. `minilm/mr=-5`"
         ));
     }
-    Ok((series.trim().to_string(), points))
+    Ok((series.to_string(), points))
 }
 
 /// Perturbs `items` so that its headline's quality moves by about `points` (negative:
@@ -220,6 +224,17 @@ mod tests {
             parse_plant("minilm/mr=-5").unwrap(),
             ("minilm/mr".into(), -5.0)
         );
-        assert!(parse_plant("mr=-5").is_err());
+        for bad in [
+            "mr=-5",
+            "minilm/mr=NaN",
+            "minilm/mr=inf",
+            "minilm/mr=0",
+            "minilm/mr=-500",
+            "/mr=-5",
+            "minilm/=-5",
+            "minilm/mr",
+        ] {
+            assert!(parse_plant(bad).is_err(), "{bad}");
+        }
     }
 }

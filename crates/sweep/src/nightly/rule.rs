@@ -91,9 +91,12 @@ pub fn judge(
         // The bootstrap's standard error with a normal quantile: stable at the extreme
         // confidences a family-wise correction asks for, where the replicates' own
         // percentiles would rest on a handful of draws.
+        // Centred on the headline's Δ, the number the report shows and the minimum effect
+        // is held against: the items give its standard error. (Centred on the items' own
+        // Δ, a headline edited after the fact would show a large Δ "within noise".)
         Some(p) => {
             let se = (p.se.powi(2) + extra).sqrt();
-            (Some((p.delta - z * se, p.delta + z * se)), "bootstrap")
+            (Some((delta - z * se, delta + z * se)), "bootstrap")
         }
         None if a.headlines.len() >= 2 && b.headlines.len() >= 2 => {
             let var = |v: &[f64]| {
@@ -325,6 +328,34 @@ mod tests {
             items: Vec::new(),
             spread: 0.0,
         }
+    }
+
+    /// The interval is centred on the headline's Δ, the number shown: a headline edited
+    /// 37.88 points away from what its unchanged items say is never "within noise".
+    #[test]
+    fn a_headline_that_disagrees_with_its_items_is_not_within_noise() {
+        use harness_bench::items::{Group, Outcomes};
+        let items = Items::mean_of(vec![Group {
+            name: "g".into(),
+            weight: 1.0,
+            outcomes: Outcomes::correct((0..1000).map(|i| i % 5 != 0).collect()),
+        }]);
+        let h = items.headline();
+        let with = |headline: f64| Sample {
+            headlines: vec![headline],
+            items: vec![&items],
+            spread: 0.0,
+        };
+        let rules = Rules::default();
+        let same = judge(&with(h), &with(h), false, 1.0, &rules);
+        assert_eq!(
+            (same.verdict, same.method),
+            (Verdict::Unchanged, "bootstrap")
+        );
+        let j = judge(&with(h + 37.88), &with(h), false, 1.0, &rules);
+        assert_eq!(j.verdict, Verdict::Regression, "{j:?}");
+        let (low, high) = j.interval.unwrap();
+        assert!(low <= j.delta && j.delta <= high && high < 0.0, "{j:?}");
     }
 
     #[test]
