@@ -7,6 +7,7 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
+use harness_core::outdir::Foreign;
 use harness_core::settings::Settings;
 use harness_core::terminal::terminal_safe;
 use harness_sweep::nightly::ack::{self, load_acks, Ack};
@@ -293,7 +294,7 @@ fn finish_night(
         (&a.record.date, &a.record.finished).cmp(&(&b.record.date, &b.record.finished))
     });
     let m = morning::build(config, &nights, baseline, acks);
-    morning::write(&m, &partial.join("report")).map_err(anyhow::Error::msg)?;
+    morning::write(&m, &partial.join("report"), Foreign::Ours).map_err(anyhow::Error::msg)?;
     store::seal(partial).map_err(anyhow::Error::msg)?;
     let final_dir = history.join(&record.name);
     std::fs::rename(partial, &final_dir).with_context(|| {
@@ -362,7 +363,7 @@ fn report_only(
     let m = morning::build(config, &nights, baseline, acks);
     print!("{}", terminal_safe(&morning::terminal(&m)));
     if let Some(out) = &args.out {
-        let html = morning::write(&m, out).map_err(anyhow::Error::msg)?;
+        let html = morning::write(&m, out, Foreign::LeaveAlone).map_err(anyhow::Error::msg)?;
         println!("report: {}", html.display());
     }
     Ok(ExitCode::from(m.status.code()))

@@ -939,24 +939,35 @@ pub fn terminal(m: &Morning) -> String {
 /// (benchmark, metric and encoder names, error messages) may hold control characters: every
 /// file is written with them made visible (`\u{1b}`), never raw, so that `cat report.txt`
 /// cannot drive a terminal.
-pub fn write(m: &Morning, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
-    let put = |name: &str, text: &str| {
-        let p = dir.join(name);
-        let text = harness_core::terminal::terminal_safe(text);
-        harness_core::fsutil::write_atomic(&p, text.as_bytes())
-            .map_err(|e| format!("{}: cannot write ({e})", p.display()))
-    };
+///
+/// `dir` is claimed as an output folder ([`harness_core::outdir`]): a night's own `report/`
+/// is harness's ([`Foreign::Ours`]); an `--out` folder a user names may hold other files,
+/// which are never replaced ([`Foreign::LeaveAlone`]).
+pub fn write(
+    m: &Morning,
+    dir: &std::path::Path,
+    foreign: harness_core::outdir::Foreign,
+) -> Result<std::path::PathBuf, String> {
     let md =
         harness_report::render::render_template("nightly.md.j2", m).map_err(|e| e.to_string())?;
     let html =
         harness_report::render::render_template("nightly.html.j2", m).map_err(|e| e.to_string())?;
-    put("report.md", &md)?;
-    put("report.html", &html)?;
-    put("report.txt", &terminal(m))?;
-    for c in &m.charts {
-        put(&c.file, &c.svg)?;
+    let mut files: Vec<(String, String)> = vec![
+        ("report.md".into(), md),
+        ("report.html".into(), html),
+        ("report.txt".into(), terminal(m)),
+    ];
+    files.extend(m.charts.iter().map(|c| (c.file.clone(), c.svg.clone())));
+    let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    let mut out =
+        harness_core::outdir::OutDir::claim(dir, "nightly report", &names, foreign, false)
+            .map_err(|e| e.to_string())?;
+    for (name, text) in &files {
+        let text = harness_core::terminal::terminal_safe(text);
+        out.write(name, text.as_bytes())
+            .map_err(|e| e.to_string())?;
     }
+    out.finish().map_err(|e| e.to_string())?;
     Ok(dir.join("report.html"))
 }
 
@@ -1350,7 +1361,7 @@ mod tests {
         nights[1].problems.push("x.json: bad \u{1b}[2J".into());
         let m = build(&c, &nights, None, &[]);
         let dir = tempfile::tempdir().unwrap();
-        write(&m, dir.path()).unwrap();
+        write(&m, dir.path(), harness_core::outdir::Foreign::LeaveAlone).unwrap();
         for f in ["report.txt", "report.md", "report.html"] {
             let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
             assert!(!text.contains(['\u{1b}', '\u{7}']), "{f}");
@@ -1360,6 +1371,31 @@ mod tests {
             text.contains("accuracy\\u{1b}]0;owned\\u{7}") && text.contains("bad \\u{1b}[2J"),
             "the characters are shown, escaped: {text}"
         );
+    }
+
+    /// `--report-only --out DIR` never replaces a file of someone else's in DIR; a report
+    /// it wrote there before it replaces.
+    #[test]
+    fn a_report_folder_keeps_files_harness_did_not_write() {
+        let c = config();
+        let data = noisy_nights(2, 5);
+        let nights: Vec<Night> = data.iter().enumerate().map(|(k, d)| night(k, d)).collect();
+        let m = build(&c, &nights, None, &[]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report.md"), "my notes").unwrap();
+        let err = write(&m, dir.path(), harness_core::outdir::Foreign::LeaveAlone).unwrap_err();
+        assert!(
+            err.contains("report.md") && err.contains("did not write"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("report.md")).unwrap(),
+            "my notes"
+        );
+        assert!(!dir.path().join("report.html").exists(), "nothing written");
+        std::fs::remove_file(dir.path().join("report.md")).unwrap();
+        write(&m, dir.path(), harness_core::outdir::Foreign::LeaveAlone).unwrap();
+        write(&m, dir.path(), harness_core::outdir::Foreign::LeaveAlone).unwrap();
     }
 
     #[test]
