@@ -453,3 +453,34 @@ fn the_shipped_grids_resolve_in_every_profile() {
         }
     }
 }
+
+/// A grid's `recipe:` may name any file: until it reads as a recipe, the problem gives the
+/// key and the path, never the file's text (a shadow file, which parses as a YAML mapping;
+/// YAML whose parser message would quote a key).
+#[test]
+fn a_grid_recipe_that_is_not_a_recipe_is_refused_without_showing_its_text() {
+    const SECRET: &str = "S3cr3tH4sh";
+    let env = Env::new();
+    for (name, content) in [
+        (
+            "shadow",
+            format!("root:$6${SECRET}:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n"),
+        ),
+        ("repeated.yaml", format!("{SECRET}: 1\n{SECRET}: 2\n")),
+    ] {
+        let target = env.path(name);
+        std::fs::write(&target, content).unwrap();
+        let grid = env.path("g.yaml");
+        std::fs::write(&grid, format!("recipe: {}\nseeds: [1]\n", target.display())).unwrap();
+        let o = env.run(&["sweep", &grid.display().to_string(), "--dry-run"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = text(&o);
+        assert!(!out.contains(SECRET), "{name}: its text is shown: {out}");
+        assert!(
+            out.contains(&target.display().to_string())
+                && out.contains("`recipe:`")
+                && out.contains("Fix:"),
+            "{name}: {out}"
+        );
+    }
+}
