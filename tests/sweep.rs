@@ -454,6 +454,36 @@ fn the_shipped_grids_resolve_in_every_profile() {
     }
 }
 
+/// Two points whose aliases make one file name (`a/b`, `a_b`) would share one log and one
+/// `runs/` link: the grid is refused before anything runs, `--dry-run` included.
+#[test]
+fn points_whose_names_clash_are_refused_even_in_a_dry_run() {
+    let env = Env::new();
+    let path = env.path("clash.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "recipe: {}\naxes:\n  paper: [a/b, a_b]\n",
+            binary::repo().join("recipes/hashed-ngrams.yaml").display()
+        ),
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    for args in [vec!["sweep", &p, "--dry-run"], vec!["sweep", &p]] {
+        let o = env.run(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = text(&o);
+        assert!(
+            out.contains(&format!(
+                "{p}:3: axes.paper: points `paper=a/b` and `paper=a_b`"
+            )) && out.contains("Fix:")
+                && out.contains("nothing was run"),
+            "{out}"
+        );
+        assert!(!env.path("runs").exists() && !env.path("sweeps").exists());
+    }
+}
+
 /// A grid's `recipe:` may name any file: until it reads as a recipe, the problem gives the
 /// key and the path, never the file's text (a shadow file, which parses as a YAML mapping;
 /// YAML whose parser message would quote a key).
