@@ -454,6 +454,82 @@ fn the_shipped_grids_resolve_in_every_profile() {
     }
 }
 
+/// Every file under `dir` with its content (links shown as `->target`, not followed).
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                out.push((rel, format!("->{}", to.display())));
+            } else if m.is_dir() {
+                out.push((rel, "/".into()));
+                stack.push(p);
+            } else {
+                out.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 58: `--emit slurm --out DIR` into someone's folder replaced their `submit.sh`,
+/// `array-0.sbatch` and `gather.sbatch` and deleted their `array-3.sbatch` and
+/// `tasks/9.args`, with exit 0. Now it is refused (with `--force` too, their files being
+/// where it writes), naming the folder and the fix, and the folder is as it was; a linked
+/// `tasks/` folder is refused, not written through.
+#[test]
+fn emitting_into_a_foreign_folder_is_refused_and_its_files_are_kept() {
+    let env = Env::new();
+    let grid = env.grid("[8, 16]");
+    let out = env.path("theirs");
+    std::fs::create_dir_all(out.join("tasks")).unwrap();
+    for f in [
+        "submit.sh",
+        "array-0.sbatch",
+        "gather.sbatch",
+        "array-3.sbatch",
+        "tasks/9.args",
+    ] {
+        std::fs::write(out.join(f), format!("their {f}\n")).unwrap();
+    }
+    let before = tree(&out);
+    let o_s = out.display().to_string();
+    let emit = ["sweep", &grid, "--emit", "slurm", "--out", &o_s];
+    let o = env.run(&emit);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&o_s) && err.contains("did not write") && err.contains("Fix:"),
+        "{err}"
+    );
+    assert_eq!(tree(&out), before);
+    let o = env.run(&[&emit[..], &["--force"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("array-0.sbatch"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(tree(&out), before, "--force never replaces their files");
+
+    // A new folder whose `tasks/` is a link to someone's folder.
+    let fresh = env.path("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    std::os::unix::fs::symlink(out.join("tasks"), fresh.join("tasks")).unwrap();
+    let f_s = fresh.display().to_string();
+    let o = env.run(&["sweep", &grid, "--emit", "slurm", "--out", &f_s, "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    assert_eq!(tree(&out), before, "nothing written through the link");
+    assert_eq!(tree(&fresh).len(), 1, "{:?}", tree(&fresh));
+}
+
 /// Two points whose aliases make one file name (`a/b`, `a_b`) would share one log and one
 /// `runs/` link: the grid is refused before anything runs, `--dry-run` included.
 #[test]

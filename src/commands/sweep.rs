@@ -45,9 +45,14 @@ pub struct SweepArgs {
     /// Write scripts for a cluster instead of running: `slurm` (needs `--out DIR`)
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub emit: Option<EmitArg>,
-    /// Folder of the emitted scripts
+    /// Folder of the emitted scripts: new, empty, or one harness emitted into before (its
+    /// scripts are replaced; nothing else in it is touched)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// With `--emit slurm`: write into a folder that holds other files too (only harness's
+    /// own files are written; the others are left as they are, never replaced)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -135,6 +140,9 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     }
     if args.out.is_some() {
         bail!("--out names the folder of emitted scripts: use it with `--emit slurm`");
+    }
+    if args.force {
+        bail!("--force lets `--emit slurm` write beside other files in its --out folder: use it with `--emit slurm`");
     }
     let dir = harness_sweep::run::SweepDir::open(&sweep)?;
     let mut failed_now = 0;
@@ -312,6 +320,7 @@ fn emit_slurm(
         workdir: &workdir,
         gather_args,
         out,
+        force: args.force,
     })?;
     println!(
         "{} array task(s) in {} array(s) (max_array_size {}), a gather job after them ({}):",
@@ -325,6 +334,9 @@ fn emit_slurm(
     );
     for f in &emitted.files {
         println!("  {}", f.display());
+    }
+    for f in &emitted.removed {
+        println!("  removed {} (of an earlier, larger emit)", f.display());
     }
     println!("submit with: bash {}", emitted.submit.display());
     Ok(ExitCode::SUCCESS)

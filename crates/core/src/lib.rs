@@ -10,6 +10,7 @@ pub mod device;
 pub mod fsutil;
 pub mod memory;
 pub mod outdir;
+pub mod outdir_prune;
 pub mod progress;
 pub mod rundir;
 pub mod settings;
