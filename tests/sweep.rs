@@ -590,3 +590,31 @@ fn a_grid_recipe_that_is_not_a_recipe_is_refused_without_showing_its_text() {
         );
     }
 }
+
+/// `harness sweep --dry-run GRID | head -1` panicked (`failed printing to stdout`, exit
+/// 101). The plan of 600 points (about 160 kB, more than a pipe holds) into a pipe closed
+/// after its first line: a quiet exit 0, no panic.
+#[test]
+fn a_dry_run_into_a_pipe_closed_early_exits_quietly() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let dims: Vec<String> = (1..=300).map(|d| d.to_string()).collect();
+    let grid = binary::hashed_grid(env.home.path(), &format!("[{}]", dims.join(", ")));
+    let mut child = env
+        .cmd(&["sweep", &grid.display().to_string(), "--dry-run"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("= 600 points"), "{first}");
+    // The reader is dropped here: the rest of the plan meets a closed pipe.
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.trim().is_empty(), "a quiet exit: {stderr}");
+}
