@@ -67,8 +67,9 @@ fn known() -> &'static Known {
 /// The text poses as a file of `recipes/`, so `base: laser.yaml` reads the real recipe.
 pub fn recipe(data: &[u8]) {
     let text = text(data);
-    // `base:` may name a device or pipe on purpose (`<(...)`, read up to the size cap), and
-    // `/dev/stdin` or `/dev/tty` would wait for input: the fuzzer stays on files.
+    // A `base:` naming a device or pipe is refused unread, but `/dev/stdin` redirected from a
+    // file is one, and `/proc` and `/sys` hold files whose reads block or vary: the fuzzer
+    // stays on ordinary files.
     if ["dev/", "proc/", "sys/", "fd/"]
         .iter()
         .any(|d| text.contains(d))

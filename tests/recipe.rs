@@ -524,6 +524,104 @@ fn zero_steps_is_the_untrained_baseline_and_zero_epochs_an_error() {
     only(&problems(&p, &LoadOptions::default()), "train.epochs");
 }
 
+/// A `base:` may name any file (an untrusted recipe: `base: /etc/shadow`). Until the file
+/// reads as a recipe its problems give the key, the path and the line, never its text:
+/// not a line of a YAML mapping of odd keys (a shadow file parses as one), of YAML that is
+/// no recipe, of YAML the parser rejects (its message would quote a repeated key), nor of
+/// bytes that are not text. A base that is a recipe with a typo still gets its line and a
+/// suggestion; a FIFO is refused, not read (the read would wait forever).
+#[test]
+fn a_base_that_is_not_a_recipe_is_refused_without_showing_its_text() {
+    const SECRET: &str = "S3cr3tH4sh";
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Vec<u8>); 5] = [
+        (
+            "shadow",
+            format!("root:$6${SECRET}:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n").into(),
+        ),
+        (
+            "settings.yaml",
+            format!("password: {SECRET}\n{SECRET}_user: admin\n").into(),
+        ),
+        (
+            "repeated.yaml",
+            format!("{SECRET}: 1\n{SECRET}: 2\n").into(),
+        ),
+        ("unclosed.yaml", format!("a: [{SECRET}\n").into()),
+        (
+            "binary",
+            [b"\x7fELF\x00\xff\xfe".as_slice(), SECRET.as_bytes()].concat(),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let target = dir.path().join(name);
+        std::fs::write(&target, bytes).unwrap();
+        let r = write(
+            dir.path(),
+            "r.yaml",
+            &format!("name: r\nbase: {}\n", target.display()),
+        );
+        let ps = problems(&r, &LoadOptions::default());
+        let all = ps
+            .iter()
+            .map(Problem::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            !all.contains(SECRET),
+            "{name}: the file's text is shown: {all}"
+        );
+        assert!(
+            all.contains(&target.display().to_string())
+                && all.contains("base:")
+                && all.contains("Fix:"),
+            "{name}: the path and the key: {all}"
+        );
+        if name != "binary" {
+            assert!(
+                all.contains("r.yaml:2"),
+                "{name}: the line naming it: {all}"
+            );
+        }
+    }
+
+    // A real base with a typo: its line and a suggestion, the key itself not shown.
+    let typo = write(dir.path(), "typo.yaml", "name: t\nmodle: {}\n");
+    let r = write(dir.path(), "r.yaml", "base: typo.yaml\n");
+    let ps = problems(&r, &LoadOptions::default());
+    assert_eq!(ps.len(), 1, "{ps:#?}");
+    assert_eq!((&ps[0].file, ps[0].line), (&typo, Some(2)));
+    assert_eq!(ps[0].suggestion.as_deref(), Some("model"));
+    assert!(!ps[0].to_string().contains("modle"), "{}", ps[0]);
+    // The recipe the user names is theirs: its own typo is shown as written.
+    let own = write(dir.path(), "own.yaml", "name: o\nmodle: {}\n");
+    let ps = problems(&own, &LoadOptions::default());
+    assert!(
+        ps.iter().any(|p| p.to_string().contains("modle")),
+        "{ps:#?}"
+    );
+
+    #[cfg(unix)]
+    {
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let r = write(dir.path(), "r.yaml", "name: r\nbase: fifo\n");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(problems(&r, &LoadOptions::default())));
+        let ps = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a FIFO named by `base:` was opened for reading (blocks)");
+        assert!(
+            ps[0].key == "base" && ps[0].message.contains("not a regular file"),
+            "{ps:#?}"
+        );
+    }
+}
+
 #[test]
 fn yaml_syntax_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();

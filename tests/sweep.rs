@@ -453,3 +453,168 @@ fn the_shipped_grids_resolve_in_every_profile() {
         }
     }
 }
+
+/// Every file under `dir` with its content (links shown as `->target`, not followed).
+fn tree(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                out.push((rel, format!("->{}", to.display())));
+            } else if m.is_dir() {
+                out.push((rel, "/".into()));
+                stack.push(p);
+            } else {
+                out.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 58: `--emit slurm --out DIR` into someone's folder replaced their `submit.sh`,
+/// `array-0.sbatch` and `gather.sbatch` and deleted their `array-3.sbatch` and
+/// `tasks/9.args`, with exit 0. Now it is refused (with `--force` too, their files being
+/// where it writes), naming the folder and the fix, and the folder is as it was; a linked
+/// `tasks/` folder is refused, not written through.
+#[test]
+fn emitting_into_a_foreign_folder_is_refused_and_its_files_are_kept() {
+    let env = Env::new();
+    let grid = env.grid("[8, 16]");
+    let out = env.path("theirs");
+    std::fs::create_dir_all(out.join("tasks")).unwrap();
+    for f in [
+        "submit.sh",
+        "array-0.sbatch",
+        "gather.sbatch",
+        "array-3.sbatch",
+        "tasks/9.args",
+    ] {
+        std::fs::write(out.join(f), format!("their {f}\n")).unwrap();
+    }
+    let before = tree(&out);
+    let o_s = out.display().to_string();
+    let emit = ["sweep", &grid, "--emit", "slurm", "--out", &o_s];
+    let o = env.run(&emit);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&o_s) && err.contains("did not write") && err.contains("Fix:"),
+        "{err}"
+    );
+    assert_eq!(tree(&out), before);
+    let o = env.run(&[&emit[..], &["--force"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("array-0.sbatch"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(tree(&out), before, "--force never replaces their files");
+
+    // A new folder whose `tasks/` is a link to someone's folder.
+    let fresh = env.path("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    std::os::unix::fs::symlink(out.join("tasks"), fresh.join("tasks")).unwrap();
+    let f_s = fresh.display().to_string();
+    let o = env.run(&["sweep", &grid, "--emit", "slurm", "--out", &f_s, "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("symbolic link"), "{}", text(&o));
+    assert_eq!(tree(&out), before, "nothing written through the link");
+    assert_eq!(tree(&fresh).len(), 1, "{:?}", tree(&fresh));
+}
+
+/// Two points whose aliases make one file name (`a/b`, `a_b`) would share one log and one
+/// `runs/` link: the grid is refused before anything runs, `--dry-run` included.
+#[test]
+fn points_whose_names_clash_are_refused_even_in_a_dry_run() {
+    let env = Env::new();
+    let path = env.path("clash.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "recipe: {}\naxes:\n  paper: [a/b, a_b]\n",
+            binary::repo().join("recipes/hashed-ngrams.yaml").display()
+        ),
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    for args in [vec!["sweep", &p, "--dry-run"], vec!["sweep", &p]] {
+        let o = env.run(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = text(&o);
+        assert!(
+            out.contains(&format!(
+                "{p}:3: axes.paper: points `paper=a/b` and `paper=a_b`"
+            )) && out.contains("Fix:")
+                && out.contains("nothing was run"),
+            "{out}"
+        );
+        assert!(!env.path("runs").exists() && !env.path("sweeps").exists());
+    }
+}
+
+/// A grid's `recipe:` may name any file: until it reads as a recipe, the problem gives the
+/// key and the path, never the file's text (a shadow file, which parses as a YAML mapping;
+/// YAML whose parser message would quote a key).
+#[test]
+fn a_grid_recipe_that_is_not_a_recipe_is_refused_without_showing_its_text() {
+    const SECRET: &str = "S3cr3tH4sh";
+    let env = Env::new();
+    for (name, content) in [
+        (
+            "shadow",
+            format!("root:$6${SECRET}:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n"),
+        ),
+        ("repeated.yaml", format!("{SECRET}: 1\n{SECRET}: 2\n")),
+    ] {
+        let target = env.path(name);
+        std::fs::write(&target, content).unwrap();
+        let grid = env.path("g.yaml");
+        std::fs::write(&grid, format!("recipe: {}\nseeds: [1]\n", target.display())).unwrap();
+        let o = env.run(&["sweep", &grid.display().to_string(), "--dry-run"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = text(&o);
+        assert!(!out.contains(SECRET), "{name}: its text is shown: {out}");
+        assert!(
+            out.contains(&target.display().to_string())
+                && out.contains("`recipe:`")
+                && out.contains("Fix:"),
+            "{name}: {out}"
+        );
+    }
+}
+
+/// `harness sweep --dry-run GRID | head -1` panicked (`failed printing to stdout`, exit
+/// 101). The plan of 600 points (about 160 kB, more than a pipe holds) into a pipe closed
+/// after its first line: a quiet exit 0, no panic.
+#[test]
+fn a_dry_run_into_a_pipe_closed_early_exits_quietly() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let dims: Vec<String> = (1..=300).map(|d| d.to_string()).collect();
+    let grid = binary::hashed_grid(env.home.path(), &format!("[{}]", dims.join(", ")));
+    let mut child = env
+        .cmd(&["sweep", &grid.display().to_string(), "--dry-run"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("= 600 points"), "{first}");
+    // The reader is dropped here: the rest of the plan meets a closed pipe.
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.trim().is_empty(), "a quiet exit: {stderr}");
+}

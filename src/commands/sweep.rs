@@ -4,6 +4,10 @@
 //! directory (`sweeps/<grid>-<fp8>/`). `--emit slurm` writes a job array and a gather job
 //! instead of running; `--report-only` renders what the run directories hold (the gather
 //! job's command).
+//!
+//! Output goes through `outln!`, never `println!`: stdout closed early (`harness sweep
+//! --dry-run GRID | head -1`) is an `io::Error` of kind `BrokenPipe`, which `cli::main`
+//! turns into a quiet exit 0, where `println!` would panic (exit 101).
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -12,9 +16,24 @@ use harness_core::terminal::terminal_safe;
 use harness_sweep::ledger::State;
 use harness_sweep::run::{Event, Only, RunOptions};
 use harness_sweep::slurm::{ArrayTask, EmitRequest};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// `println!` that returns the write's error (`?`) instead of panicking on it.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    };
+}
+
+/// `print!` likewise.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        write!(std::io::stdout().lock(), $($arg)*)?
+    };
+}
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -45,9 +64,14 @@ pub struct SweepArgs {
     /// Write scripts for a cluster instead of running: `slurm` (needs `--out DIR`)
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub emit: Option<EmitArg>,
-    /// Folder of the emitted scripts
+    /// Folder of the emitted scripts: new, empty, or one harness emitted into before (its
+    /// scripts are replaced; nothing else in it is touched)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// With `--emit slurm`: write into a folder that holds other files too (only harness's
+    /// own files are written; the others are left as they are, never replaced)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -66,7 +90,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let grid = match harness_sweep::Grid::load(&args.grid, args.profile.as_deref()) {
         Ok(g) => g,
-        Err(problems) => return Ok(invalid(&args.grid, &problems)),
+        Err(problems) => return invalid(&args.grid, &problems),
     };
     let sweep = match harness_sweep::plan(
         grid,
@@ -75,7 +99,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         &settings.sweeps_dir,
     ) {
         Ok(s) => s,
-        Err(problems) => return Ok(invalid(&args.grid, &problems)),
+        Err(problems) => return invalid(&args.grid, &problems),
     };
     let only = match args.only {
         None => Only::NotDone,
@@ -87,7 +111,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     }
     let ledger = harness_sweep::run::current_ledger(&sweep)?;
     let selected = harness_sweep::run::to_run(&ledger, only);
-    println!(
+    outln!(
         "sweep {}: {} configurations × {} seed(s) = {} points; {} done, {} to run{}",
         sweep.grid.name,
         sweep.expansion.configs.len(),
@@ -105,7 +129,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             Only::Failed => " (--only failed)".into(),
         }
     );
-    println!("sweep directory: {}", sweep.dir.display());
+    outln!("sweep directory: {}", sweep.dir.display());
     if args.dry_run {
         for (i, (p, e)) in sweep.points.iter().zip(&ledger.points).enumerate() {
             let mark = if selected.contains(&i) {
@@ -113,7 +137,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             } else {
                 "    "
             };
-            println!(
+            outln!(
                 "{mark}{:<11} {:<28} {}{}",
                 e.state.name(),
                 p.point.alias,
@@ -125,7 +149,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
                 }
             );
             if selected.contains(&i) {
-                println!("    harness {}", shell_words(&p.args));
+                outln!("    harness {}", shell_words(&p.args));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -135,6 +159,9 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     }
     if args.out.is_some() {
         bail!("--out names the folder of emitted scripts: use it with `--emit slurm`");
+    }
+    if args.force {
+        bail!("--force lets `--emit slurm` write beside other files in its --out folder: use it with `--emit slurm`");
     }
     let dir = harness_sweep::run::SweepDir::open(&sweep)?;
     let mut failed_now = 0;
@@ -177,12 +204,12 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     ledger.write(&dir.path)?;
     let report = harness_sweep::report::render(&sweep, &ledger)
         .with_context(|| format!("rendering the report of {}", sweep.dir.display()))?;
-    print!("{}", terminal_safe(&report.terminal));
+    out!("{}", terminal_safe(&report.terminal));
     for w in &report.warnings {
         harness_core::note!("warning: {w}");
     }
     let counts = ledger.counts();
-    println!(
+    outln!(
         "\npoints: {}",
         counts
             .iter()
@@ -191,7 +218,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             .join(", ")
     );
     if let Some(s) = &summary {
-        println!(
+        outln!(
             "this run: {} started, {} done, {} failed, {} interrupted, {} already done; {:.0} s wall",
             s.started,
             s.done,
@@ -201,16 +228,16 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             started.elapsed().as_secs_f64()
         );
         if let Some(why) = &s.stopped {
-            println!(
+            outln!(
                 "stopped early ({why}): {} point(s) not started",
                 s.not_started
             );
         }
         for (alias, error, log) in &s.failed {
-            println!("failed: {alias}: {error}\n        log: {}", log.display());
+            outln!("failed: {alias}: {error}\n        log: {}", log.display());
         }
     }
-    println!(
+    outln!(
         "ablation table: {} of {} cells filled ({} not run yet, {} failed), {} charts in {}",
         report.filled,
         report.measured,
@@ -233,7 +260,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     }
     if failed_now > 0 || unfinished {
         if unfinished {
-            println!(
+            outln!(
                 "not every point is done: `harness sweep {}` continues (finished points are not repeated)",
                 args.grid.display()
             );
@@ -243,16 +270,19 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn invalid(grid: &std::path::Path, problems: &[harness_recipe::Problem]) -> ExitCode {
+fn invalid(
+    grid: &std::path::Path,
+    problems: &[harness_recipe::Problem],
+) -> anyhow::Result<ExitCode> {
     for p in problems {
-        println!("{p}");
+        outln!("{p}");
     }
-    println!(
+    outln!(
         "{}: {} problem(s); nothing was run",
         grid.display(),
         problems.len()
     );
-    ExitCode::from(1)
+    Ok(ExitCode::from(1))
 }
 
 /// Arguments as one shell line (quoted where needed), for `--dry-run`.
@@ -293,7 +323,7 @@ fn emit_slurm(
         })
         .collect();
     if tasks.is_empty() {
-        println!("every point is done: nothing to submit (`harness sweep {} --report-only` renders the table)", args.grid.display());
+        outln!("every point is done: nothing to submit (`harness sweep {} --report-only` renders the table)", args.grid.display());
         return Ok(ExitCode::SUCCESS);
     }
     let grid_abs = std::path::absolute(&args.grid).context("resolving the grid path")?;
@@ -312,8 +342,9 @@ fn emit_slurm(
         workdir: &workdir,
         gather_args,
         out,
+        force: args.force,
     })?;
-    println!(
+    outln!(
         "{} array task(s) in {} array(s) (max_array_size {}), a gather job after them ({}):",
         tasks.len(),
         emitted.arrays,
@@ -324,8 +355,11 @@ fn emit_slurm(
         }
     );
     for f in &emitted.files {
-        println!("  {}", f.display());
+        outln!("  {}", f.display());
     }
-    println!("submit with: bash {}", emitted.submit.display());
+    for f in &emitted.removed {
+        outln!("  removed {} (of an earlier, larger emit)", f.display());
+    }
+    outln!("submit with: bash {}", emitted.submit.display());
     Ok(ExitCode::SUCCESS)
 }

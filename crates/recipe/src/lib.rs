@@ -64,7 +64,19 @@ impl Resolved {
 /// Loads, resolves and checks a recipe against `known` names. On failure the error holds
 /// every problem found, each with its file, key path and (where the text has it) line.
 pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, RecipeError> {
-    load_from(path, None, opts, known)
+    load_from(path, None, None, opts, known)
+}
+
+/// [`load_with`] of a recipe that another file names (a grid's `recipe:`): the file is
+/// read as carefully as a `base:` ([`load::NamedBy`]: a plain file, and none of its text
+/// shown in a problem until it reads as a recipe).
+pub fn load_named(
+    path: &Path,
+    named_by: &load::NamedBy,
+    opts: &LoadOptions,
+    known: &Known,
+) -> Result<Resolved, RecipeError> {
+    load_from(path, None, Some(named_by), opts, known)
 }
 
 /// [`load_with`] on recipe text held in memory (`path` names it in problems and anchors its
@@ -75,25 +87,31 @@ pub fn load_text(
     opts: &LoadOptions,
     known: &Known,
 ) -> Result<Resolved, RecipeError> {
-    load_from(path, Some(text), opts, known)
+    load_from(path, Some(text), None, opts, known)
 }
 
-/// `path`'s chain, its own text given or read.
-fn chain(path: &Path, text: Option<&str>) -> Result<(Value, Vec<load::Layer>), Vec<Problem>> {
-    match text {
-        Some(t) => load::read_chain_text(path, t),
-        None => load::read_chain(path),
+/// `path`'s chain, its own text given or read (as a file `named` by another, if so).
+fn chain(
+    path: &Path,
+    text: Option<&str>,
+    named: Option<&load::NamedBy>,
+) -> Result<(Value, Vec<load::Layer>), Vec<Problem>> {
+    match (text, named) {
+        (Some(t), _) => load::read_chain_text(path, t),
+        (None, Some(n)) => load::read_chain_named(path, n),
+        (None, None) => load::read_chain(path),
     }
 }
 
 fn load_from(
     path: &Path,
     text: Option<&str>,
+    named: Option<&load::NamedBy>,
     opts: &LoadOptions,
     known: &Known,
 ) -> Result<Resolved, RecipeError> {
     let invalid = |problems| RecipeError::Invalid { problems };
-    let (mut merged, layers) = chain(path, text).map_err(invalid)?;
+    let (mut merged, layers) = chain(path, text, named).map_err(invalid)?;
     let mut sources = Sources {
         layers,
         profile: None,
@@ -220,7 +238,7 @@ pub fn profile_names(path: &Path) -> Vec<String> {
 }
 
 fn profile_names_from(path: &Path, text: Option<&str>) -> Vec<String> {
-    match chain(path, text) {
+    match chain(path, text, None) {
         Ok((merged, _)) => match merged.get("profiles") {
             Some(Value::Mapping(m)) => m
                 .keys()
@@ -255,7 +273,7 @@ fn validate_from(
     opts: &LoadOptions,
     known: &Known,
 ) -> Result<Resolved, Vec<Problem>> {
-    let main = load_from(path, text, opts, known);
+    let main = load_from(path, text, None, opts, known);
     let mut problems: Vec<Problem> = match &main {
         Ok(_) => Vec::new(),
         Err(e) => e.problems().to_vec(),
@@ -269,7 +287,7 @@ fn validate_from(
                 profile: Some(name.clone()),
                 sets: opts.sets.clone(),
             };
-            if let Err(e) = load_from(path, text, &with_profile, known) {
+            if let Err(e) = load_from(path, text, None, &with_profile, known) {
                 for mut p in e.problems().iter().cloned() {
                     let already = problems
                         .iter()

@@ -43,30 +43,65 @@ pub struct Sources {
     pub sets: Vec<Override>,
 }
 
+/// The file that names a recipe file, and with which key: `base:` in a recipe, `recipe:`
+/// in a grid. A file named this way may be anything the naming file's author chose
+/// (`base: /etc/shadow`), so until it reads as a recipe its text is never shown: its
+/// problems give the key, the path, the line and column, never a line of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedBy {
+    /// The file that names it.
+    pub file: PathBuf,
+    /// The line of the key there, when known.
+    pub line: Option<usize>,
+    /// The key (`base`, `recipe`).
+    pub key: String,
+}
+
+impl NamedBy {
+    fn at(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{l}", self.file.display()),
+            None => self.file.display().to_string(),
+        }
+    }
+}
+
 /// Reads `path` and its `base:` chain and merges them (base first). Problems name the file.
 pub fn read_chain(path: &FsPath) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
-    read_chain_from(path, None)
+    read_chain_from(path, None, None)
 }
 
 /// [`read_chain`] with the text of `path` itself given rather than read (a recipe held in
 /// memory: the fuzz targets, an editor); the files its `base:` names are read from disk,
 /// relative to `path`'s folder as always.
 pub fn read_chain_text(path: &FsPath, text: &str) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
-    read_chain_from(path, Some(text))
+    read_chain_from(path, Some(text), None)
+}
+
+/// [`read_chain`] of a recipe that another file names (a grid's `recipe:`): read as
+/// carefully as a `base:` (see [`NamedBy`]).
+pub fn read_chain_named(
+    path: &FsPath,
+    named_by: &NamedBy,
+) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
+    read_chain_from(path, None, Some(named_by.clone()))
 }
 
 fn read_chain_from(
     path: &FsPath,
     mut first: Option<&str>,
+    named: Option<NamedBy>,
 ) -> Result<(Value, Vec<Layer>), Vec<Problem>> {
     let mut layers = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut values = Vec::new();
-    let mut next = Some((path.to_path_buf(), None::<(PathBuf, Option<usize>)>));
+    let mut next = Some((path.to_path_buf(), named));
     while let Some((p, named_by)) = next.take() {
         let canon = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
         if seen.contains(&canon) {
-            let (file, line) = named_by.unwrap_or((p.clone(), None));
+            let (file, line) = named_by
+                .as_ref()
+                .map_or((p.clone(), None), |n| (n.file.clone(), n.line));
             return Err(vec![Problem::new(
                 file,
                 line,
@@ -77,22 +112,39 @@ fn read_chain_from(
         seen.push(canon);
         // A recipe is a page of YAML; a huge file is a mistake (or an attack on the parser's
         // memory: a 50 MB recipe took 1.4 GB), refused before it is read.
-        // A file that cannot be read is blamed on the `base:` that named it, if any.
+        // A file that cannot be read is blamed on the key that named it, if any.
         let unreadable = |message: String| {
             let (file, line, key) = match &named_by {
-                Some((f, l)) => (f.clone(), *l, "base"),
+                Some(n) => (n.file.clone(), n.line, n.key.as_str()),
                 None => (p.clone(), None, ""),
             };
             vec![Problem::new(file, line, key, message)]
         };
-        let read = match first.take() {
+        let text = match first.take() {
             Some(t) if t.len() as u64 > MAX_RECIPE_BYTES => Err(
                 harness_core::fsutil::CappedReadError::TooLarge(MAX_RECIPE_BYTES),
             ),
             Some(t) => Ok(t.to_string()),
-            None => harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES),
+            None => {
+                // A named file must be a plain file: a FIFO would block the read forever, a
+                // device yields whatever it yields. (The recipe a user names on the command
+                // line may be a pipe: `harness validate <(...)`.)
+                if let Some(n) = &named_by {
+                    match std::fs::metadata(&p) {
+                        Ok(m) if !m.is_file() => {
+                            return Err(unreadable(format!(
+                                "{} is not a regular file (a folder, FIFO or device) and was not read. Fix: make `{}:` name a recipe file",
+                                p.display(),
+                                n.key
+                            )))
+                        }
+                        _ => {}
+                    }
+                }
+                harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES)
+            }
         };
-        let text = match read {
+        let text = match text {
             Ok(t) => t,
             Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => {
                 return Err(unreadable(format!(
@@ -100,18 +152,32 @@ fn read_chain_from(
                     p.display()
                 )))
             }
-            Err(e) => return Err(unreadable(format!("cannot read {}: {e}", p.display()))),
+            Err(e) => {
+                let fix = match &named_by {
+                    Some(n) => format!("make `{}:` name a recipe file (UTF-8 YAML)", n.key),
+                    None => "give the path of a recipe file (UTF-8 YAML)".to_string(),
+                };
+                return Err(unreadable(format!(
+                    "cannot read {}: {e}. Fix: {fix}",
+                    p.display()
+                )));
+            }
         };
         let mut value: Value = match serde_yaml::from_str(&text) {
             Ok(v) => v,
             Err(e) => {
                 let line = e.location().map(|l| l.line());
-                return Err(vec![Problem::new(
-                    p.clone(),
-                    line,
-                    "",
-                    format!("not valid YAML: {e}"),
-                )]);
+                let message = match &named_by {
+                    None => format!("not valid YAML: {e}"),
+                    Some(n) => format!(
+                        "not valid YAML ({}), so not a recipe; this file is named by `{}:` in {}, so none of its text is shown. Fix: make `{}:` name a recipe file, or correct its YAML",
+                        parser_message(&e),
+                        n.key,
+                        n.at(),
+                        n.key
+                    ),
+                };
+                return Err(vec![Problem::new(p.clone(), line, "", message)]);
             }
         };
         if value.is_null() {
@@ -125,12 +191,25 @@ fn read_chain_from(
                 "a recipe must be a YAML mapping (`name: ...`, `model: ...`)",
             )]);
         };
+        if let Some(n) = &named_by {
+            let problems = not_recipe_keys(&p, &text, map, n);
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+        }
         match map.shift_remove("base") {
             None | Some(Value::Null) => {}
             Some(Value::String(b)) => {
                 let line = locate(&text, &[Seg::Key("base".into())]);
                 let dir = harness_core::fsutil::parent_dir(&p);
-                next = Some((dir.join(b), Some((p.clone(), line))));
+                next = Some((
+                    dir.join(b),
+                    Some(NamedBy {
+                        file: p.clone(),
+                        line,
+                        key: "base".into(),
+                    }),
+                ));
             }
             Some(_) => {
                 return Err(vec![Problem::new(
@@ -149,6 +228,79 @@ fn read_chain_from(
         merge(&mut merged, v);
     }
     Ok((merged, layers))
+}
+
+/// The YAML parser's complaint about a file whose text must not be shown: its own words
+/// when they are fixed text (libyaml's `did not find expected key at line 3 column 1`),
+/// else only where. A message that could quote the file (`duplicate entry with key
+/// "..."`, prefixed by the path of keys) is left out.
+fn parser_message(e: &serde_yaml::Error) -> String {
+    let text = e.to_string();
+    let quotes = text.contains(['"', '`']) || text.contains(": ");
+    if !quotes && text.is_ascii() {
+        return text;
+    }
+    let what = if text.contains("duplicate entry") {
+        "a key is repeated in one mapping"
+    } else {
+        "the parser's message is not shown, as it may quote the file"
+    };
+    match e.location() {
+        Some(l) => format!("{what}, at line {} column {}", l.line(), l.column()),
+        None => what.to_string(),
+    }
+}
+
+/// A file named by another must read as a recipe before any of its text is shown: every
+/// top-level key one a recipe has. Problems give the line and at most a suggested recipe
+/// key, never the key itself.
+fn not_recipe_keys(p: &FsPath, text: &str, map: &Mapping, n: &NamedBy) -> Vec<Problem> {
+    let keys = super::schema::Recipe::top_level_keys();
+    let unknown: Vec<&Value> = map
+        .keys()
+        .filter(|k| !k.as_str().is_some_and(|k| keys.contains(&k)))
+        .collect();
+    if unknown.is_empty() {
+        return Vec::new();
+    }
+    let expected = keys
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if unknown.len() == map.len() {
+        return vec![Problem::new(
+            p.to_path_buf(),
+            None,
+            "",
+            format!(
+                "not a recipe: none of its {} top-level key(s) is a recipe key ({expected}); this file is named by `{}:` in {}, so none of its text is shown. Fix: make `{}:` name a recipe file",
+                map.len(),
+                n.key,
+                n.at(),
+                n.key
+            ),
+        )];
+    }
+    unknown
+        .into_iter()
+        .map(|k| {
+            let name = k.as_str();
+            Problem {
+                suggestion: name.and_then(|k| super::check::suggest(k, keys)),
+                ..Problem::new(
+                    p.to_path_buf(),
+                    name.and_then(|k| locate(text, &[Seg::Key(k.to_string())])),
+                    "",
+                    format!(
+                        "a top-level key that is not a recipe key (expected one of {expected}); this file is named by `{}:` in {}, so the key is not shown",
+                        n.key,
+                        n.at()
+                    ),
+                )
+            }
+        })
+        .collect()
 }
 
 /// `over` on top of `base`: mappings merge key by key, everything else replaces. A
@@ -531,6 +683,20 @@ mod tests {
 
     fn k(s: &str) -> Seg {
         Seg::Key(s.into())
+    }
+
+    /// The keys a named file must stick to are exactly those serde accepts at the top.
+    #[test]
+    fn recipe_top_level_keys_are_the_fields_serde_expects() {
+        let keys = crate::schema::Recipe::top_level_keys();
+        let err = serde_yaml::from_str::<crate::schema::Recipe>("zzz: 1")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(keys, crate::de::expected_names(&err), "{err}");
+        assert!(
+            keys.contains(&"base") && keys.contains(&"model"),
+            "{keys:?}"
+        );
     }
 
     #[test]

@@ -63,6 +63,50 @@ fn default_seed() -> u64 {
     1
 }
 
+impl Recipe {
+    /// The keys a recipe may have at its top level (`name`, `model`, ..., `base`,
+    /// `profiles`), as the derived deserializer reads them: asked of serde, so the list
+    /// cannot drift from the fields above.
+    pub fn top_level_keys() -> &'static [&'static str] {
+        static KEYS: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+        KEYS.get_or_init(|| {
+            let mut fields = FieldNames(&[]);
+            // The derived impl hands its field list to `deserialize_struct`, which stops.
+            let _ = Recipe::deserialize(&mut fields);
+            fields.0
+        })
+    }
+}
+
+/// A deserializer that only records the field names a derived struct asks for.
+struct FieldNames(&'static [&'static str]);
+
+impl<'de> Deserializer<'de> for &mut FieldNames {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom(
+            "only a struct's field names are read",
+        ))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = fields;
+        Err(serde::de::Error::custom("field names recorded"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
 /// One `evaluate:` entry: a benchmark or group name (`xnli`), or the name with overrides
 /// of its declaration (`{name: xnli, params: {epochs: 20}, languages: [en, de]}`): `params`
 /// merge over the declared protocol parameters, `languages` replaces the declared list.

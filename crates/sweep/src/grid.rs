@@ -717,11 +717,78 @@ impl Grid {
                 });
             }
         }
+        let clashes = self.name_clashes(&configs, &points);
+        if !clashes.is_empty() {
+            return Err(clashes);
+        }
         Ok(Expansion {
             configs,
             points,
             axes: shorts,
         })
+    }
+
+    /// Points whose aliases make one file name ([`crate::run::link_name`]: `a/b` and `a_b`
+    /// both `a_b`) would share a log and a `runs/` link in the sweep directory: refused, one
+    /// problem per pair of configurations, at the grid key whose values tell them apart.
+    fn name_clashes(&self, configs: &[Config], points: &[Point]) -> Vec<Problem> {
+        let mut first: BTreeMap<String, usize> = BTreeMap::new();
+        let mut reported: Vec<(usize, usize)> = Vec::new();
+        let mut out = Vec::new();
+        for (j, p) in points.iter().enumerate() {
+            let name = crate::run::link_name(&p.alias);
+            let Some(&i) = first.get(&name) else {
+                first.insert(name, j);
+                continue;
+            };
+            let q = &points[i];
+            if reported.contains(&(q.config, p.config)) {
+                continue;
+            }
+            reported.push((q.config, p.config));
+            let (a, b) = (&configs[q.config], &configs[p.config]);
+            // The first key whose value differs between them (any key when none does: a
+            // value listed twice).
+            let differs = b
+                .assignment
+                .iter()
+                .find(|(k, v)| {
+                    !a.assignment
+                        .iter()
+                        .any(|(ak, av)| ak == k && same_value(av, v))
+                })
+                .or(b.assignment.first())
+                .map(|(k, _)| k.as_str());
+            let at = differs.map_or_else(|| vec![key("axes")], |k| self.key_path(k));
+            let message = if q.alias == p.alias {
+                format!(
+                    "two points are both named `{}` (a value listed twice, or two keys with one short name in `aliases:`), so they would share a log and a runs/ link in the sweep directory. Fix: list each value once, or give the keys different names in `aliases:`",
+                    q.alias
+                )
+            } else {
+                format!(
+                    "points `{}` and `{}` would share the file name `{name}` (the log logs/{name}.log and the link runs/{name} in the sweep directory), since a file name keeps only letters, digits, `-`, `_` and `.` (anything else becomes `_`, and `__` one `_`). Fix: make the values differ in those characters, or sweep one of them in a grid of its own",
+                    q.alias, p.alias
+                )
+            };
+            out.push(self.problem(&at, message));
+        }
+        out
+    }
+
+    /// Where the grid varies `k`: `axes.k`, `zip[i].k` or `one_at_a_time.k`.
+    fn key_path(&self, k: &str) -> Vec<Seg> {
+        let f = &self.file;
+        if f.axes.contains_key(k) {
+            return vec![key("axes"), key(k)];
+        }
+        if let Some(i) = f.zip.iter().position(|g| g.contains_key(k)) {
+            return vec![key("zip"), Seg::Index(i), key(k)];
+        }
+        if f.one_at_a_time.contains_key(k) {
+            return vec![key("one_at_a_time"), key(k)];
+        }
+        vec![key("axes")]
     }
 }
 
@@ -937,6 +1004,47 @@ mod tests {
             Ok(_) => panic!("expected errors"),
             Err(p) => p.iter().map(|p| p.to_string()).collect(),
         }
+    }
+
+    /// Aliases that make one file name (`a/b` and `a_b`: `k_a_b`; `x` and `x_` beside a seed:
+    /// `k_x_seed_1`) or are one alias (a value listed twice; two keys given one short
+    /// name) would share a log and a `runs/` link: refused, naming both and the grid line,
+    /// once per pair of configurations whatever the seeds.
+    #[test]
+    fn points_whose_names_clash_are_refused() {
+        let e = errors(
+            "recipe: r.yaml\naxes:\n  layers: [1, 2]\n  data.path: [a/b, c, a_b]\nseeds: [1, 2]\n",
+        );
+        assert_eq!(e.len(), 2, "one per pair of configurations: {e:?}");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:4: axes.data.path: points `layers=1 path=a/b seed=1` and `layers=1 path=a_b seed=1` would share the file name `layers_1_path_a_b_seed_1`")
+                && e[0].contains("logs/layers_1_path_a_b_seed_1.log")
+                && e[0].contains("Fix:"),
+            "{e:?}"
+        );
+        assert!(
+            e[1].contains("`layers=2 path=a/b seed=1` and `layers=2 path=a_b seed=1`"),
+            "{e:?}"
+        );
+        let e = errors("recipe: r.yaml\naxes:\n  k: [x, x_]\nseeds: [1]\n");
+        assert!(e[0].contains("`k=x seed=1` and `k=x_ seed=1`"), "{e:?}");
+        let e = errors("recipe: r.yaml\nzip:\n  - {a: [1, 2, 1], b: [3, 4, 3]}\n");
+        assert!(
+            e[0].starts_with("grids/bad.yaml:3: zip[0].a: two points are both named `a=1 b=3`"),
+            "{e:?}"
+        );
+        let e = errors(
+            "recipe: r.yaml\naliases: {x.n: n, y.n: n}\none_at_a_time:\n  x.n: [1]\n  y.n: [1]\n",
+        );
+        assert!(
+            e[0].starts_with(
+                "grids/bad.yaml:5: one_at_a_time.y.n: two points are both named `n=1`"
+            ) && e[0].contains("aliases:"),
+            "{e:?}"
+        );
+        // Names that differ only where a file name keeps them are fine.
+        let g = grid("recipe: r.yaml\naxes:\n  data.path: [a-b, a_b, a.b]\n");
+        assert_eq!(g.expand().unwrap().points.len(), 3);
     }
 
     #[test]

@@ -121,11 +121,15 @@ pub fn plan(
 ) -> Result<Sweep, Vec<Problem>> {
     let expansion = grid.expand()?;
     let recipe = grid.recipe_path();
+    let line =
+        harness_recipe::load::locate(&grid.text, &[harness_recipe::de::Seg::Key("recipe".into())]);
+    // The grid names the recipe: until it reads as one, none of its text is shown.
+    let named_by = harness_recipe::load::NamedBy {
+        file: grid.path.clone(),
+        line,
+        key: "recipe".into(),
+    };
     if !recipe.is_file() {
-        let line = harness_recipe::load::locate(
-            &grid.text,
-            &[harness_recipe::de::Seg::Key("recipe".into())],
-        );
         return Err(vec![Problem::new(
             grid.path.clone(),
             line,
@@ -145,7 +149,7 @@ pub fn plan(
             profile: grid.file.profile.clone(),
             sets: point.sets.clone(),
         };
-        let resolved = match harness_recipe::load_with(&recipe, &opts, known) {
+        let resolved = match harness_recipe::load_named(&recipe, &named_by, &opts, known) {
             Ok(r) => r,
             Err(RecipeError::Setup(m)) => {
                 problems.push(Problem::new(grid.path.clone(), None, "", m));

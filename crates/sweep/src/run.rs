@@ -155,7 +155,8 @@ impl SweepDir {
     }
 }
 
-/// A file name for an alias (`layers=3 seed=2` → `layers=3_seed=2`).
+/// A file name for an alias (`layers=3 seed=2` → `layers_3_seed_2`); [`crate::Grid::expand`]
+/// refuses a grid two of whose points get one name.
 pub fn link_name(alias: &str) -> String {
     harness_core::rundir::safe_name(&alias.replace(' ', "_")).replace("__", "_")
 }

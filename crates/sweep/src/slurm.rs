@@ -6,6 +6,12 @@
 //! - `submit.sh`: submits the arrays with `sbatch --parsable`, then the gather job with a
 //!   dependency on all of them, and records the job ids in `jobs.txt`.
 //!
+//! The directory is a user-named output ([`harness_core::outdir`], kind [`OUTPUT_KIND`]):
+//! emit writes only into a new or empty directory, or one it emitted into before (its
+//! `.harness-files.json` lists what it wrote), and never replaces or deletes a file it did
+//! not write — `--force` lets it write beside such files, never over them. A symbolic link
+//! where it writes (a script, `tasks/`, `logs/`) is refused, not followed.
+//!
 //! Why this shape:
 //!
 //! - **The cluster is the scheduler.** Each grid point is one array task; Slurm queues,
@@ -37,7 +43,10 @@
 
 use std::path::{Path, PathBuf};
 
-use harness_core::fsutil::write_atomic;
+use harness_core::outdir::{Foreign, OutDir, OutDirError};
+
+/// The kind of output [`emit`] records in its directory's manifest.
+pub const OUTPUT_KIND: &str = "Slurm job array";
 
 /// What the array and gather jobs ask of the cluster: the grid's `slurm:` block.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -148,6 +157,9 @@ pub struct EmitRequest<'a> {
     pub gather_args: Vec<String>,
     /// Where to write the scripts (made absolute: the scripts name it from any directory).
     pub out: &'a Path,
+    /// Write into a directory that holds files harness did not write, beside them (they
+    /// are never replaced); without it such a directory is refused.
+    pub force: bool,
 }
 
 /// What was written.
@@ -159,6 +171,8 @@ pub struct Emitted {
     pub submit: PathBuf,
     /// Number of arrays (the tasks split by `max_array_size`).
     pub arrays: usize,
+    /// Files of an earlier, larger emit into the directory that this one removed.
+    pub removed: Vec<PathBuf>,
 }
 
 /// Why [`emit`] wrote nothing (checks) or stopped (I/O).
@@ -194,6 +208,9 @@ pub enum SlurmError {
         #[source]
         source: std::io::Error,
     },
+    /// The directory is not harness's to write into (someone else's files, a link).
+    #[error(transparent)]
+    Out(#[from] OutDirError),
 }
 
 harness_core::file_errors!(SlurmError);
@@ -217,9 +234,10 @@ fn chunks(n: usize, max: usize) -> Vec<Chunk> {
 
 /// Writes the args files, array scripts, gather script and `submit.sh` of `req` into
 /// `req.out` (see the module documentation). Everything is checked before anything is
-/// written; each file is written atomically, scripts with mode 0755. Stale `array-<k>.sbatch`
-/// and `tasks/<i>.args` files of an earlier, larger emit into the same directory are removed,
-/// so the directory always describes one sweep.
+/// written, the directory included (a refusal leaves it as it was); each file is written
+/// atomically, scripts with mode 0755. Stale `array-<k>.sbatch` and `tasks/<i>.args` files
+/// that an earlier, larger emit wrote into the same directory are removed, so the directory
+/// always describes one sweep; a file of that name harness did not write is left.
 pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
     let opts = req.options;
     check(req)?;
@@ -247,10 +265,11 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
 
     let chunks = chunks(req.tasks.len(), opts.max_array_size);
     let n = req.tasks.len();
-    let mut scripts: Vec<(PathBuf, String)> = Vec::new();
+    // Relative names (as the manifest lists them) and contents.
+    let mut scripts: Vec<(String, String)> = Vec::new();
 
     for (k, chunk) in chunks.iter().enumerate() {
-        let path = out.join(format!("array-{k}.sbatch"));
+        let path = format!("array-{k}.sbatch");
         let mut s = String::from("#!/usr/bin/env bash\n");
         sbatch(&mut s, "job-name", &format!("harness-{}", req.name));
         let mut array = format!("0-{}", chunk.len - 1);
@@ -302,7 +321,6 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
         scripts.push((path, s));
     }
 
-    let gather_path = out.join("gather.sbatch");
     {
         let mut s = String::from("#!/usr/bin/env bash\n");
         sbatch(&mut s, "job-name", &format!("harness-{}-gather", req.name));
@@ -323,41 +341,88 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
             s.push_str(&sh_quote(a));
         }
         s.push('\n');
-        scripts.push((gather_path.clone(), s));
+        scripts.push(("gather.sbatch".into(), s));
     }
 
-    let submit = out.join("submit.sh");
     scripts.push((
-        submit.clone(),
+        "submit.sh".into(),
         submit_script(req, &chunks, out_s, workdir_s),
     ));
+    let args: Vec<(String, String)> = req
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, task)| {
+            let mut text = String::new();
+            for a in &task.args {
+                text.push_str(a);
+                text.push('\n');
+            }
+            (format!("tasks/{i}.args"), text)
+        })
+        .collect();
 
-    let mut files = Vec::with_capacity(scripts.len() + n);
-    for (path, text) in &scripts {
-        write_atomic(path, text.as_bytes()).map_err(|e| SlurmError::io(path, e))?;
-        make_executable(path)?;
-        files.push(path.clone());
-    }
-    for (i, task) in req.tasks.iter().enumerate() {
-        let path = out.join("tasks").join(format!("{i}.args"));
-        let mut text = String::new();
-        for a in &task.args {
-            text.push_str(a);
-            text.push('\n');
+    let will_write: Vec<String> = scripts
+        .iter()
+        .chain(&args)
+        .map(|(rel, _)| rel.clone())
+        .collect();
+    // No symbolic link where emit writes, not even at a path an earlier emit wrote (a link
+    // there now is someone else's), and `tasks/` and `logs/` real folders. Slurm does not
+    // create the directory of `--output` (a job whose log cannot be opened fails before
+    // its first line), so emit makes `logs/`.
+    let folders = ["tasks", "logs"];
+    for rel in will_write.iter().map(String::as_str).chain(folders) {
+        let path = rel.split('/').fold(out.clone(), |p, c| p.join(c));
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if m.file_type().is_symlink() {
+            return Err(OutDirError::Link {
+                path,
+                kind: OUTPUT_KIND.into(),
+            }
+            .into());
         }
-        write_atomic(&path, text.as_bytes()).map_err(|e| SlurmError::io(&path, e))?;
+        if folders.contains(&rel) && !m.is_dir() {
+            return Err(OutDirError::InTheWay {
+                path,
+                rel: rel.into(),
+                kind: OUTPUT_KIND.into(),
+            }
+            .into());
+        }
+    }
+    let mut dir = OutDir::claim(
+        &out,
+        OUTPUT_KIND,
+        &will_write,
+        Foreign::RefuseDirectory,
+        req.force,
+    )?;
+    let mut files = Vec::with_capacity(will_write.len());
+    for (rel, text) in &scripts {
+        let path = dir.write(rel, text.as_bytes())?;
+        make_executable(&path)?;
         files.push(path);
     }
-    // Slurm does not create the directory of `--output`: a job whose log cannot be opened
-    // fails before its first line, with nothing to read.
+    for (rel, text) in &args {
+        files.push(dir.write(rel, text.as_bytes())?);
+    }
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| SlurmError::io(&logs, e))?;
-    remove_stale(&out, chunks.len(), n)?;
+    dir.finish()?;
+    let arrays = chunks.len();
+    let removed = harness_core::outdir_prune::remove_stale(&out, OUTPUT_KIND, |rel| {
+        stale_index(rel, "array-", ".sbatch").is_some_and(|k| k >= arrays)
+            || stale_index(rel, "tasks/", ".args").is_some_and(|i| i >= n)
+    })?;
 
     Ok(Emitted {
         files,
-        submit,
-        arrays: chunks.len(),
+        submit: out.join("submit.sh"),
+        arrays,
+        removed,
     })
 }
 
@@ -612,33 +677,12 @@ fn make_executable(path: &Path) -> Result<(), SlurmError> {
     Ok(())
 }
 
-/// Removes `array-<k>.sbatch` with `k >= arrays` and `tasks/<i>.args` with `i >= tasks`: left
-/// by an earlier emit of a larger sweep, they would read as part of this one.
-fn remove_stale(out: &Path, arrays: usize, tasks: usize) -> Result<(), SlurmError> {
-    let stale = |dir: &Path, prefix: &str, suffix: &str, keep: usize| -> Result<(), SlurmError> {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(SlurmError::io(dir, e)),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| SlurmError::io(dir, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let index = name
-                .strip_prefix(prefix)
-                .and_then(|r| r.strip_suffix(suffix))
-                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|d| d.parse::<usize>().ok());
-            if index.is_some_and(|i| i >= keep) {
-                let path = entry.path();
-                std::fs::remove_file(&path).map_err(|e| SlurmError::io(&path, e))?;
-            }
-        }
-        Ok(())
-    };
-    stale(out, "array-", ".sbatch", arrays)?;
-    stale(&out.join("tasks"), "", ".args", tasks)
+/// `k` of a name `<prefix><k><suffix>` (`array-3.sbatch`, `tasks/9.args`).
+fn stale_index(rel: &str, prefix: &str, suffix: &str) -> Option<usize> {
+    rel.strip_prefix(prefix)
+        .and_then(|r| r.strip_suffix(suffix))
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok())
 }
 
 #[cfg(test)]
@@ -676,6 +720,7 @@ mod tests {
                 "--report-only".into(),
             ],
             out: &out,
+            force: false,
         })
         .unwrap()
     }
@@ -725,6 +770,147 @@ mod tests {
         assert!(out.join("tasks/0.args").exists());
     }
 
+    fn emit_to(out: &Path, n: usize, force: bool) -> Result<Emitted, SlurmError> {
+        emit(&EmitRequest {
+            name: "abl",
+            tasks: &tasks(n),
+            options: &SlurmOptions {
+                max_array_size: 2,
+                ..SlurmOptions::default()
+            },
+            harness: Path::new("/bin/harness"),
+            workdir: Path::new("/work"),
+            gather_args: vec![],
+            out,
+            force,
+        })
+    }
+
+    /// Every file under `dir` (links not followed) with its content, `->target` for a link.
+    fn tree(dir: &Path) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                if m.file_type().is_symlink() {
+                    out.push((
+                        rel,
+                        format!("->{}", std::fs::read_link(&p).unwrap().display()),
+                    ));
+                } else if m.is_dir() {
+                    out.push((rel, "/".into()));
+                    stack.push(p);
+                } else {
+                    out.push((rel, read(&p)));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The folder of issue 58: someone's `submit.sh`, `array-0.sbatch`, `gather.sbatch`,
+    /// `array-3.sbatch` and `tasks/9.args`. Refused (with and without --force, since their
+    /// files are where emit writes), every file as it was; and beside foreign files of other
+    /// names (--force) they survive later emits, while the stale files harness wrote go.
+    #[test]
+    fn a_foreign_folder_is_refused_and_no_file_of_it_is_replaced_or_deleted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("theirs");
+        std::fs::create_dir_all(out.join("tasks")).unwrap();
+        for f in [
+            "submit.sh",
+            "array-0.sbatch",
+            "gather.sbatch",
+            "array-3.sbatch",
+            "tasks/9.args",
+        ] {
+            std::fs::write(out.join(f), format!("their {f}")).unwrap();
+        }
+        let before = tree(&out);
+        let err = emit_to(&out, 3, false).unwrap_err().to_string();
+        assert!(
+            err.contains(&out.display().to_string())
+                && err.contains("did not write")
+                && err.contains("Fix:")
+                && err.contains("--force"),
+            "{err}"
+        );
+        assert_eq!(tree(&out), before, "nothing written, replaced or deleted");
+        let err = emit_to(&out, 3, true).unwrap_err().to_string();
+        assert!(
+            err.contains("array-0.sbatch") && err.contains("Fix:"),
+            "{err}"
+        );
+        assert_eq!(tree(&out), before, "--force never replaces their files");
+
+        // Their files of other names: --force writes beside them.
+        for f in ["submit.sh", "array-0.sbatch", "gather.sbatch"] {
+            std::fs::rename(out.join(f), out.join(format!("{f}.keep"))).unwrap();
+        }
+        let theirs = tree(&out);
+        let e = emit_to(&out, 3, true).unwrap();
+        assert_eq!(e.arrays, 2);
+        assert!(e.removed.is_empty(), "{:?}", e.removed);
+        let after = tree(&out);
+        for f in &theirs {
+            assert!(after.contains(f), "{f:?} changed: {after:?}");
+        }
+        assert!(read(&out.join("submit.sh")).contains("array-1.sbatch"));
+        // A smaller emit: harness's own array-1 and tasks/2 go; their array-3 and tasks/9
+        // (names a larger emit would have written) stay. No --force needed now.
+        let e = emit_to(&out, 1, false).unwrap();
+        assert_eq!(
+            e.removed,
+            [
+                out.join("array-1.sbatch"),
+                out.join("tasks/1.args"),
+                out.join("tasks/2.args")
+            ]
+        );
+        assert!(!out.join("array-1.sbatch").exists() && !out.join("tasks/2.args").exists());
+        let after = tree(&out);
+        for f in &theirs {
+            assert!(after.contains(f), "{f:?} changed: {after:?}");
+        }
+    }
+
+    /// A link where emit writes is refused, not followed: the `tasks/` or `logs/` folder, a
+    /// script (even one an earlier emit wrote, since replaced by a link).
+    #[test]
+    fn links_in_the_scripts_folder_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("0.args"), "someone's").unwrap();
+        let kept = tree(&elsewhere);
+        let out = tmp.path().join("out");
+        emit_to(&out, 1, false).unwrap();
+        for rel in ["tasks", "logs", "submit.sh"] {
+            let path = out.join(rel);
+            let moved = tmp.path().join("moved");
+            std::fs::rename(&path, &moved).unwrap();
+            let target = if rel == "submit.sh" {
+                elsewhere.join("0.args")
+            } else {
+                elsewhere.clone()
+            };
+            std::os::unix::fs::symlink(&target, &path).unwrap();
+            let err = emit_to(&out, 1, true).unwrap_err().to_string();
+            assert!(
+                err.contains("symbolic link") && err.contains(&path.display().to_string()),
+                "{rel}: {err}"
+            );
+            assert_eq!(tree(&elsewhere), kept, "{rel}: written through the link");
+            std::fs::remove_file(&path).unwrap();
+            std::fs::rename(&moved, &path).unwrap();
+        }
+        emit_to(&out, 1, false).unwrap();
+    }
+
     #[test]
     fn throttle_gres_and_gather_after() {
         let dir = tempfile::tempdir().unwrap();
@@ -772,6 +958,7 @@ mod tests {
             workdir: dir.path(),
             gather_args: vec![],
             out: &dir.path().join("out"),
+            force: false,
         })
         .unwrap_err();
         let msg = err.to_string();
@@ -792,6 +979,7 @@ mod tests {
             workdir: dir.path(),
             gather_args: vec![],
             out: &dir.path().join("out"),
+            force: false,
         })
         .unwrap_err();
         assert!(err.to_string().contains("NUL"), "{err}");
@@ -916,6 +1104,7 @@ mod tests {
             workdir: &root,
             gather_args: vec!["sweep".into(), "grids/it's.yaml".into(), "$(x)".into()],
             out: &root.join("slurm"),
+            force: false,
         })
         .unwrap();
         let scripts: Vec<PathBuf> = e

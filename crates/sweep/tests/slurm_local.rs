@@ -101,6 +101,7 @@ fn emit_sweep(
             results.join("gathered").display().to_string(),
         ],
         out: &root.join(format!("slurm out {name}")),
+        force: false,
     })
     .expect("emit");
     Sweep {
