@@ -11,7 +11,6 @@ pub mod fsutil;
 pub mod memory;
 pub mod nofollow;
 pub mod outdir;
-pub mod outdir_prune;
 pub mod progress;
 pub mod rundir;
 pub mod settings;

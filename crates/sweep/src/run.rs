@@ -123,8 +123,11 @@ impl SweepDir {
     /// Creates (or reopens) the sweep directory and takes its lock.
     pub fn open(sweep: &Sweep) -> Result<SweepDir, RunError> {
         let dir = &sweep.dir;
-        std::fs::create_dir_all(dir.join("logs")).map_err(io(dir))?;
-        std::fs::create_dir_all(dir.join("runs")).map_err(io(dir))?;
+        // `logs/` and `runs/` are the sweep's own folders: a link there is refused, not
+        // written through (the sweep directory itself may be a link the user made).
+        for sub in ["logs", "runs"] {
+            harness_core::nofollow::Dir::open_below(dir, Path::new(sub), true).map_err(io(dir))?;
+        }
         let lock = harness_core::rundir::RunLock::acquire(dir).map_err(|e| match e {
             harness_core::rundir::RunDirError::Busy { pid, .. } => RunError::Lock(format!(
                 "{}: another `harness sweep` of this grid is running (pid {}); this one started nothing. Fix: wait for it to finish (a sweep started again afterwards runs only the points it left), or follow it in {}",

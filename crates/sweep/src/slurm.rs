@@ -413,7 +413,7 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
     std::fs::create_dir_all(&logs).map_err(|e| SlurmError::io(&logs, e))?;
     dir.finish()?;
     let arrays = chunks.len();
-    let removed = harness_core::outdir_prune::remove_stale(&out, OUTPUT_KIND, |rel| {
+    let removed = harness_core::outdir::remove_stale(&out, OUTPUT_KIND, |rel| {
         stale_index(rel, "array-", ".sbatch").is_some_and(|k| k >= arrays)
             || stale_index(rel, "tasks/", ".args").is_some_and(|i| i >= n)
     })?;
