@@ -7,6 +7,10 @@
 #   bash scripts/install-test-deps.sh vulkan       libvulkan1 (the Vulkan loader) and, when no
 #                                                  Vulkan driver is installed, mesa-vulkan-drivers
 #                                                  (lavapipe, a software Vulkan device: tests/wgpu.rs)
+#   bash scripts/install-test-deps.sh mpi          Open MPI (mpirun, library, headers) and libclang:
+#                                                  what `--features mpi` needs to build (the mpi
+#                                                  crate generates its bindings) and tests/mpi.rs
+#                                                  to run
 #
 # Several names may be given. A tool already on PATH is left alone. Installing needs root and
 # apt-get; without them the script says what to install by hand and exits 1 (the tests then fail
@@ -14,7 +18,7 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 shellcheck|slurm|vulkan..." >&2
+    echo "usage: $0 shellcheck|slurm|vulkan|mpi..." >&2
     exit 2
 }
 
@@ -45,8 +49,17 @@ for what in "$@"; do
             done
             [ "$driver" -eq 1 ] || packages+=(mesa-vulkan-drivers)
             ;;
+        mpi)
+            command -v mpirun >/dev/null 2>&1 || packages+=(openmpi-bin)
+            [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] \
+                || [ -e /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] \
+                || command -v mpicc >/dev/null 2>&1 || packages+=(libopenmpi-dev)
+            # bindgen loads libclang at build time.
+            compgen -G '/usr/lib/llvm-*/lib/libclang.so*' >/dev/null \
+                || compgen -G '/usr/lib/*/libclang-*.so*' >/dev/null || packages+=(libclang-dev)
+            ;;
         *)
-            echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan)" >&2
+            echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan, mpi)" >&2
             usage
             ;;
     esac

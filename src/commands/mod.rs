@@ -79,6 +79,23 @@ pub fn load_recipe(
     })
 }
 
+/// Where the run directory of a resolved recipe is: `--out`, else
+/// `runs/<name>[-<profile>]-<fp8>`.
+pub fn run_dir_path(
+    out: Option<&Path>,
+    settings: &Settings,
+    resolved: &Resolved,
+) -> std::path::PathBuf {
+    out.map(Path::to_path_buf).unwrap_or_else(|| {
+        default_dir(
+            &settings.runs_dir,
+            &resolved.recipe.name,
+            resolved.profile.as_deref(),
+            resolved.fingerprint.short(),
+        )
+    })
+}
+
 /// The run directory of a resolved recipe (`--out`, else `runs/<name>[-<profile>]-<fp8>`):
 /// claimed (new, empty or a harness run directory), locked, refused when it holds a run of
 /// another resolved recipe, and recorded (`recipe.resolved.yaml`,
@@ -90,14 +107,7 @@ pub fn open_run_dir(
     sets: &[String],
     training: Option<Device>,
 ) -> anyhow::Result<RunDir> {
-    let path = out.map(Path::to_path_buf).unwrap_or_else(|| {
-        default_dir(
-            &settings.runs_dir,
-            &resolved.recipe.name,
-            resolved.profile.as_deref(),
-            resolved.fingerprint.short(),
-        )
-    });
+    let path = run_dir_path(out, settings, resolved);
     harness_core::note!("run directory: {}", path.display());
     let dir = RunDir::open_for(&path, &resolved.recipe.name, &resolved.fingerprint.0)?;
     let mut env = RunEnv::new(

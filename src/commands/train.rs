@@ -40,10 +40,68 @@ pub fn run(args: &TrainArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     // Every device problem is refused before any work.
     let devices = Device::parse_list(&args.device, &super::compiled())?;
     let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
+    #[cfg(feature = "mpi")]
+    if harness_train::mpi_world::launched() {
+        return train_mpi(&resolved, &devices, args, settings);
+    }
     super::on_device(devices[0], || {
         let (_dir, trained) = train(&resolved, &devices, args, settings)?;
         Ok(exit_code(&trained))
     })
+}
+
+/// `harness train` as one rank of an MPI job (`mpirun -np N harness train …`, `srun
+/// --mpi=pmix harness train …`): rank 0 claims, locks and writes the run directory and
+/// prints the outcome; the other ranks prepare into a temporary folder of their own and
+/// write nothing. A rank that fails exits without `MPI_Finalize`, which makes the launcher
+/// stop the others; every rank finalises after a whole session.
+#[cfg(feature = "mpi")]
+fn train_mpi(
+    resolved: &Resolved,
+    devices: &[Device],
+    args: &TrainArgs,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    if devices.len() > 1 {
+        anyhow::bail!(
+            "--device {}: under MPI each process trains on one device. Fix: start one process per device (`mpirun -np N`) and leave --device out",
+            args.device
+        );
+    }
+    let world = harness_train::mpi_world::init()?;
+    let path = super::run_dir_path(args.out.as_deref(), settings, resolved);
+    let (dir, own) = if world.rank == 0 {
+        let dir = super::open_run_dir(
+            args.out.as_deref(),
+            settings,
+            resolved,
+            &args.sets,
+            Some(devices[0]),
+        )?;
+        (Some(dir), None)
+    } else {
+        (None, Some(tempfile::tempdir()?))
+    };
+    let prepare_dir = match (&dir, &own) {
+        (Some(d), _) => d.path().to_path_buf(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => unreachable!("one of the two is set above"),
+    };
+    let trained = harness_train::session::train_mpi(
+        resolved,
+        &path,
+        &prepare_dir,
+        settings,
+        devices[0],
+        args.stop_after,
+        world,
+    )?;
+    if world.rank == 0 {
+        print_outcome(&trained);
+    }
+    drop(dir);
+    harness_train::mpi_world::finish();
+    Ok(exit_code(&trained))
 }
 
 /// Opens the run directory of a resolved recipe and trains it there; the directory stays

@@ -22,6 +22,8 @@ pub mod export_st;
 pub mod fused_adam;
 pub mod hard_negatives;
 pub mod mixture;
+#[cfg(feature = "mpi")]
+pub mod mpi_world;
 pub mod objectives;
 pub mod optim;
 pub mod parallel;

@@ -35,6 +35,19 @@ pub struct Peer {
     pub rank: usize,
     /// How many peers train together.
     pub peers: usize,
+    /// How the peers sum their gradients.
+    pub transport: Transport,
+}
+
+/// How the peers of a data-parallel run reach each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Threads of one process, one per device: burn-collective's local all-reduce.
+    Local,
+    /// Processes of an MPI job, one per device (`crate::mpi_world`): one all-reduce of one
+    /// host buffer per step.
+    #[cfg(feature = "mpi")]
+    Mpi,
 }
 
 impl Peer {
@@ -53,6 +66,10 @@ impl Peer {
         values: &[f64],
         device: &IB::Device,
     ) -> Result<Vec<f64>, TrainError> {
+        #[cfg(feature = "mpi")]
+        if self.transport == Transport::Mpi {
+            return crate::mpi_world::sum_f64(values);
+        }
         let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
         let t = Tensor::<IB, 1>::from_data(TensorData::new(data, [values.len()]), device);
         let t = self.all_reduce(t)?;
@@ -96,6 +113,10 @@ impl Peer {
         };
         module.visit(&mut present);
         let found = self.sum::<B::InnerBackend>(&present.found, device)?;
+        #[cfg(feature = "mpi")]
+        if self.transport == Transport::Mpi {
+            return reduce_in_one_buffer::<B, M>(module, grads, found, device);
+        }
         let mut reduce = Reduce::<B> {
             peer: *self,
             grads,
@@ -149,6 +170,102 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Reduce<'_, B> {
             Ok(sum) => self.grads.register(param.id, sum),
             Err(e) => self.error = Some(e),
         }
+    }
+}
+
+/// [`Peer::reduce_gradients`] across processes: every present gradient (zeros where this
+/// peer has none) is copied into one host buffer in visiting order, the buffer is summed
+/// over the ranks in one all-reduce, and the sums are registered back. One collective per
+/// step, whatever the number of parameters.
+#[cfg(feature = "mpi")]
+fn reduce_in_one_buffer<B: AutodiffBackend, M: AutodiffModule<B>>(
+    module: &M,
+    grads: &mut GradientsParams,
+    present: Vec<f64>,
+    device: &B::Device,
+) -> Result<(), TrainError> {
+    let mut gather = Flatten::<B> {
+        grads,
+        present: &present,
+        next: 0,
+        device,
+        buffer: Vec::new(),
+        error: None,
+    };
+    module.visit(&mut gather);
+    if let Some(e) = gather.error {
+        return Err(e);
+    }
+    let mut buffer = gather.buffer;
+    crate::mpi_world::sum_f32(&mut buffer)?;
+    let mut scatter = Unflatten::<B> {
+        grads,
+        present: &present,
+        next: 0,
+        device,
+        buffer: &buffer,
+        offset: 0,
+    };
+    module.visit(&mut scatter);
+    Ok(())
+}
+
+/// Moves each present gradient, in visiting order, into one `f32` buffer.
+#[cfg(feature = "mpi")]
+struct Flatten<'a, B: AutodiffBackend> {
+    grads: &'a mut GradientsParams,
+    present: &'a [f64],
+    next: usize,
+    device: &'a B::Device,
+    buffer: Vec<f32>,
+    error: Option<TrainError>,
+}
+
+#[cfg(feature = "mpi")]
+impl<B: AutodiffBackend> ModuleVisitor<B> for Flatten<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let i = self.next;
+        self.next += 1;
+        if self.error.is_some() || self.present.get(i).is_none_or(|&n| n == 0.0) {
+            return;
+        }
+        let g = self
+            .grads
+            .remove::<B::InnerBackend, D>(param.id)
+            .unwrap_or_else(|| Tensor::zeros(param.val().shape(), self.device));
+        match g.into_data().convert::<f32>().to_vec::<f32>() {
+            Ok(v) => self.buffer.extend_from_slice(&v),
+            Err(e) => self.error = Some(collective(format!("reading a gradient: {e:?}"))),
+        }
+    }
+}
+
+/// Registers each present gradient back from the summed buffer, in visiting order.
+#[cfg(feature = "mpi")]
+struct Unflatten<'a, B: AutodiffBackend> {
+    grads: &'a mut GradientsParams,
+    present: &'a [f64],
+    next: usize,
+    device: &'a B::Device,
+    buffer: &'a [f32],
+    offset: usize,
+}
+
+#[cfg(feature = "mpi")]
+impl<B: AutodiffBackend> ModuleVisitor<B> for Unflatten<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let i = self.next;
+        self.next += 1;
+        if self.present.get(i).is_none_or(|&n| n == 0.0) {
+            return;
+        }
+        let shape = param.val().shape();
+        let n = shape.num_elements();
+        let values = self.buffer[self.offset..self.offset + n].to_vec();
+        self.offset += n;
+        let sum =
+            Tensor::<B::InnerBackend, D>::from_data(TensorData::new(values, shape), self.device);
+        self.grads.register(param.id, sum);
     }
 }
 
@@ -240,7 +357,11 @@ where
         let handles: Vec<_> = (1..peers)
             .map(|rank| {
                 let (config, device, follow) = (config.clone(), &devices[rank], &follow);
-                let peer = Peer { rank, peers };
+                let peer = Peer {
+                    rank,
+                    peers,
+                    transport: Transport::Local,
+                };
                 std::thread::Builder::new()
                     .name(format!("peer-{rank}"))
                     .spawn_scoped(s, move || {
@@ -248,7 +369,11 @@ where
                     })
             })
             .collect();
-        let peer = Peer { rank: 0, peers };
+        let peer = Peer {
+            rank: 0,
+            peers,
+            transport: Transport::Local,
+        };
         let mut all = vec![run_peer::<IB, T>(&devices[0], peer, config, || lead(peer))];
         for h in handles {
             all.push(match h {

@@ -541,6 +541,71 @@ where
     crate::parallel::train::<B>(plan, devices, options(true), || options(false))
 }
 
+/// [`train`] as one rank of an MPI job (`mpirun -np N harness train …`, `srun`), on the
+/// CPU: `rank` 0 prepares into and writes `run_dir` (claimed, locked and recorded by the
+/// caller); every other rank prepares the same corpora and tokenizer (deterministic) into
+/// `prepare_dir`, a folder of its own, reads `run_dir`'s checkpoints to resume from the same
+/// step, and writes nothing there. Each step's gradients are summed over the ranks in one
+/// all-reduce (`crate::mpi_world`), as `--device cpu,cpu` sums them over threads.
+#[cfg(feature = "mpi")]
+pub fn train_mpi(
+    resolved: &Resolved,
+    run_dir: &Path,
+    prepare_dir: &Path,
+    settings: &Settings,
+    device: Device,
+    stop_after: Option<u64>,
+    rank: crate::mpi_world::Rank,
+) -> Result<Trained, TrainError> {
+    if device != Device::Cpu {
+        return Err(TrainError::recipe(
+            "--device",
+            format!("training under MPI runs on `cpu` for now, not on `{device}`"),
+            "leave --device out (each rank trains on its CPU), or train on one machine",
+        ));
+    }
+    let (plan, _tokenizer, _counts) = prepare(resolved, settings, prepare_dir)?;
+    crate::parallel::check_plan(&plan)?;
+    if plan
+        .recipe
+        .train
+        .as_ref()
+        .is_some_and(|t| t.best_metric.is_some() || t.best_per_language.is_some())
+    {
+        return Err(TrainError::recipe(
+            "train.best_metric",
+            "training under MPI does not evaluate during training yet",
+            "drop `train.best_metric` / `train.best_per_language`, or train in one process",
+        ));
+    }
+    if rank.rank == 0 {
+        harness_core::note!(
+            "MPI: {} ranks, one device each; each step's batch is split by examples",
+            rank.size
+        );
+    }
+    trainer::install_interrupt_handler();
+    let opts = Options {
+        objectives: crate::objectives::registry(),
+        run_dir: run_dir.to_path_buf(),
+        stop_after,
+        progress: rank.rank == 0,
+        keep: 2,
+        evaluate: None,
+    };
+    let peer = crate::parallel::Peer {
+        rank: rank.rank,
+        peers: rank.size,
+        transport: crate::parallel::Transport::Mpi,
+    };
+    type Cpu = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
+    let outcome = trainer::train_peer::<Cpu>(&plan, &Default::default(), opts, Some(peer))?;
+    Ok(Trained {
+        plan_steps: plan.total_steps,
+        outcome,
+    })
+}
+
 /// What a training session did.
 pub struct Trained {
     pub outcome: Outcome,

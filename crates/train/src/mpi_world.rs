@@ -1,0 +1,194 @@
+//! Training across processes, and so across machines, through MPI (the `mpi` crate over the
+//! system's Open MPI or MPICH; cargo feature `mpi`). One process per device, launched by
+//! `mpirun -np N harness train …` or `srun --mpi=pmix harness train …`: MPI gives each
+//! process its rank and the world's size; the gradients of a step are summed over the ranks
+//! in one buffer ([`sum_f32`], one `MPI_Allreduce` per step, not one per parameter), so that
+//! every rank takes the same optimizer step (`crate::parallel` for the rule that makes the
+//! weights equal to the one-process run's).
+//!
+//! Why not burn-collective's global strategies: 0.21.0 hangs from the second operation
+//! (`src/global/node/sync.rs` clears a copy of the synced peers) and burn removed the crate
+//! on its main branch (2026-05-08); no release fixes it.
+//!
+//! MPI is initialised with `MPI_THREAD_FUNNELED`: only the thread that called [`init`]
+//! makes MPI calls, so the world lives in that thread's local storage (the handles are not
+//! `Send`). [`finish`] calls `MPI_Finalize`; a process that exits without it is reported by
+//! the launcher as failed.
+//!
+//! No hang: a collective that does not complete within [`timeout`] (a peer died or diverged
+//! from the schedule) ends this process with an error naming the operation and the rank; the
+//! launcher (`mpirun`, `srun`) then stops the others.
+
+use crate::TrainError;
+use mpi::collective::SystemOperation;
+use mpi::traits::*;
+use std::cell::RefCell;
+use std::time::Duration;
+
+/// This process's place in the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rank {
+    /// 0 for the process that writes the run directory.
+    pub rank: usize,
+    /// How many processes train together.
+    pub size: usize,
+}
+
+struct World {
+    // Dropped last: `MPI_Finalize`.
+    comm: mpi::topology::SimpleCommunicator,
+    _universe: mpi::environment::Universe,
+}
+
+thread_local! {
+    static WORLD: RefCell<Option<World>> = const { RefCell::new(None) };
+}
+
+/// Whether a launcher started this process as one rank of an MPI job (Open MPI's
+/// `OMPI_COMM_WORLD_SIZE`, a PMI or PMIx launcher's `PMI_SIZE`/`PMIX_RANK`, MPICH's Hydra
+/// `MPI_LOCALNRANKS`). Read before [`init`], which a plain `harness train` never calls.
+pub fn launched() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|k| std::env::var_os(k).is_some())
+}
+
+/// How long one collective may take before this rank gives up: `HARNESS_MPI_TIMEOUT`
+/// seconds, default 600 (a step's all-reduce takes milliseconds; the first waits for every
+/// rank to have prepared its corpora).
+pub fn timeout() -> Duration {
+    let secs = std::env::var("HARNESS_MPI_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(600);
+    Duration::from_secs(secs)
+}
+
+fn error(rank: usize, detail: impl Into<String>) -> TrainError {
+    TrainError::PeerStopped {
+        rank,
+        detail: detail.into(),
+    }
+}
+
+/// Initialises MPI on this thread and returns this process's rank; `Ok` of the same rank
+/// when it already is.
+pub fn init() -> Result<Rank, TrainError> {
+    if let Some(r) = rank() {
+        return Ok(r);
+    }
+    let Some((universe, _level)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
+        return Err(error(
+            0,
+            "MPI was initialised already by something else in this process",
+        ));
+    };
+    let comm = universe.world();
+    let r = Rank {
+        rank: usize::try_from(comm.rank()).unwrap_or(0),
+        size: usize::try_from(comm.size()).unwrap_or(1),
+    };
+    WORLD.with(|w| {
+        *w.borrow_mut() = Some(World {
+            comm,
+            _universe: universe,
+        })
+    });
+    Ok(r)
+}
+
+/// This process's rank, once [`init`] ran on this thread.
+pub fn rank() -> Option<Rank> {
+    WORLD.with(|w| {
+        w.borrow().as_ref().map(|w| Rank {
+            rank: usize::try_from(w.comm.rank()).unwrap_or(0),
+            size: usize::try_from(w.comm.size()).unwrap_or(1),
+        })
+    })
+}
+
+/// `MPI_Finalize` (waits for every rank to get here). Nothing when MPI is not initialised.
+pub fn finish() {
+    WORLD.with(|w| drop(w.borrow_mut().take()));
+}
+
+/// Runs `op` on the world, ending the process with an error naming `what` if it does not
+/// return within [`timeout`].
+fn with_world<T>(
+    what: &str,
+    op: impl FnOnce(&mpi::topology::SimpleCommunicator) -> T,
+) -> Result<T, TrainError> {
+    WORLD.with(|w| {
+        let w = w.borrow();
+        let Some(world) = w.as_ref() else {
+            return Err(error(
+                0,
+                format!("{what}: MPI is not initialised on this thread"),
+            ));
+        };
+        let rank = usize::try_from(world.comm.rank()).unwrap_or(0);
+        let _watch = Watchdog::start(rank, what);
+        Ok(op(&world.comm))
+    })
+}
+
+/// Sums `values` over the ranks, in place (every rank passes as many, in the same order).
+pub fn sum_f32(values: &mut [f32]) -> Result<(), TrainError> {
+    with_world("all-reduce of the gradients", |c| {
+        let send = values.to_vec();
+        c.all_reduce_into(&send[..], values, SystemOperation::sum());
+    })
+}
+
+/// The element-wise sum of `values` over the ranks.
+pub fn sum_f64(values: &[f64]) -> Result<Vec<f64>, TrainError> {
+    with_world("all-reduce", |c| {
+        let mut out = vec![0.0; values.len()];
+        c.all_reduce_into(values, &mut out[..], SystemOperation::sum());
+        out
+    })
+}
+
+/// Waits for every rank.
+pub fn barrier() -> Result<(), TrainError> {
+    with_world("barrier", |c| c.barrier())
+}
+
+/// Ends the process if dropped later than [`timeout`] after it started: a collective that
+/// never completes (a dead or diverged peer) must not hang the job. By hand: one thread and a
+/// channel, not worth a crate.
+struct Watchdog {
+    done: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl Watchdog {
+    fn start(rank: usize, what: &str) -> Watchdog {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let what = what.to_string();
+        let limit = timeout();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!(
+                    "error: rank {rank}: the {what} did not complete within {} s: another rank stopped or diverged. Fix: see that rank's error above; raise HARNESS_MPI_TIMEOUT if a step is really that slow",
+                    limit.as_secs()
+                );
+                std::process::exit(1);
+            }
+        });
+        Watchdog { done: Some(tx) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(());
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Training across processes through MPI (`--features mpi`; `bash
+//! scripts/install-test-deps.sh mpi` installs Open MPI and libclang), over loopback on this
+//! machine: summing gradients over two ranks in one MPI buffer gives the sum both ranks'
+//! gradients give in one process, and `mpirun -np 2 harness train` trains the LASER default
+//! (small corpora, no dropout) to the weights of the one-process run, within float rounding.
+#![cfg(feature = "mpi")]
+
+mod binary;
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+use harness_train::parallel::{Peer, Transport};
+
+type B = Autodiff<NdArray>;
+
+const CHILD: &str = "HARNESS_MPI_TEST_CHILD";
+
+/// A small model, the same on every rank (constant weights: no random state to share).
+fn model(device: &burn::backend::ndarray::NdArrayDevice) -> Linear<B> {
+    LinearConfig::new(6, 3)
+        .with_initializer(burn::nn::Initializer::Constant { value: 0.1 })
+        .init(device)
+}
+
+/// Rank `rank`'s gradients of a loss on its own inputs (a fixed function of the rank).
+fn grads_of(model: &Linear<B>, rank: usize) -> GradientsParams {
+    let device = Default::default();
+    let values: Vec<f32> = (0..30)
+        .map(|i| ((i as f32) * 0.7 + rank as f32 * 3.1).sin())
+        .collect();
+    let x = Tensor::<B, 2>::from_data(burn::tensor::TensorData::new(values, [5, 6]), &device);
+    let loss = model.forward(x).powi_scalar(2).mean();
+    GradientsParams::from_grads(loss.backward(), model)
+}
+
+/// Every float parameter's gradient, flattened, in visiting order.
+fn flat(model: &Linear<B>, grads: &GradientsParams) -> Vec<f32> {
+    struct Collect<'a> {
+        grads: &'a GradientsParams,
+        out: Vec<f32>,
+    }
+    impl ModuleVisitor<B> for Collect<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            if let Some(g) = self.grads.get::<NdArray, D>(param.id) {
+                self.out
+                    .extend(g.into_data().convert::<f32>().to_vec::<f32>().unwrap());
+            }
+        }
+    }
+    let mut c = Collect {
+        grads,
+        out: Vec::new(),
+    };
+    model.visit(&mut c);
+    c.out
+}
+
+/// One rank (run by `mpirun`, not by `cargo test` directly: then it does nothing).
+#[test]
+fn mpi_rank() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let world = harness_train::mpi_world::init().unwrap();
+    assert_eq!(world.size, 2);
+    let device = Default::default();
+    let m = model(&device);
+    let mut mine = grads_of(&m, world.rank);
+    let peer = Peer {
+        rank: world.rank,
+        peers: world.size,
+        transport: Transport::Mpi,
+    };
+    peer.reduce_gradients::<B, Linear<B>>(&m.clone(), &mut mine, &device)
+        .unwrap();
+    let got = flat(&m, &mine);
+    let mut want = flat(&m, &grads_of(&m, 0));
+    for (w, o) in want.iter_mut().zip(flat(&m, &grads_of(&m, 1))) {
+        *w += o;
+    }
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} vs {w}");
+    }
+    let _ = m.valid();
+    harness_train::mpi_world::finish();
+    println!("rank {} of {}: gradients summed", world.rank, world.size);
+}
+
+#[test]
+fn two_ranks_sum_their_gradients_in_one_buffer() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "2"])
+        .arg(&exe)
+        .args(["--exact", "mpi_rank", "--nocapture", "--test-threads", "1"])
+        .env(CHILD, "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HARNESS_MPI_TIMEOUT", "60")
+        .output()
+        .expect("mpirun (scripts/install-mpi.sh installs Open MPI)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    for rank in 0..2 {
+        assert!(
+            text.contains(&format!("rank {rank} of 2: gradients summed")),
+            "{text}"
+        );
+    }
+}
+
+/// `mpirun --oversubscribe -np N harness ARGS` in the clean environment of
+/// [`binary::command`] (root allowed: CI runs as root).
+fn mpirun(home: &std::path::Path, n: usize, args: &[&str]) -> std::process::Output {
+    let harness = binary::command(home, args);
+    let mut c = std::process::Command::new("mpirun");
+    c.args(["--oversubscribe", "-np", &n.to_string()])
+        .arg(harness.get_program())
+        .args(harness.get_args())
+        .current_dir(binary::repo())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HARNESS_MPI_TIMEOUT", "120");
+    for (k, v) in harness.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.output()
+        .expect("mpirun (bash scripts/install-test-deps.sh mpi)")
+}
+
+/// Every float parameter of the trained system of run `dir`, in visiting order.
+fn weights(dir: &std::path::Path) -> Vec<f32> {
+    struct All(Vec<f32>);
+    impl<BE: burn::tensor::backend::Backend> ModuleVisitor<BE> for All {
+        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<BE, D>>) {
+            self.0.extend(
+                p.val()
+                    .into_data()
+                    .convert::<f32>()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            );
+        }
+    }
+    let files = harness_model::trained::run_files(dir).unwrap();
+    let (system, _, _) =
+        harness_model::trained::load_system::<NdArray<f32>>(&files, &Default::default()).unwrap();
+    let mut all = All(Vec::new());
+    system.visit(&mut all);
+    all.0
+}
+
+/// `(loss, tokens)` of each step of run `dir`.
+fn steps(dir: &std::path::Path) -> Vec<(f64, u64)> {
+    std::fs::read_to_string(dir.join("train/metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["loss"].as_f64().unwrap(), v["tokens"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// The same steps (tokens, loss within rounding) and the same weights within `tolerance`
+/// of the largest weight.
+fn assert_same_training(one: &std::path::Path, two: &std::path::Path, n: usize, tolerance: f32) {
+    let (a, b) = (steps(one), steps(two));
+    assert_eq!(a.len(), n, "{a:?}");
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x.1, y.1, "step {}: tokens", i + 1);
+        assert!(
+            (x.0 - y.0).abs() <= 1e-5 * x.0.abs().max(1.0),
+            "step {}: {x:?} vs {y:?}",
+            i + 1
+        );
+    }
+    let (wa, wb) = (weights(one), weights(two));
+    assert_eq!(wa.len(), wb.len());
+    let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs())).max(1.0);
+    let diff = wa
+        .iter()
+        .zip(&wb)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    eprintln!(
+        "{} weights: max |w_a − w_b| = {diff:.3e} (max |w| {scale:.3})",
+        wa.len()
+    );
+    assert!(
+        diff <= tolerance * scale,
+        "max weight difference {diff} (scale {scale})"
+    );
+}
+
+/// `train RECIPE [--set ...] --out RUN` arguments.
+fn train_args(recipe: &std::path::Path, sets: &[&str], run: &std::path::Path) -> Vec<String> {
+    let mut a: Vec<String> = vec!["train".into(), recipe.display().to_string()];
+    a.extend(sets.iter().map(|s| s.to_string()));
+    a.push("--out".into());
+    a.push(run.display().to_string());
+    a
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The LASER default (ranking with in-batch negatives): two MPI ranks train exactly what two
+/// devices of one process train (`--device cpu,cpu`: each rank ranks its examples against
+/// its own shard, as PyTorch's DDP without an all-gather).
+#[test]
+fn two_mpi_ranks_train_the_laser_default_as_two_devices_of_one_process() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = binary::repo().join("recipes/laser.yaml");
+    let mut sets: Vec<&str> = binary::SMALL_LASER.to_vec();
+    sets.extend([
+        "--set",
+        "train={steps: 4, batch_tokens: 300, max_len: 20, checkpoint_every: 4}",
+        "--set",
+        "optimizer.dropout=0.0",
+    ]);
+    let (threads, ranks) = (out.path().join("threads"), out.path().join("ranks"));
+    let mut a = train_args(&recipe, &sets, &threads);
+    a.extend(["--device".to_string(), "cpu,cpu".to_string()]);
+    let o = binary::harness(home.path(), &strs(&a));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    let o = mpirun(home.path(), 2, &strs(&train_args(&recipe, &sets, &ranks)));
+    let log = binary::text(&o);
+    assert!(o.status.success(), "{log}");
+    assert!(log.contains("MPI: 2 ranks"), "{log}");
+    // Rank 0 alone reports and writes the run directory.
+    assert_eq!(log.matches("trained 4/4 steps").count(), 1, "{log}");
+    // The processes' thread pools split the products otherwise than the one process's, so
+    // the sums round differently; Adam divides gradients of ~1e-2 by their own scale, which
+    // lifts those last-bit differences to ~4e-5 of a weight after four steps.
+    assert_same_training(&threads, &ranks, 4, 1e-4);
+}
+
+/// A translation model (no in-batch negatives): two MPI ranks train the weights of one
+/// process, within float rounding.
+#[test]
+fn two_mpi_ranks_train_the_one_process_weights() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("tiny.yaml");
+    std::fs::write(&recipe, TRANSLATION).unwrap();
+    let (one, ranks) = (out.path().join("one"), out.path().join("ranks"));
+    let o = binary::harness(home.path(), &strs(&train_args(&recipe, &[], &one)));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    let o = mpirun(home.path(), 2, &strs(&train_args(&recipe, &[], &ranks)));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    assert_same_training(&one, &ranks, 5, 1e-5);
+}
+
+/// tests/data_parallel.rs's tiny translation recipe (Adam, clipped, no dropout).
+const TRANSLATION: &str = "name: mpi-tiny
+seed: 5
+data:
+  tokenizer: {kind: bpe, vocab: 400, train_on: [pairs]}
+  corpora:
+    pairs:
+      dataset: parallel-pairs
+      pairs: [deu-eng]
+      exclude: [tatoeba]
+      max_examples: 200
+model:
+  encoder: {kind: bilstm, layers: 1, hidden: 12, embed: 12, pool: max}
+  decoder: {kind: lstm, layers: 1, hidden: 16, embed: 12, lang_embed: 4, targets: [eng]}
+tasks:
+  - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
+optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 0.1}
+train: {steps: 5, batch_tokens: 300, max_len: 20, checkpoint_every: 5}
+evaluate: []
+report: []
+";
