@@ -54,9 +54,10 @@ for what in "$@"; do
             [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] \
                 || [ -e /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] \
                 || command -v mpicc >/dev/null 2>&1 || packages+=(libopenmpi-dev)
-            # bindgen loads libclang at build time.
+            # bindgen loads libclang at build time (libclang.so or libclang-N.so; not
+            # libclang-cpp, which some Debian images carry without it).
             compgen -G '/usr/lib/llvm-*/lib/libclang.so*' >/dev/null \
-                || compgen -G '/usr/lib/*/libclang-*.so*' >/dev/null || packages+=(libclang-dev)
+                || compgen -G '/usr/lib/*/libclang-[0-9]*.so*' >/dev/null || packages+=(libclang-dev)
             ;;
         *)
             echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan, mpi)" >&2

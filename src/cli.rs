@@ -52,7 +52,7 @@ pub enum Command {
     /// CSV, terminal)
     Report(commands::report::ReportArgs),
     /// Train a recipe into its run directory (resumes from the newest checkpoint)
-    Train(commands::train::TrainArgs),
+    Train(commands::train::TrainCliArgs),
     /// Train a recipe, then evaluate every benchmark of its `evaluate:` list
     Run(commands::run::RunCliArgs),
     /// Run an ablation sweep from a grid file: every point through `harness run`, resumable,

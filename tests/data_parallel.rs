@@ -108,7 +108,7 @@ fn two_cpu_devices_train_the_weights_of_one() {
     train("cpu", &one);
     let log = train("cpu,cpu", &two);
     assert!(
-        log.contains("data-parallel on 2 devices") && log.contains("in-batch negatives"),
+        log.contains("data-parallel on 2 devices") && log.contains("whole batch"),
         "{log}"
     );
 
@@ -159,6 +159,61 @@ fn two_cpu_devices_train_the_weights_of_one() {
         diff <= 1e-5 * scale,
         "max weight difference {diff} (scale {scale})"
     );
+}
+
+/// The LASER default (a ranking loss with in-batch negatives, small corpora, no dropout):
+/// two devices gather each other's sentence vectors and rank against the whole batch, so
+/// they train the one-device losses and weights within float rounding.
+#[test]
+fn two_cpu_devices_rank_against_the_whole_batch() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = binary::repo().join("recipes/laser.yaml");
+    let mut args: Vec<String> = vec!["train".into(), recipe.display().to_string()];
+    args.extend(binary::SMALL_LASER.iter().map(|s| s.to_string()));
+    args.extend(
+        [
+            "--set",
+            "train={steps: 4, batch_tokens: 300, max_len: 20, checkpoint_every: 4}",
+            "--set",
+            "optimizer.dropout=0.0",
+        ]
+        .map(String::from),
+    );
+    let run = |devices: &str, dir: &Path| {
+        let mut a = args.clone();
+        a.extend([
+            "--device".into(),
+            devices.into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = harness(home.path(), &a);
+        assert!(o.status.success(), "--device {devices}: {}", text(&o));
+    };
+    let (one, two) = (out.path().join("one"), out.path().join("two"));
+    run("cpu", &one);
+    run("cpu,cpu", &two);
+    let (a, b) = (steps(&one), steps(&two));
+    assert_eq!(a.len(), 4);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x.2, y.2, "step {}: tokens", i + 1);
+        // Ranking against a shard only would lower the loss by a visible amount.
+        assert!(
+            (x.0 - y.0).abs() <= 1e-5 * x.0.abs().max(1.0),
+            "step {}: {x:?} vs {y:?}",
+            i + 1
+        );
+    }
+    let (wa, wb) = (weights(&one), weights(&two));
+    let diff = wa
+        .iter()
+        .zip(&wb)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    eprintln!("{} weights: max |w_1 − w_2| = {diff:.3e}", wa.len());
+    // Adam lifts last-bit differences of the halves' products to ~1e-5 in four steps.
+    assert!(diff <= 1e-4, "max weight difference {diff}");
 }
 
 #[test]

@@ -1,11 +1,15 @@
 //! Training across processes through MPI (`--features mpi`; `bash
 //! scripts/install-test-deps.sh mpi` installs Open MPI and libclang), over loopback on this
 //! machine: summing gradients over two ranks in one MPI buffer gives the sum both ranks'
-//! gradients give in one process, and `mpirun -np 2 harness train` trains the LASER default
-//! (small corpora, no dropout) to the weights of the one-process run, within float rounding.
+//! gradients give in one process; `mpirun -np 2 harness train` trains the LASER default
+//! (small corpora, no dropout) and a translation model to the weights of the one-process
+//! run, within float rounding; a run stopped under two ranks resumes in one process to the
+//! same weights; a rank killed mid-run ends the job with an error within the timeout.
 #![cfg(feature = "mpi")]
 
 mod binary;
+#[path = "../crates/sweep/tests/cluster/mod.rs"]
+mod cluster;
 
 use burn::backend::{Autodiff, NdArray};
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
@@ -217,11 +221,12 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-/// The LASER default (ranking with in-batch negatives): two MPI ranks train exactly what two
-/// devices of one process train (`--device cpu,cpu`: each rank ranks its examples against
-/// its own shard, as PyTorch's DDP without an all-gather).
+/// The LASER default (a ranking loss with in-batch negatives): two MPI ranks train the
+/// weights of one process. Each rank encodes its half of each batch, gathers the other's
+/// sentence vectors and ranks against the whole batch (`Step::gather`), so the summed
+/// gradients are the one-process batch's.
 #[test]
-fn two_mpi_ranks_train_the_laser_default_as_two_devices_of_one_process() {
+fn two_mpi_ranks_train_the_laser_default_to_the_one_process_weights() {
     let home = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let recipe = binary::repo().join("recipes/laser.yaml");
@@ -232,21 +237,89 @@ fn two_mpi_ranks_train_the_laser_default_as_two_devices_of_one_process() {
         "--set",
         "optimizer.dropout=0.0",
     ]);
-    let (threads, ranks) = (out.path().join("threads"), out.path().join("ranks"));
-    let mut a = train_args(&recipe, &sets, &threads);
-    a.extend(["--device".to_string(), "cpu,cpu".to_string()]);
-    let o = binary::harness(home.path(), &strs(&a));
+    let (one, ranks) = (out.path().join("one"), out.path().join("ranks"));
+    let o = binary::harness(home.path(), &strs(&train_args(&recipe, &sets, &one)));
     assert!(o.status.success(), "{}", binary::text(&o));
     let o = mpirun(home.path(), 2, &strs(&train_args(&recipe, &sets, &ranks)));
     let log = binary::text(&o);
     assert!(o.status.success(), "{log}");
     assert!(log.contains("MPI: 2 ranks"), "{log}");
+    assert!(log.contains("collectives"), "{log}");
     // Rank 0 alone reports and writes the run directory.
     assert_eq!(log.matches("trained 4/4 steps").count(), 1, "{log}");
-    // The processes' thread pools split the products otherwise than the one process's, so
-    // the sums round differently; Adam divides gradients of ~1e-2 by their own scale, which
-    // lifts those last-bit differences to ~4e-5 of a weight after four steps.
-    assert_same_training(&threads, &ranks, 4, 1e-4);
+    // Each rank pads its half of a batch to its own longest sentence and its thread pool
+    // splits the products otherwise, so the sums round differently; Adam divides gradients
+    // of ~1e-2 by their own scale, which lifts those last-bit differences to ~1e-5 of a
+    // weight after four steps.
+    assert_same_training(&one, &ranks, 4, 1e-4);
+}
+
+/// A rank killed mid-run (SIGKILL, so no error of its own and no `MPI_Finalize`) ends the
+/// job with an error within the collective timeout, not a hang. The killed rank's wrapper
+/// stays alive, so the launcher sees no exit: only the survivor's watchdog (or MPI's own
+/// detection of the lost peer) can end the job.
+#[test]
+fn a_killed_rank_ends_the_job_with_an_error_within_the_timeout() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("tiny.yaml");
+    std::fs::write(&recipe, TRANSLATION).unwrap();
+    let run = out.path().join("run");
+    let args = train_args(&recipe, &["--set", "train.steps=100000"], &run);
+    // Rank 1 runs harness in the background, kills it once rank 0 has logged two steps,
+    // then waits (as a hung rank would) until the launcher ends it.
+    let wrapper = format!(
+        r#"if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then
+  "$@" & pid=$!
+  until [ "$(wc -l 2>/dev/null < {metrics:?} || echo 0)" -ge 2 ]; do
+    kill -0 "$pid" 2>/dev/null || exit 3
+    sleep 0.1
+  done
+  kill -9 "$pid"
+  echo "rank 1 killed" >&2
+  exec sleep 600
+else
+  exec "$@"
+fi"#,
+        metrics = run.join("train/metrics.jsonl").display().to_string()
+    );
+    let harness = binary::command(home.path(), &strs(&args));
+    let mut c = std::process::Command::new("mpirun");
+    c.args([
+        "--oversubscribe",
+        "-np",
+        "2",
+        "bash",
+        "-c",
+        &wrapper,
+        "rank",
+    ])
+    .arg(harness.get_program())
+    .args(harness.get_args())
+    .current_dir(binary::repo())
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .env("HARNESS_MPI_TIMEOUT", "20");
+    for (k, v) in harness.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let started = std::time::Instant::now();
+    let o = c.output().expect("mpirun");
+    let took = started.elapsed();
+    let log = binary::text(&o);
+    eprintln!("{log}\nthe job ended after {:.1} s", took.as_secs_f64());
+    assert!(log.contains("rank 1 killed"), "{log}");
+    assert!(!o.status.success(), "{log}");
+    // The survivor's watchdog names the collective it waited in.
+    assert!(
+        log.contains("rank 0: the all-reduce did not complete within 20 s"),
+        "{log}"
+    );
+    // 20 s of timeout, plus the launcher's teardown.
+    assert!(took.as_secs() < 90, "took {took:?}: {log}");
 }
 
 /// A translation model (no in-batch negatives): two MPI ranks train the weights of one
@@ -263,6 +336,142 @@ fn two_mpi_ranks_train_the_one_process_weights() {
     let o = mpirun(home.path(), 2, &strs(&train_args(&recipe, &[], &ranks)));
     assert!(o.status.success(), "{}", binary::text(&o));
     assert_same_training(&one, &ranks, 5, 1e-5);
+}
+
+/// A run stopped under two ranks resumes in one process (and the reverse would do alike:
+/// a checkpoint holds no rank count): the weights are the uninterrupted one-process run's.
+#[test]
+fn a_run_of_two_ranks_resumes_in_one_process() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("tiny.yaml");
+    std::fs::write(&recipe, TRANSLATION).unwrap();
+    let every = ["--set", "train.checkpoint_every=2"];
+    let (one, mixed) = (out.path().join("one"), out.path().join("mixed"));
+    let o = binary::harness(home.path(), &strs(&train_args(&recipe, &every, &one)));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    let mut first = train_args(&recipe, &every, &mixed);
+    first.extend(["--stop-after".to_string(), "2".to_string()]);
+    let o = mpirun(home.path(), 2, &strs(&first));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    assert!(
+        binary::text(&o).contains("trained 2/5 steps"),
+        "{}",
+        binary::text(&o)
+    );
+    let o = binary::harness(home.path(), &strs(&train_args(&recipe, &every, &mixed)));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    assert!(
+        binary::text(&o).contains("trained 5/5 steps"),
+        "{}",
+        binary::text(&o)
+    );
+    assert_same_training(&one, &mixed, 5, 1e-5);
+}
+
+/// `harness train --emit slurm` writes one job's batch script, which passes `bash -n` and
+/// shellcheck, and which the local one-node Slurm cluster (`scripts/slurm-local.sh`) runs
+/// as two tasks started by `srun --mpi=pmix`: they train the one-process weights into the
+/// recipe's default run directory. Skipped, saying why, only when the daemons cannot start.
+#[test]
+fn an_emitted_slurm_job_trains_on_two_tasks_of_the_local_cluster() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = out.path().join("tiny.yaml");
+    std::fs::write(&recipe, TRANSLATION).unwrap();
+    let runs = home.path().join("runs");
+    let job = out.path().join("job");
+    let o = binary::command(
+        home.path(),
+        &[
+            "train",
+            &recipe.display().to_string(),
+            "--emit",
+            "slurm",
+            "--nodes",
+            "1",
+            "--tasks-per-node",
+            "2",
+            "--out",
+            &job.display().to_string(),
+        ],
+    )
+    .env("HARNESS_RUNS_DIR", &runs)
+    .output()
+    .unwrap();
+    let log = binary::text(&o);
+    assert!(o.status.success(), "{log}");
+    assert!(log.contains("1 node(s) × 2 rank(s)"), "{log}");
+    let script = job.join("train.sbatch");
+    let o = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "bash -n: {}", binary::text(&o));
+    let o = std::process::Command::new("bash")
+        .arg(binary::repo().join("scripts/install-test-deps.sh"))
+        .arg("shellcheck")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", binary::text(&o));
+    let o = std::process::Command::new("shellcheck")
+        .args(["-s", "bash"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "shellcheck: {}", binary::text(&o));
+
+    let cluster = match cluster::Cluster::start() {
+        Ok(c) => c,
+        Err(reason) => {
+            eprintln!(
+                "SKIPPED (the job's run): the local Slurm cluster cannot start here: {reason}"
+            );
+            return;
+        }
+    };
+    let o = cluster
+        .cmd("sbatch")
+        .arg("--parsable")
+        .arg(&script)
+        .env("HARNESS_HOME", home.path())
+        .env("HARNESS_RUNS_DIR", &runs)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HARNESS_MPI_TIMEOUT", "120")
+        .env_remove("HARNESS_DATA_DIR")
+        .env_remove("HARNESS_MIRRORS")
+        .env_remove("HARNESS_CONFIG")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sbatch: {}", binary::text(&o));
+    cluster.wait_until(
+        "the training job to end",
+        std::time::Duration::from_secs(600),
+        |jobs| jobs.is_empty(),
+    );
+    let logs: Vec<String> = std::fs::read_dir(job.join("logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    let log = logs.join("\n");
+    assert!(log.contains("2 rank(s)"), "{log}");
+    assert!(log.contains("MPI: 2 ranks"), "{log}");
+    assert_eq!(log.matches("trained 5/5 steps").count(), 1, "{log}");
+    // The run directory is the recipe's default one under HARNESS_RUNS_DIR.
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("mpi-tiny-"))
+        })
+        .unwrap_or_else(|| panic!("no run directory under {}: {log}", runs.display()));
+    let one = out.path().join("one");
+    let o = binary::harness(home.path(), &strs(&train_args(&recipe, &[], &one)));
+    assert!(o.status.success(), "{}", binary::text(&o));
+    assert_same_training(&one, &run, 5, 1e-5);
 }
 
 /// tests/data_parallel.rs's tiny translation recipe (Adam, clipped, no dropout).

@@ -40,6 +40,24 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     if let Some(problem) = nothing_to_report(&resolved) {
         bail!("{problem}");
     }
+    super::train::refuse_ranks_without_mpi()?;
+    // One rank of an MPI job (`mpirun -np N harness run …`): every rank trains, rank 0 alone
+    // then evaluates and reports (the others have ended).
+    #[cfg(feature = "mpi")]
+    if harness_train::mpi_world::launched() && !resolved.recipe.tasks.is_empty() {
+        let Some((dir, trained, device)) =
+            super::train::train_as_rank(&resolved, &devices, train, settings)?
+        else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        if trained.outcome.interrupted {
+            return Ok(super::train::exit_code(&trained));
+        }
+        return super::on_device(device, || {
+            let spec = dir.path().display().to_string();
+            evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, device)
+        });
+    }
     super::on_device(device, || {
         if !resolved.recipe.tasks.is_empty() {
             // A training recipe: train (or resume) into its run directory, then evaluate its

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod slurm;
+pub mod slurm_train;
 
 pub use grid::Grid;
 pub use plan::{plan, Sweep};

@@ -64,6 +64,14 @@ pub struct SlurmOptions {
     /// `--gres=gpu:N` of each array task (default 0: none requested).
     #[serde(default)]
     pub gpus: u32,
+    /// `--nodes` of each array task (default 1). With more than one node or task, each
+    /// point trains as an MPI job: `srun --mpi=pmix harness run …` starts one rank per task
+    /// (a harness built with `--features mpi`; rank 0 evaluates and writes the point's run).
+    #[serde(default = "one")]
+    pub nodes: u32,
+    /// `--ntasks-per-node` of each array task: MPI ranks per node (default 1).
+    #[serde(default = "one")]
+    pub tasks_per_node: u32,
     /// `--mem` of each array task (`8G`).
     #[serde(default)]
     pub mem: Option<String>,
@@ -91,6 +99,13 @@ fn default_max_array_size() -> usize {
     1001
 }
 
+impl SlurmOptions {
+    /// MPI ranks of each array task (nodes × tasks per node).
+    pub fn ranks(&self) -> u64 {
+        u64::from(self.nodes) * u64::from(self.tasks_per_node)
+    }
+}
+
 impl Default for SlurmOptions {
     fn default() -> Self {
         SlurmOptions {
@@ -98,6 +113,8 @@ impl Default for SlurmOptions {
             account: None,
             cpus_per_task: 1,
             gpus: 0,
+            nodes: 1,
+            tasks_per_node: 1,
             mem: None,
             time: None,
             throttle: None,
@@ -317,7 +334,16 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
         ));
         // harness's CPU work runs on rayon: use what Slurm granted, not the node's cores.
         s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
-        s.push_str(&format!("exec {} \"${{args[@]}}\"\n", sh_quote(harness_s)));
+        // A multi-rank point: srun starts its MPI ranks (`HARNESS_SRUN_MPI`: another plugin).
+        let launcher = if opts.ranks() > 1 {
+            "srun --mpi=\"${HARNESS_SRUN_MPI:-pmix}\" "
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "exec {launcher}{} \"${{args[@]}}\"\n",
+            sh_quote(harness_s)
+        ));
         scripts.push((path, s));
     }
 
@@ -449,6 +475,12 @@ fn check(req: &EmitRequest) -> Result<(), SlurmError> {
             fix: "set throttle to at least 1, or remove it".into(),
         });
     }
+    if opts.nodes == 0 || opts.tasks_per_node == 0 {
+        return Err(SlurmError::Options {
+            detail: "nodes or tasks_per_node is 0".into(),
+            fix: "set both to at least 1 (the default)".into(),
+        });
+    }
     if opts.cpus_per_task == 0 {
         return Err(SlurmError::Options {
             detail: "cpus_per_task is 0".into(),
@@ -504,8 +536,15 @@ fn check(req: &EmitRequest) -> Result<(), SlurmError> {
     Ok(())
 }
 
-/// The `#SBATCH` lines every job shares (`task`: an array task, which alone asks for GPUs).
+/// The `#SBATCH` lines every job shares (`task`: an array task, which alone asks for GPUs
+/// and several nodes or tasks).
 fn resources(s: &mut String, opts: &SlurmOptions, task: bool) {
+    if task && opts.nodes > 1 {
+        sbatch(s, "nodes", &opts.nodes.to_string());
+    }
+    if task && opts.tasks_per_node > 1 {
+        sbatch(s, "ntasks-per-node", &opts.tasks_per_node.to_string());
+    }
     sbatch(s, "cpus-per-task", &opts.cpus_per_task.to_string());
     if task && opts.gpus > 0 {
         sbatch(s, "gres", &format!("gpu:{}", opts.gpus));
@@ -532,7 +571,7 @@ fn sbatch(s: &mut String, key: &str, value: &str) {
 /// Quotes an `#SBATCH` value: sbatch splits those lines at blanks, reads `#` as a comment
 /// outside quotes, and inside double quotes takes a backslash as an escape. A plain value is
 /// left bare so the scripts read as people write them.
-fn sbatch_quote(v: &str) -> String {
+pub(crate) fn sbatch_quote(v: &str) -> String {
     if !v.is_empty() && v.chars().all(is_plain) {
         return v.to_string();
     }
@@ -1093,6 +1132,8 @@ mod tests {
             account: Some("proj #1 \"x\"".into()),
             max_array_size: 2,
             gather_after: GatherAfter::Ok,
+            nodes: 2,
+            tasks_per_node: 4,
             ..SlurmOptions::default()
         };
         let root = dir.join("it's a \"dir\" $HOME 100%");
@@ -1114,6 +1155,52 @@ mod tests {
             .collect();
         assert_eq!(scripts.len(), 3 + 1 + 1);
         scripts
+    }
+
+    /// A point of several nodes or tasks runs as one MPI job under srun; a point of one
+    /// rank runs harness itself.
+    #[test]
+    fn multi_node_points_start_their_ranks_with_srun() {
+        let dir = tempfile::tempdir().unwrap();
+        let emit_with = |opts: &SlurmOptions, out: &str| {
+            let e = emit(&EmitRequest {
+                name: "abl",
+                tasks: &tasks(2),
+                options: opts,
+                harness: Path::new("/bin/harness"),
+                workdir: dir.path(),
+                gather_args: vec!["sweep".into()],
+                out: &dir.path().join(out),
+                force: false,
+            })
+            .unwrap();
+            read(&e.files[0])
+        };
+        let multi = emit_with(
+            &SlurmOptions {
+                nodes: 4,
+                tasks_per_node: 2,
+                ..SlurmOptions::default()
+            },
+            "multi",
+        );
+        assert!(multi.contains("#SBATCH --nodes=4\n"), "{multi}");
+        assert!(multi.contains("#SBATCH --ntasks-per-node=2\n"), "{multi}");
+        assert!(
+            multi.contains(
+                "exec srun --mpi=\"${HARNESS_SRUN_MPI:-pmix}\" /bin/harness \"${args[@]}\""
+            ),
+            "{multi}"
+        );
+        let single = emit_with(&SlurmOptions::default(), "single");
+        assert!(
+            !single.contains("srun") && !single.contains("--nodes"),
+            "{single}"
+        );
+        assert!(
+            single.contains("exec /bin/harness \"${args[@]}\""),
+            "{single}"
+        );
     }
 
     #[test]

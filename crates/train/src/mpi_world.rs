@@ -42,6 +42,38 @@ struct World {
 
 thread_local! {
     static WORLD: RefCell<Option<World>> = const { RefCell::new(None) };
+    static TRAFFIC: std::cell::Cell<Traffic> = const { std::cell::Cell::new(Traffic::ZERO) };
+}
+
+/// What this rank's collectives cost so far: how many, the bytes each rank contributed, and
+/// the seconds spent in them (waiting for the slowest rank included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    /// Collective calls.
+    pub calls: u64,
+    /// Bytes of this rank's buffers.
+    pub bytes: u64,
+    /// Seconds inside the calls.
+    pub seconds: f64,
+}
+
+impl Traffic {
+    const ZERO: Traffic = Traffic {
+        calls: 0,
+        bytes: 0,
+        seconds: 0.0,
+    };
+}
+
+/// This rank's collectives since [`init`] or the last [`reset_traffic`] ([`Traffic`]).
+pub fn traffic() -> Traffic {
+    TRAFFIC.with(|t| t.get())
+}
+
+/// Starts counting [`traffic`] afresh (after a barrier that waited for the slowest rank's
+/// preparation, which is not the training's cost).
+pub fn reset_traffic() {
+    TRAFFIC.with(|t| t.set(Traffic::ZERO));
 }
 
 /// Whether a launcher started this process as one rank of an MPI job (Open MPI's
@@ -56,6 +88,35 @@ pub fn launched() -> bool {
     ]
     .iter()
     .any(|k| std::env::var_os(k).is_some())
+}
+
+/// This process's rank among those of its machine, as the launcher sets it (Open MPI's
+/// `OMPI_COMM_WORLD_LOCAL_RANK`, Slurm's `SLURM_LOCALID`, MPICH's `MPI_LOCALRANKID`, PMIx's
+/// `PMIX_LOCAL_RANK`); 0 when none does.
+pub fn local_rank() -> usize {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "SLURM_LOCALID",
+        "MPI_LOCALRANKID",
+        "PMIX_LOCAL_RANK",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+    .unwrap_or(0)
+}
+
+/// The GPU index a rank trains on when `--device cuda` names none: its local rank among
+/// the GPUs it can see (`CUDA_VISIBLE_DEVICES`, when the launcher bound some to it; all of
+/// the machine's otherwise), so that the ranks of one machine take one GPU each.
+pub fn local_gpu(local_rank: usize, visible: Option<&str>) -> usize {
+    let count = visible
+        .map(|v| v.split(',').filter(|d| !d.trim().is_empty()).count())
+        .unwrap_or(0);
+    if count > 0 {
+        local_rank % count
+    } else {
+        local_rank
+    }
 }
 
 /// How long one collective may take before this rank gives up: `HARNESS_MPI_TIMEOUT`
@@ -122,6 +183,7 @@ pub fn finish() {
 /// return within [`timeout`].
 fn with_world<T>(
     what: &str,
+    bytes: usize,
     op: impl FnOnce(&mpi::topology::SimpleCommunicator) -> T,
 ) -> Result<T, TrainError> {
     WORLD.with(|w| {
@@ -134,13 +196,24 @@ fn with_world<T>(
         };
         let rank = usize::try_from(world.comm.rank()).unwrap_or(0);
         let _watch = Watchdog::start(rank, what);
-        Ok(op(&world.comm))
+        let started = std::time::Instant::now();
+        let out = op(&world.comm);
+        let seconds = started.elapsed().as_secs_f64();
+        TRAFFIC.with(|t| {
+            let mut now = t.get();
+            now.calls += 1;
+            now.bytes += bytes as u64;
+            now.seconds += seconds;
+            t.set(now);
+        });
+        Ok(out)
     })
 }
 
 /// Sums `values` over the ranks, in place (every rank passes as many, in the same order).
-pub fn sum_f32(values: &mut [f32]) -> Result<(), TrainError> {
-    with_world("all-reduce of the gradients", |c| {
+/// `what` names the operation in a timeout's error.
+pub fn sum_f32(what: &str, values: &mut [f32]) -> Result<(), TrainError> {
+    with_world(what, 4 * values.len(), |c| {
         let send = values.to_vec();
         c.all_reduce_into(&send[..], values, SystemOperation::sum());
     })
@@ -148,7 +221,7 @@ pub fn sum_f32(values: &mut [f32]) -> Result<(), TrainError> {
 
 /// The element-wise sum of `values` over the ranks.
 pub fn sum_f64(values: &[f64]) -> Result<Vec<f64>, TrainError> {
-    with_world("all-reduce", |c| {
+    with_world("all-reduce", 8 * values.len(), |c| {
         let mut out = vec![0.0; values.len()];
         c.all_reduce_into(values, &mut out[..], SystemOperation::sum());
         out
@@ -157,7 +230,7 @@ pub fn sum_f64(values: &[f64]) -> Result<Vec<f64>, TrainError> {
 
 /// Waits for every rank.
 pub fn barrier() -> Result<(), TrainError> {
-    with_world("barrier", |c| c.barrier())
+    with_world("barrier", 0, |c| c.barrier())
 }
 
 /// Ends the process if dropped later than [`timeout`] after it started: a collective that
@@ -190,5 +263,19 @@ impl Drop for Watchdog {
         if let Some(tx) = self.done.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_local_rank_takes_one_visible_gpu() {
+        assert_eq!(local_gpu(3, None), 3);
+        // Slurm bound one GPU to each task: it is the task's cuda:0.
+        assert_eq!(local_gpu(3, Some("5")), 0);
+        assert_eq!(local_gpu(3, Some("0,1")), 1);
+        assert_eq!(local_gpu(2, Some("")), 2);
     }
 }

@@ -11,9 +11,14 @@
 //! takes the same optimizer step: the weights stay equal on every peer and equal, within
 //! float rounding, to the one-device run's.
 //!
-//! Not equal: losses with in-batch negatives (the ranking objectives, `quick_thought`,
-//! `alignment_l2`'s random negatives) rank each example against its own shard only (like
-//! PyTorch's DDP without an all-gather), and dropout draws other masks (same distribution).
+//! Losses with in-batch negatives (`ranking_softmax`, `translation_ranking`,
+//! `response_ranking`, `quick_thought`) rank against the whole batch: each peer gathers
+//! every peer's sentence vectors ([`Peer::gather_rows`], one collective per step), puts its
+//! own in place with their gradients, and computes the whole batch's loss, unweighted; the
+//! gradients summed over the peers are then the whole batch's (`crate::step::Step::gather`,
+//! as sentence-transformers' `gather_across_devices`). Not equal: `alignment_l2`'s random
+//! negatives come from each peer's shard, and dropout draws other masks (same
+//! distribution).
 //! Joint tasks and inner loops are refused (their batches are not sharded yet).
 //!
 //! Only peer 0 logs, evaluates, writes `metrics.jsonl` and checkpoints. A peer that fails
@@ -94,6 +99,45 @@ impl Peer {
             detail: format!("{e:?}"),
         })?;
         Ok(Tensor::from_primitive(TensorPrimitive::Float(out)))
+    }
+
+    /// Every peer's rows of `local: [sizes[rank], d]`, stacked in rank order: `[Σ sizes, d]`
+    /// (`sizes[r]`: peer `r`'s row count, which every peer knows). One collective: the sum
+    /// of each peer's rows placed in a zero buffer of the whole's size, which is exact
+    /// (`x + 0 = x`), so every peer holds the same bits.
+    pub fn gather_rows<IB: Backend>(
+        &self,
+        local: Tensor<IB, 2>,
+        sizes: &[usize],
+    ) -> Result<Tensor<IB, 2>, TrainError> {
+        let [n, d] = local.dims();
+        let start: usize = sizes.iter().take(self.rank).sum();
+        let total: usize = sizes.iter().sum();
+        if sizes.get(self.rank) != Some(&n) {
+            return Err(collective(format!(
+                "peer {} gathers {n} rows where the plan gives it {:?}",
+                self.rank,
+                sizes.get(self.rank)
+            )));
+        }
+        let device = local.device();
+        let mine = local
+            .into_data()
+            .convert::<f32>()
+            .to_vec::<f32>()
+            .map_err(|e| collective(format!("reading rows to gather: {e:?}")))?;
+        let mut buffer = vec![0f32; total * d];
+        buffer[start * d..(start + n) * d].copy_from_slice(&mine);
+        #[cfg(feature = "mpi")]
+        if self.transport == Transport::Mpi {
+            crate::mpi_world::sum_f32("gather of the batch's sentence vectors", &mut buffer)?;
+            return Ok(Tensor::from_data(
+                TensorData::new(buffer, [total, d]),
+                &device,
+            ));
+        }
+        let t = Tensor::<IB, 2>::from_data(TensorData::new(buffer, [total, d]), &device);
+        self.all_reduce(t)
     }
 
     /// Sums `grads` (this peer's gradients of its weighted shard loss) over the peers, in
@@ -197,7 +241,7 @@ fn reduce_in_one_buffer<B: AutodiffBackend, M: AutodiffModule<B>>(
         return Err(e);
     }
     let mut buffer = gather.buffer;
-    crate::mpi_world::sum_f32(&mut buffer)?;
+    crate::mpi_world::sum_f32("all-reduce of the gradients", &mut buffer)?;
     let mut scatter = Unflatten::<B> {
         grads,
         present: &present,
@@ -324,7 +368,7 @@ where
     let peers = devices.len();
     harness_core::note!(
         "data-parallel on {peers} devices: each step's batch is split by examples; \
-         in-batch negatives (ranking losses) come from each device's shard only"
+         ranking losses rank against the whole batch's vectors, gathered from every device"
     );
     let config = CollectiveConfig::default().with_num_devices(peers);
     together::<B::InnerBackend, _>(
@@ -443,6 +487,9 @@ fn run_peer<IB: Backend, T>(
 mod tests {
     use super::*;
 
+    /// burn-collective is one per process: tests that use it take turns.
+    static COLLECTIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn shards_cover_the_batch_in_order() {
         let index: Vec<u32> = (10..17).collect();
@@ -466,10 +513,45 @@ mod tests {
         assert_eq!(shard_weight(0.0, 0.0), 0.0);
     }
 
+    /// Gathering rows over 3 peers of unequal shards stacks them in rank order, exactly,
+    /// on every peer.
+    #[test]
+    fn gathered_rows_stack_every_peers_shard_in_rank_order() {
+        let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        type Cpu = burn::backend::NdArray<f32>;
+        let sizes = [1usize, 2, 2];
+        let rows = |rank: usize| -> Vec<f32> {
+            let start: usize = sizes[..rank].iter().sum();
+            (start..start + sizes[rank])
+                .flat_map(|i| [i as f32 + 0.1, -(i as f32) / 3.0])
+                .collect()
+        };
+        let want: Vec<f32> = (0..3).flat_map(rows).collect();
+        let gather = |peer: Peer| -> Result<Vec<f32>, TrainError> {
+            let t = Tensor::<Cpu, 2>::from_data(
+                TensorData::new(rows(peer.rank), [sizes[peer.rank], 2]),
+                &Default::default(),
+            );
+            let all = peer.gather_rows(t, &sizes)?;
+            assert_eq!(all.dims(), [5, 2]);
+            Ok(all.into_data().to_vec::<f32>().unwrap())
+        };
+        let devices = vec![Default::default(); 3];
+        let config = CollectiveConfig::default().with_num_devices(3);
+        let got = together::<Cpu, Vec<f32>>(&devices, config, gather, |peer| {
+            let mine = gather(peer)?;
+            assert_eq!(mine, (0..3).flat_map(rows).collect::<Vec<f32>>());
+            Ok(mine)
+        })
+        .unwrap();
+        assert_eq!(got, want);
+    }
+
     /// A peer that fails stops the others (their all-reduces error instead of waiting for
     /// it), and the run reports the failing peer's own error.
     #[test]
     fn a_failing_peer_stops_the_others_with_its_own_error() {
+        let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
         type Cpu = burn::backend::NdArray<f32>;
         let (done, wait) = std::sync::mpsc::channel();
         // On a thread, so that a hang fails the test instead of blocking it.

@@ -557,13 +557,6 @@ pub fn train_mpi(
     stop_after: Option<u64>,
     rank: crate::mpi_world::Rank,
 ) -> Result<Trained, TrainError> {
-    if device != Device::Cpu {
-        return Err(TrainError::recipe(
-            "--device",
-            format!("training under MPI runs on `cpu` for now, not on `{device}`"),
-            "leave --device out (each rank trains on its CPU), or train on one machine",
-        ));
-    }
     let (plan, _tokenizer, _counts) = prepare(resolved, settings, prepare_dir)?;
     crate::parallel::check_plan(&plan)?;
     if plan
@@ -580,26 +573,56 @@ pub fn train_mpi(
     }
     if rank.rank == 0 {
         harness_core::note!(
-            "MPI: {} ranks, one device each; each step's batch is split by examples",
+            "MPI: {} ranks, one device each (rank 0 on {device}); each step's batch is split by \
+             examples, and ranking losses gather the whole batch's vectors",
             rank.size
         );
     }
+    // Every rank has prepared before the first step is timed.
+    crate::mpi_world::barrier()?;
+    crate::mpi_world::reset_traffic();
     trainer::install_interrupt_handler();
-    let opts = Options {
-        objectives: crate::objectives::registry(),
-        run_dir: run_dir.to_path_buf(),
-        stop_after,
-        progress: rank.rank == 0,
-        keep: 2,
-        evaluate: None,
-    };
     let peer = crate::parallel::Peer {
         rank: rank.rank,
         peers: rank.size,
         transport: crate::parallel::Transport::Mpi,
     };
-    type Cpu = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
-    let outcome = trainer::train_peer::<Cpu>(&plan, &Default::default(), opts, Some(peer))?;
+    // One call for every backend: the gradients cross processes through host buffers.
+    macro_rules! mpi_with {
+        ($backend:ty, $device:expr) => {{
+            let opts = Options {
+                objectives: crate::objectives::registry(),
+                run_dir: run_dir.to_path_buf(),
+                stop_after,
+                progress: rank.rank == 0,
+                keep: 2,
+                evaluate: None,
+            };
+            trainer::train_peer::<burn::backend::Autodiff<$backend>>(
+                &plan,
+                $device,
+                opts,
+                Some(peer),
+            )?
+        }};
+    }
+    let outcome = match device {
+        Device::Cpu => mpi_with!(burn::backend::NdArray<f32>, &Default::default()),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(index) => mpi_with!(
+            burn::backend::Cuda<f32, i32>,
+            &burn::backend::cuda::CudaDevice::new(index)
+        ),
+        #[cfg(feature = "flex")]
+        Device::Flex => mpi_with!(burn::backend::Flex, &Default::default()),
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => mpi_with!(
+            burn::backend::Wgpu<f32, i32>,
+            &burn::backend::wgpu::WgpuDevice::DefaultDevice
+        ),
+        #[allow(unreachable_patterns)]
+        other => return Err(TrainError::Device(other.not_compiled())),
+    };
     Ok(Trained {
         plan_steps: plan.total_steps,
         outcome,

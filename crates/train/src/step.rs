@@ -10,6 +10,7 @@ use crate::batch::{
     PairBatch,
 };
 use crate::data::{ContextExample, Examples, NliExample, PairExample};
+use crate::parallel::Peer;
 use crate::plan::{Plan, TaskPlan};
 use crate::TrainError;
 use burn::module::AutodiffModule;
@@ -62,6 +63,12 @@ pub struct Step<'a, B: AutodiffBackend> {
     current: Option<usize>,
     /// Head weights to set after the optimizer step (the centres of a center loss).
     deferred: Vec<(usize, Tensor<B::InnerBackend, 2>)>,
+    /// On a data-parallel peer: the peer and the whole batch's indices (`index` is its
+    /// shard of them).
+    whole: Option<(Peer, &'a [u32])>,
+    /// Whether a loss gathered the whole batch ([`Step::gather`]): it then computed the
+    /// whole batch's loss, not its shard's.
+    gathered: bool,
 }
 
 /// A joint task's own batch within a step.
@@ -127,7 +134,92 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             own: Vec::new(),
             current: None,
             deferred: Vec::new(),
+            whole: None,
+            gathered: false,
         }
+    }
+
+    /// The step as data-parallel peer `peer`, whose examples are its shard of the whole
+    /// batch `whole` (the indices every peer's shard comes from).
+    pub fn with_peer(mut self, peer: Peer, whole: &'a [u32]) -> Self {
+        self.whole = Some((peer, whole));
+        self
+    }
+
+    /// The indices of the whole batch: every peer's shard (this step's own when alone).
+    fn whole_index(&self) -> &'a [u32] {
+        self.whole.map_or(self.index, |(_, w)| w)
+    }
+
+    /// Whether a loss of this step ranked against the whole batch ([`Self::gather`]).
+    pub fn gathered(&self) -> bool {
+        self.gathered
+    }
+
+    /// The whole batch's translation examples, across the data-parallel peers (this step's
+    /// own when alone): what a loss with in-batch negatives ranks against, its vectors
+    /// from [`Self::gather`].
+    pub fn whole_pairs(&self) -> Result<Vec<&'a PairExample>, TrainError> {
+        match self.examples()? {
+            Examples::Pairs(ex) => Ok(self
+                .whole_index()
+                .iter()
+                .map(|&i| &ex[i as usize])
+                .collect()),
+            _ => Err(self.wrong_kind("translation pairs")),
+        }
+    }
+
+    /// [`Self::whole_pairs`] of running text.
+    pub fn whole_context(&self) -> Result<Vec<&'a ContextExample>, TrainError> {
+        match self.examples()? {
+            Examples::Context(ex) => Ok(self
+                .whole_index()
+                .iter()
+                .map(|&i| &ex[i as usize])
+                .collect()),
+            _ => Err(self.wrong_kind("running text (previous, sentence, next)")),
+        }
+    }
+
+    /// The whole batch's rows of each of `parts` (this step's rows `[shard, d_i]`, in
+    /// example order), across the data-parallel peers, in one collective: the other peers'
+    /// rows enter as constants and this peer's own rows keep their gradients. A loss on the
+    /// gathered rows is the whole batch's loss, so each peer's gradient is that loss's
+    /// gradient through its own rows, and their sum over the peers is the one-device run's
+    /// (the trainer then leaves the loss unweighted). Alone, `parts` come back as they are.
+    pub fn gather<const N: usize>(
+        &mut self,
+        parts: [Tensor<B, 2>; N],
+    ) -> Result<[Tensor<B, 2>; N], TrainError> {
+        let Some((peer, whole)) = self.whole else {
+            return Ok(parts);
+        };
+        let sizes: Vec<usize> = (0..peer.peers)
+            .map(|r| crate::parallel::shard(whole, r, peer.peers).len())
+            .collect();
+        let packed = Tensor::cat(parts.iter().map(|p| p.clone().inner()).collect(), 1);
+        let all = peer.gather_rows(packed, &sizes)?;
+        let start: usize = sizes[..peer.rank].iter().sum();
+        let (end, total) = (start + sizes[peer.rank], whole.len());
+        self.gathered = true;
+        let mut column = 0;
+        Ok(parts.map(|own| {
+            let w = own.dims()[1];
+            let theirs = |rows: std::ops::Range<usize>| {
+                Tensor::<B, 2>::from_inner(all.clone().slice([rows, column..column + w]))
+            };
+            let mut pieces = Vec::with_capacity(3);
+            if start > 0 {
+                pieces.push(theirs(0..start));
+            }
+            pieces.push(own);
+            if end < total {
+                pieces.push(theirs(end..total));
+            }
+            column += w;
+            Tensor::cat(pieces, 0)
+        }))
     }
 
     /// The step with joint task `task`'s own batch (examples `index` of its data).
@@ -365,8 +457,9 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             Examples::Pairs(ex) => ex,
             _ => return Err(self.wrong_kind("translation pairs")),
         };
+        // The fewest of the whole batch's, so that every data-parallel peer takes as many.
         let k = self
-            .index
+            .whole_index()
             .iter()
             .map(|&i| negatives[i as usize].len())
             .min()

@@ -423,6 +423,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
         let (batch, next) = data.batch_at(position(&self.state, &task.name))?;
         let (examples, index) = batch.parts();
+        let whole = index;
         // A data-parallel peer computes its shard of the batch (every peer sees the same
         // batch, so all refuse one too small alike, before any all-reduce).
         let index = match self.peer {
@@ -476,6 +477,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             &mut noise,
             device,
         );
+        if let Some(p) = self.peer {
+            ctx = ctx.with_peer(p, whole);
+        }
         for (j, b, _) in &own {
             ctx = ctx.with_own(*j, &plan.tasks[*j], b.parts());
         }
@@ -483,6 +487,8 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         // Data-parallel: the shard's loss weighted by its share of the batch's count, so
         // that the gradients summed over the peers are the whole batch's.
         let loss = match self.peer {
+            // A loss that gathered the whole batch is the whole batch's already.
+            Some(_) if ctx.gathered() => loss,
             None => loss,
             Some(p) => {
                 let count = self.losses[t].averaged_over(&mut ctx)?;
@@ -507,7 +513,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             Some(p) => {
                 // The batch's loss and tokens are the sums over the peers; a shard whose loss
                 // is not finite makes it so on every peer, which all stop alike.
-                let sums = p.sum::<B::InnerBackend>(&[value, tokens as f64], device)?;
+                // (Every peer's gathered loss is the whole batch's: the first peer's counts.)
+                let mine = if ctx.gathered() && !p.leads() {
+                    0.0
+                } else {
+                    value
+                };
+                let sums = p.sum::<B::InnerBackend>(&[mine, tokens as f64], device)?;
                 (value, tokens) = (sums[0], sums[1].round() as usize);
                 if !value.is_finite() {
                     return Err(TrainError::Diverged {

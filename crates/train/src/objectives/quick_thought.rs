@@ -73,7 +73,8 @@ impl QuickThought {
 
 impl Loss for QuickThought {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let ex = step.context()?;
+        // Against the whole batch across data-parallel peers (`Step::gather`).
+        let ex = step.whole_context()?;
         let ids = |f: fn(&crate::data::ContextExample) -> &[u32]| -> Vec<&[u32]> {
             ex.iter().map(|e| f(e)).collect()
         };
@@ -88,6 +89,7 @@ impl Loss for QuickThought {
         let i = project(step, self.input_head.as_deref(), i, "input_head")?;
         let p = project(step, self.previous_head.as_deref(), p, "previous_head")?;
         let n = project(step, self.next_head.as_deref(), n, "next_head")?;
+        let [i, p, n] = step.gather([i, p, n])?;
         Ok(quick_thought_loss(i, p, n, &to_previous, &to_next))
     }
 }

@@ -117,14 +117,21 @@ pub fn rank_pairs<B: AutodiffBackend>(
     step: &mut Step<'_, B>,
     p: Ranking,
 ) -> Result<Tensor<B, 1>, TrainError> {
-    let ex = step.pairs()?;
+    // Against the whole batch across data-parallel peers (`Step::gather`).
+    let ex = step.whole_pairs()?;
     let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
     let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
     let masks = RankingMasks::from_ids(&src, &tgt);
     let u = step.encode(Side::First)?.sentence;
     let v = step.encode(Side::Second)?.sentence;
-    let extra = step.hard_negatives()?;
-    Ok(ranking_softmax(u, v, extra, p, &masks))
+    let Some(extra) = step.hard_negatives()? else {
+        let [u, v] = step.gather([u, v])?;
+        return Ok(ranking_softmax(u, v, None, p, &masks));
+    };
+    let [n, k, d] = extra.dims();
+    let [u, v, extra] = step.gather([u, v, extra.reshape([n, k * d])])?;
+    let whole = u.dims()[0];
+    Ok(ranking_softmax(u, v, Some(extra.reshape([whole, k, d])), p, &masks))
 }
 
 /// Parameters of one ranking loss.

@@ -39,13 +39,15 @@ impl Objective for ResponseRanking {
 
 impl Loss for ResponseRanking {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let ex = step.pairs()?;
+        // Against the whole batch across data-parallel peers (`Step::gather`).
+        let ex = step.whole_pairs()?;
         let input: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
         let response: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
         let masks = RankingMasks::from_ids(&input, &response);
         let u = step.encode(Side::First)?.sentence;
         let v = step.encode(Side::Second)?.sentence;
         let v = project(step, self.head.as_deref(), v, "head")?;
+        let [u, v] = step.gather([u, v])?;
         Ok(ranking_softmax(u, v, None, dot(), &masks))
     }
 }
