@@ -13,30 +13,6 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use std::path::Path;
 
-/// A tiny translation model (BiLSTM encoder, LSTM decoder) on German–English pairs; Adam
-/// with a clip below every step's gradient norm, so both the optimizer's state and the
-/// clipped update are compared.
-const RECIPE: &str = "name: dp-tiny
-seed: 5
-data:
-  tokenizer: {kind: bpe, vocab: 400, train_on: [pairs]}
-  corpora:
-    pairs:
-      dataset: parallel-pairs
-      pairs: [deu-eng]
-      exclude: [tatoeba]
-      max_examples: 200
-model:
-  encoder: {kind: bilstm, layers: 1, hidden: 12, embed: 12, pool: max}
-  decoder: {kind: lstm, layers: 1, hidden: 16, embed: 12, lang_embed: 4, targets: [eng]}
-tasks:
-  - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
-optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 0.1}
-train: {steps: 5, batch_tokens: 300, max_len: 20, checkpoint_every: 5}
-evaluate: []
-report: []
-";
-
 /// Every float parameter of a module, in visiting order.
 struct Collect(Vec<f32>);
 impl<B: Backend> ModuleVisitor<B> for Collect {
@@ -98,7 +74,7 @@ fn two_cpu_devices_train_the_weights_of_one() {
     let home = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let recipe = out.path().join("dp-tiny.yaml");
-    std::fs::write(&recipe, RECIPE).unwrap();
+    std::fs::write(&recipe, binary::TINY_TRANSLATION).unwrap();
     let train = |devices: &str, run: &Path| {
         let o = train(home.path(), &recipe, devices, run);
         assert!(o.status.success(), "--device {devices}: {}", text(&o));
@@ -221,7 +197,7 @@ fn a_device_list_naming_a_missing_backend_is_refused() {
     let home = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let recipe = out.path().join("dp-tiny.yaml");
-    std::fs::write(&recipe, RECIPE).unwrap();
+    std::fs::write(&recipe, binary::TINY_TRANSLATION).unwrap();
     let run = out.path().join("run");
     let refuse = |devices: &str, want: &str| {
         let o = train(home.path(), &recipe, devices, &run);

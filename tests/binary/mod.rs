@@ -126,3 +126,27 @@ pub fn hashed_grid(dir: &Path, dims: &str) -> PathBuf {
     .unwrap();
     path
 }
+
+/// A tiny translation model (BiLSTM encoder, LSTM decoder) on German–English pairs; Adam
+/// with a clip below every step's gradient norm, so both the optimizer's state and the
+/// clipped update are compared (tests/data_parallel.rs, tests/mpi.rs).
+pub const TINY_TRANSLATION: &str = "name: tiny-translation
+seed: 5
+data:
+  tokenizer: {kind: bpe, vocab: 400, train_on: [pairs]}
+  corpora:
+    pairs:
+      dataset: parallel-pairs
+      pairs: [deu-eng]
+      exclude: [tatoeba]
+      max_examples: 200
+model:
+  encoder: {kind: bilstm, layers: 1, hidden: 12, embed: 12, pool: max}
+  decoder: {kind: lstm, layers: 1, hidden: 16, embed: 12, lang_embed: 4, targets: [eng]}
+tasks:
+  - {name: translate, objective: seq2seq_ce, corpus: pairs, weight: 1.0}
+optimizer: {kind: adam, lr: 0.003, eps: 1.0e-8, dropout: 0.0, grad_clip: 0.1}
+train: {steps: 5, batch_tokens: 300, max_len: 20, checkpoint_every: 5}
+evaluate: []
+report: []
+";

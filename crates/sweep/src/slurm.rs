@@ -618,7 +618,7 @@ pub fn sh_quote(s: &str) -> String {
 
 /// Text safe inside a `#` comment line: control characters (a newline would end the comment
 /// and make the rest a command) become `?`.
-fn comment(s: &str) -> String {
+pub(crate) fn comment(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
@@ -695,7 +695,7 @@ fn absolute(p: &Path) -> Result<PathBuf, SlurmError> {
     std::path::absolute(p).map_err(|e| SlurmError::io(p, e))
 }
 
-fn utf8<'p>(field: &'static str, p: &'p Path) -> Result<&'p str, SlurmError> {
+pub(crate) fn utf8<'p>(field: &'static str, p: &'p Path) -> Result<&'p str, SlurmError> {
     p.to_str().ok_or_else(|| SlurmError::Value {
         field,
         value: p.to_string_lossy().into_owned(),

@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::slurm::{sh_quote, SlurmError};
+use crate::slurm::{comment, sbatch_quote, sh_quote, utf8, SlurmError};
 use harness_core::outdir::{Foreign, OutDir};
 
 /// The kind of output [`emit`] records in its directory's manifest.
@@ -112,7 +112,7 @@ pub fn emit(job: &TrainJob) -> Result<EmittedJob, SlurmError> {
     let shape = job.shape;
     let mut s = String::from("#!/usr/bin/env bash\n");
     let line = |s: &mut String, key: &str, value: &str| {
-        s.push_str(&format!("#SBATCH --{key}={}\n", sbatch_value(value)));
+        s.push_str(&format!("#SBATCH --{key}={}\n", sbatch_quote(value)));
     };
     line(&mut s, "job-name", &format!("harness-train-{}", job.name));
     line(&mut s, "nodes", &shape.nodes.to_string());
@@ -263,27 +263,6 @@ fn check(job: &TrainJob) -> Result<(), SlurmError> {
         }
     }
     Ok(())
-}
-
-fn utf8<'p>(field: &'static str, p: &'p Path) -> Result<&'p str, SlurmError> {
-    p.to_str().ok_or_else(|| SlurmError::Value {
-        field,
-        value: p.to_string_lossy().into_owned(),
-        detail: "the path is not valid UTF-8, which the script cannot spell".into(),
-        fix: "use a UTF-8 path".into(),
-    })
-}
-
-/// An `#SBATCH` value as sbatch's script parser reads it ([`crate::slurm`]'s rule).
-fn sbatch_value(v: &str) -> String {
-    crate::slurm::sbatch_quote(v)
-}
-
-/// Text safe inside a `#` comment line.
-fn comment(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 #[cfg(test)]
