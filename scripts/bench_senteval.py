@@ -111,7 +111,7 @@ def default_harness() -> str:
 
 
 def harness_home() -> Path:
-    """HARNESS_HOME as harness resolves it (README, Settings)."""
+    """HARNESS_HOME as harness resolves it (docs/settings.md)."""
     home = os.environ.get("HARNESS_HOME")
     if home:
         return Path(home)

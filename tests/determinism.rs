@@ -113,7 +113,7 @@ fn train_and_evaluate(threads: &str) -> (String, Vec<serde_json::Value>) {
 
 /// The same training recipe twice (each from a cold home): the same training log step by
 /// step and a byte-identical result file apart from its wall time. With 1 thread instead of
-/// 2 the tolerance README.md documents holds: the same batches and the first step's loss
+/// 2 the tolerance docs/tests.md documents holds: the same batches and the first step's loss
 /// exactly, each of the first five steps' losses and gradient norms within 1e-5 relative
 /// (the BiLSTM's weight gradient is summed over one block of rows per thread, so its
 /// rounding depends on the thread count, and later steps drift further apart).

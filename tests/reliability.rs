@@ -1,4 +1,4 @@
-//! README "Reliability": what harness refuses rather than follows, mixes or silences, through
+//! docs/reliability.md: what harness refuses rather than follows, mixes or silences, through
 //! the real binary on the hashed-ngrams evaluation recipe (seconds each). A `.lock` or a
 //! `results/` that is a link, a run directory of another recipe, two encoders in one folder,
 //! control characters from result files, stdout closed early, and the small refusals

@@ -2,7 +2,7 @@
 //! budget), axes whose values multiply (`axes:`), axes whose values move together (`zip:`),
 //! combinations left out (`exclude:`), values each changed alone from the baseline
 //! (`one_at_a_time:`, the usual ablation), seeds as the replicate axis, and the metrics to
-//! tabulate. README.md, "Sweeps", documents the format with a worked example.
+//! tabulate. docs/sweeps.md documents the format with a worked example.
 //!
 //! Every key an axis names is a dotted recipe key exactly as `--set` takes it
 //! (`model.encoder.layers`, `tasks.similarity.params.alpha`), benchmark parameters included

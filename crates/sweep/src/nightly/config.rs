@@ -1,8 +1,8 @@
 //! A nightly configuration (`nightly/*.yaml`): what is measured each night (recipes trained
 //! from scratch, pinned run directories, evaluation encoders, each with its benchmarks and
 //! seeds) and how a change is judged (minimum effects by pattern, confidence, speed
-//! thresholds). `nightly/example.yaml` is the worked example; README "Nightly" documents the
-//! keys.
+//! thresholds). `nightly/example.yaml` is the worked example; docs/nightly.md documents
+//! the keys.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
