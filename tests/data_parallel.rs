@@ -6,37 +6,11 @@
 //! refused before any work.
 
 mod binary;
+mod trained;
 
 use binary::{harness, text};
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::backend::Backend;
-use burn::tensor::Tensor;
 use std::path::Path;
-
-/// Every float parameter of a module, in visiting order.
-struct Collect(Vec<f32>);
-impl<B: Backend> ModuleVisitor<B> for Collect {
-    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<B, D>>) {
-        self.0.extend(
-            p.val()
-                .into_data()
-                .convert::<f32>()
-                .to_vec::<f32>()
-                .unwrap(),
-        );
-    }
-}
-
-/// The trained weights of run `dir` (encoder, decoder, heads).
-fn weights(dir: &Path) -> Vec<f32> {
-    let files = harness_model::trained::run_files(dir).unwrap();
-    let dev = Default::default();
-    let (system, _, _) =
-        harness_model::trained::load_system::<burn::backend::NdArray<f32>>(&files, &dev).unwrap();
-    let mut c = Collect(Vec::new());
-    system.visit(&mut c);
-    c.0
-}
+use trained::max_difference;
 
 /// `(loss, grad_norm, tokens)` of each line of the run's `metrics.jsonl`.
 fn steps(dir: &Path) -> Vec<(f64, f64, u64)> {
@@ -120,17 +94,7 @@ fn two_cpu_devices_train_the_weights_of_one() {
         );
     }
 
-    let (wa, wb) = (weights(&one), weights(&two));
-    assert_eq!(wa.len(), wb.len());
-    let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs())).max(1.0);
-    let diff = wa
-        .iter()
-        .zip(&wb)
-        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!(
-        "{} weights: max |w_1 − w_2| = {diff:.3e} (max |w| {scale:.3})",
-        wa.len()
-    );
+    let (diff, scale) = max_difference(&one, &two);
     assert!(
         diff <= 1e-5 * scale,
         "max weight difference {diff} (scale {scale})"
@@ -182,12 +146,7 @@ fn two_cpu_devices_rank_against_the_whole_batch() {
             i + 1
         );
     }
-    let (wa, wb) = (weights(&one), weights(&two));
-    let diff = wa
-        .iter()
-        .zip(&wb)
-        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!("{} weights: max |w_1 − w_2| = {diff:.3e}", wa.len());
+    let (diff, _) = max_difference(&one, &two);
     // Adam lifts last-bit differences of the halves' products to ~1e-5 in four steps.
     assert!(diff <= 1e-4, "max weight difference {diff}");
 }

@@ -10,6 +10,7 @@
 mod binary;
 #[path = "../crates/sweep/tests/cluster/mod.rs"]
 mod cluster;
+mod trained;
 
 use burn::backend::{Autodiff, NdArray};
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
@@ -143,28 +144,6 @@ fn mpirun(home: &std::path::Path, n: usize, args: &[&str]) -> std::process::Outp
         .expect("mpirun (bash scripts/install-test-deps.sh mpi)")
 }
 
-/// Every float parameter of the trained system of run `dir`, in visiting order.
-fn weights(dir: &std::path::Path) -> Vec<f32> {
-    struct All(Vec<f32>);
-    impl<BE: burn::tensor::backend::Backend> ModuleVisitor<BE> for All {
-        fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<BE, D>>) {
-            self.0.extend(
-                p.val()
-                    .into_data()
-                    .convert::<f32>()
-                    .to_vec::<f32>()
-                    .unwrap(),
-            );
-        }
-    }
-    let files = harness_model::trained::run_files(dir).unwrap();
-    let (system, _, _) =
-        harness_model::trained::load_system::<NdArray<f32>>(&files, &Default::default()).unwrap();
-    let mut all = All(Vec::new());
-    system.visit(&mut all);
-    all.0
-}
-
 /// `(loss, tokens)` of each step of run `dir`.
 fn steps(dir: &std::path::Path) -> Vec<(f64, u64)> {
     std::fs::read_to_string(dir.join("train/metrics.jsonl"))
@@ -191,17 +170,7 @@ fn assert_same_training(one: &std::path::Path, two: &std::path::Path, n: usize, 
             i + 1
         );
     }
-    let (wa, wb) = (weights(one), weights(two));
-    assert_eq!(wa.len(), wb.len());
-    let scale = wa.iter().fold(0f32, |m, w| m.max(w.abs())).max(1.0);
-    let diff = wa
-        .iter()
-        .zip(&wb)
-        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
-    eprintln!(
-        "{} weights: max |w_a − w_b| = {diff:.3e} (max |w| {scale:.3})",
-        wa.len()
-    );
+    let (diff, scale) = trained::max_difference(one, two);
     assert!(
         diff <= tolerance * scale,
         "max weight difference {diff} (scale {scale})"
@@ -265,7 +234,18 @@ fn a_killed_rank_ends_the_job_with_an_error_within_the_timeout() {
     let recipe = out.path().join("tiny.yaml");
     std::fs::write(&recipe, binary::TINY_TRANSLATION).unwrap();
     let run = out.path().join("run");
-    let args = train_args(&recipe, &["--set", "train.steps=100000"], &run);
+    // Each batch the whole corpus: no end-of-epoch batch of fewer examples than ranks (a
+    // refusal) can end the run before the kill does, however long the kill takes.
+    let args = train_args(
+        &recipe,
+        &[
+            "--set",
+            "train.steps=100000",
+            "--set",
+            "train.batch_tokens=100000",
+        ],
+        &run,
+    );
     // Rank 1 runs harness in the background, kills it once rank 0 has logged two steps,
     // then waits (as a hung rank would) until the launcher ends it.
     let wrapper = format!(
