@@ -155,6 +155,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     harness_core::specs::set_extra(cli.global.specs.clone());
     let settings = Settings::load(&flags).map_err(|e| anyhow::anyhow!("settings: {e}"))?;
+    // Before any device opens: cubecl's autotune results and compiled kernels under
+    // HARNESS_HOME (a no-op in a build without a GPU backend).
+    harness_model::gpu::configure(&settings.cache_dir.join("cubecl"));
     match cli.command {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Datasets(cmd) => commands::datasets::run(&cmd, &settings),

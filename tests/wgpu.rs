@@ -1,6 +1,7 @@
 //! burn's wgpu backend (`--device wgpu`, a build made with `--features wgpu`) against the
 //! CPU, through the real binary on the real data: every training case of [`CASES`] trains a
-//! few steps on both and the first step's loss agrees within [`MAX_LOSS_DIFF`]; the
+//! few steps on both and the first step's loss agrees within [`MAX_LOSS_DIFF`], then once
+//! more on wgpu counting kernel launches and host reads per step against [`LAUNCH_PINS`]; the
 //! pretrained encoders embed a few hundred sentences of eight languages on both with cosine
 //! at least [`MIN_COSINE`] (multilingual-e5-small's word table exceeds lavapipe's buffers:
 //! it is looked up in blocks there), and the embedding cache keeps the two apart.
@@ -136,9 +137,15 @@ fn vulkan_installed() -> bool {
     loader && driver
 }
 
-/// `harness ARGS` with `HARNESS_HOME=home` (and the models in `models`, when given).
-fn harness(home: &Path, models: Option<&Path>, args: &[&str]) -> Output {
+/// `harness ARGS` with `HARNESS_HOME=home` (and the models in `models`, when given),
+/// counting kernel launches when `counted` (`HARNESS_GPU_TRACE=1`). Autotune is minimal:
+/// lavapipe's timings say nothing about a GPU, and a full tune took most of a cold run.
+fn harness(home: &Path, models: Option<&Path>, counted: bool, args: &[&str]) -> Output {
     let mut c = command(home, args);
+    c.env("CUBECL_AUTOTUNE_LEVEL", "minimal");
+    if counted {
+        c.env("HARNESS_GPU_TRACE", "1");
+    }
     if let Some(m) = models {
         c.env("HARNESS_MODELS_DIR", m);
     }
@@ -156,7 +163,13 @@ fn first_loss(run: &Path) -> f64 {
 }
 
 #[test]
-fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
+fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() {
+    for (name, _) in CASES {
+        assert!(
+            LAUNCH_PINS.iter().any(|(n, ..)| n == name),
+            "no launch pin for the case `{name}`: add a line to LAUNCH_PINS"
+        );
+    }
     for kind in TRAINABLE {
         assert!(
             CASES
@@ -173,10 +186,20 @@ fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
     let recipe = repo().join("recipes/laser.yaml");
     let mut report = Vec::new();
     let mut failed = Vec::new();
+    let mut table = vec![
+        "| case | kernel launches, step 1 / step 2 | host reads per step |".to_string(),
+        "|---|---|---|".to_string(),
+    ];
+    let mut over = Vec::new();
     for (name, sets) in CASES {
         let mut losses = Vec::new();
-        for device in ["wgpu", "cpu"] {
-            let run = out.path().join(format!("{name}-{device}"));
+        // The third run counts launches with the autotune results of the first in the cache
+        // (the same batches, so no candidate is timed in it: those launches would be noise).
+        for device in ["wgpu", "cpu", "wgpu-counted"] {
+            let counted = device == "wgpu-counted";
+            let device = if counted { "wgpu" } else { device };
+            let tag = if counted { "counted" } else { device };
+            let run = out.path().join(format!("{name}-{tag}"));
             let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
             args.extend(small());
             for s in *sets {
@@ -186,8 +209,27 @@ fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
             // The pretrained case reads the model from the shared install.
             let models = (*name == "pretrained")
                 .then(|| installed_model(MINILM).parent().unwrap().to_path_buf());
-            let o = harness(home.path(), models.as_deref(), &args);
+            let o = harness(home.path(), models.as_deref(), counted, &args);
             assert!(o.status.success(), "{name} on {device}: {}", text(&o));
+            if counted {
+                let steps = counted_steps(&run);
+                assert_eq!(steps.len(), 2, "{name}: {steps:?}");
+                let launches = steps.iter().map(|s| s.0).max().unwrap();
+                let reads = steps.iter().map(|s| s.1).max().unwrap();
+                assert!(launches > 0, "{name}: no launch counted: {steps:?}");
+                let (_, pin_launches, pin_reads) =
+                    LAUNCH_PINS.iter().find(|(n, ..)| n == name).unwrap();
+                if launches > *pin_launches || reads > *pin_reads {
+                    over.push(format!(
+                        "{name}: {launches} launches (pin {pin_launches}), {reads} reads (pin {pin_reads})"
+                    ));
+                }
+                table.push(format!(
+                    "| {name} | {} / {} | {reads} |",
+                    steps[0].0, steps[1].0
+                ));
+                continue;
+            }
             assert!(
                 text(&o).contains("trained 2/2 steps"),
                 "{name} on {device}: {}",
@@ -210,12 +252,52 @@ fn every_training_case_has_the_same_first_loss_on_wgpu_and_cpu() {
             failed.push(name);
         }
     }
-    eprintln!("{}", report.join("\n"));
+    eprintln!("{}\n{}", report.join("\n"), table.join("\n"));
     assert!(
         failed.is_empty(),
         "first-step losses differ by more than {MAX_LOSS_DIFF} for {failed:?}:\n{}",
         report.join("\n")
     );
+    assert!(
+        over.is_empty(),
+        "over the launch pins:\n{}",
+        over.join("\n")
+    );
+}
+
+/// Kernel launches and host reads of one training step on wgpu, at most, per case of
+/// [`CASES`] ([`small`]'s two steps, counted with `HARNESS_GPU_TRACE=1` in a run whose
+/// shapes were all tuned by an earlier run in the same home). Measured with burn's fusion and
+/// autotune on; the README's table "Kernel launches per training step" shows the same run. A
+/// change that adds a launch per time step, or a read-back per step, fails here: raise a pin
+/// only with the reason in the commit.
+const LAUNCH_PINS: &[(&str, u64, u64)] = &[
+    // Measured 2026-12-02 (lavapipe; the larger of the two steps) + 0.5 %: 2423, 4797,
+    // 3585, 67, 477, 2058, 2484. Without fusion: 9311, 18457, 13885, 165, 819, 4303, 9397.
+    ("laser-default", 2436, 0),
+    ("bilstm", 4821, 0),
+    ("lstm", 3603, 0),
+    ("cbow", 68, 0),
+    ("transformer", 480, 0),
+    ("pretrained", 2069, 0),
+    ("words-char-ngrams", 2497, 0),
+];
+
+/// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads).
+fn counted_steps(run: &Path) -> Vec<(u64, u64)> {
+    let path = run.join("train/metrics.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|row| {
+            let count = |k: &str| {
+                row[k]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{}: a step without `{k}`: {row}", path.display()))
+            };
+            (count("launches"), count("host_reads"))
+        })
+        .collect()
 }
 
 /// 40 sentences of each of eight languages from Tatoeba (scripts whose tokens lie all over
@@ -255,6 +337,7 @@ fn pretrained_encoders_embed_the_same_vectors_on_wgpu_and_cpu() {
             let o = harness(
                 home.path(),
                 Some(&models),
+                false,
                 &[
                     "embed",
                     "--encoder",

@@ -42,6 +42,9 @@ pub fn on_device<T>(device: Device, work: impl FnOnce() -> anyhow::Result<T>) ->
         return work();
     }
     harness_core::device::watch_device_threads();
+    if let Some(note) = harness_model::gpu::first_use_note(&device.to_string()) {
+        harness_core::note!("{note}");
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     match (result, harness_core::device::device_failure()) {
         (Ok(done), None) => done,

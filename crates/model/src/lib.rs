@@ -13,6 +13,7 @@ pub mod encoder;
 pub mod error;
 pub mod gather_fused;
 pub mod gelu_fused;
+pub mod gpu;
 pub mod heads;
 pub mod input;
 pub mod layer_norm_fused;

@@ -123,13 +123,56 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     norm
 }
 
+/// [`clip_global_norm`] without a read-back, for a GPU step: the norm stays on the device
+/// and the gradients are multiplied there by `min(1, max_norm / (norm + 1e-6))` (the host
+/// path skips the multiplication under the bound, where the factor is 1). An infinite norm
+/// makes the factor 0 where the host path leaves the gradients alone; a NaN norm (and loss)
+/// stops the run when the step's values are read back either way. Returns the norm.
+pub fn clip_global_norm_on_device<B: AutodiffBackend, M: AutodiffModule<B>>(
+    module: &M,
+    grads: &mut GradientsParams,
+    max_norm: Option<f64>,
+) -> Tensor<B::InnerBackend, 1> {
+    let mut sq = SquaredNorm::<B> { grads, total: None };
+    module.visit(&mut sq);
+    let norm = match sq.total {
+        Some(total) => total.sqrt(),
+        None => {
+            let device = module.devices().into_iter().next().unwrap_or_default();
+            return Tensor::zeros([1], &device);
+        }
+    };
+    if let Some(max) = max_norm {
+        let factor = (norm.clone() + 1e-6).recip().mul_scalar(max).clamp_max(1.0);
+        let mut scale = ScaleBy::<B> { grads, factor };
+        module.visit(&mut scale);
+    }
+    norm
+}
+
+/// Multiplies every gradient by a one-element tensor on the device.
+struct ScaleBy<'a, B: AutodiffBackend> {
+    grads: &'a mut GradientsParams,
+    factor: Tensor<B::InnerBackend, 1>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for ScaleBy<'_, B> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let id: ParamId = param.id;
+        if let Some(g) = self.grads.remove::<B::InnerBackend, D>(id) {
+            let factor = self.factor.clone().unsqueeze::<D>();
+            self.grads.register::<B::InnerBackend, D>(id, g * factor);
+        }
+    }
+}
+
 trait ToF64 {
     fn into_scalar_f64(self) -> f64;
 }
 
 impl<B: burn::tensor::backend::Backend> ToF64 for Tensor<B, 1> {
     fn into_scalar_f64(self) -> f64 {
-        self.into_data()
+        harness_model::gpu::host_read(self)
             .convert::<f64>()
             .to_vec::<f64>()
             .ok()

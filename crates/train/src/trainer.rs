@@ -7,7 +7,9 @@
 
 use crate::checkpoint::{self, Best, TrainState};
 use crate::objectives::{Registry, TaskLoss};
-use crate::optim::{clip_global_norm, learning_rate, scale_gradients, AnyOptimizer};
+use crate::optim::{
+    clip_global_norm, clip_global_norm_on_device, learning_rate, scale_gradients, AnyOptimizer,
+};
 use crate::parallel::{shard_weight, Peer};
 use crate::plan::{InnerPlan, Plan};
 use crate::step::Step;
@@ -15,7 +17,7 @@ use crate::TrainError;
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{ElementConversion, Tensor};
+use burn::tensor::Tensor;
 use harness_model::best_encoders::BestEncoders;
 use harness_model::random::Noise;
 use harness_model::system::{Group, System};
@@ -106,6 +108,12 @@ struct MetricLine<'a> {
     seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     eval: Option<(&'a str, f64)>,
+    /// Kernels this step launched on the device (`HARNESS_GPU_TRACE=1` on a GPU build).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    launches: Option<u64>,
+    /// Tensors this step read back to the host (with `launches`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_reads: Option<u64>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -248,15 +256,72 @@ struct Loop<'p, B: AutodiffBackend> {
     best_encoders: Option<BestEncoders>,
     /// This loop's place in a data-parallel run (`None`: the one-device run).
     peer: Option<Peer>,
+    /// Steps done whose metrics are not written yet ([`Self::settle`]).
+    pending: Vec<Stepped<B>>,
 }
 
 /// What one step did, for its metrics line.
-struct Stepped {
+struct Stepped<B: AutodiffBackend> {
+    /// The step's index (the loop's step count before it), for its metrics line and the
+    /// error of a loss that is not finite.
+    step: u64,
     task: usize,
+    /// The loss, once read back ([`Loop::settle`]); NaN while [`Self::on_device`] holds it.
     loss: f64,
     lr: f64,
     grad_norm: f64,
     tokens: usize,
+    /// Kernel launches and host reads of the step, when traced ([`device_counts`]).
+    counted: Option<(u64, u64)>,
+    /// The loss and the gradients' global norm still on the device: a GPU step does not
+    /// wait for them, they are read back with other steps' ([`Loop::settle`]).
+    on_device: Option<[Tensor<B::InnerBackend, 1>; 2]>,
+    /// The in-training evaluation done after this step.
+    eval: Option<(String, f64)>,
+    /// Training seconds and tokens per second of the run when the step ended.
+    seconds: f64,
+    tokens_per_s: f64,
+}
+
+/// Steps whose loss and norm a GPU run keeps on the device before reading them back in one
+/// transfer (and checking that they are finite). A checkpoint, an evaluation and the end of
+/// training read them back at once; so does every step on the CPU backends, where a read
+/// costs nothing.
+const READ_EVERY: usize = 25;
+
+/// Whether reading a tensor back costs nothing: the CPU backends (ndarray, flex), whose
+/// tensors are in host memory already.
+fn host_backend<B: AutodiffBackend>() -> bool {
+    let id = std::any::TypeId::of::<B::InnerBackend>();
+    #[cfg(feature = "flex")]
+    if id == std::any::TypeId::of::<burn::backend::Flex>() {
+        return true;
+    }
+    id == std::any::TypeId::of::<burn::backend::NdArray<f32>>()
+}
+
+/// A loss read back to the host (counted: [`harness_model::gpu::host_read`]).
+fn scalar<B: burn::tensor::backend::Backend>(loss: Tensor<B, 1>) -> f64 {
+    harness_model::gpu::host_read(loss)
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .ok()
+        .and_then(|v| v.first().copied())
+        .unwrap_or(f64::NAN)
+}
+
+/// Kernels launched and tensors read back so far, once the device has finished what was
+/// queued (burn's fusion runs queued operations lazily: the sync puts each launch in the
+/// step that queued it); `None` unless `HARNESS_GPU_TRACE` counts launches.
+fn device_counts<B: AutodiffBackend>(device: &B::Device) -> Option<(u64, u64)> {
+    if !harness_model::gpu::tracing() {
+        return None;
+    }
+    B::sync(device).ok()?;
+    Some((
+        harness_model::gpu::launches()?,
+        harness_model::gpu::host_reads(),
+    ))
 }
 
 impl<'p, B: AutodiffBackend> Loop<'p, B> {
@@ -373,6 +438,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             keep: opts.keep,
             best_encoders,
             peer,
+            pending: Vec::new(),
         })
     }
 
@@ -380,7 +446,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
     /// clipping and the optimizer step. A stage starts with a fresh optimizer (each stage
     /// is its own optimisation, like a separate training run), and every step of a stage
     /// that freezes parameter groups keeps them out of the backward pass.
-    fn step(&mut self, device: &B::Device) -> Result<Stepped, TrainError> {
+    fn step(&mut self, device: &B::Device) -> Result<Stepped<B>, TrainError> {
         let plan = self.plan;
         let started = Instant::now();
         let step = self.state.step;
@@ -498,10 +564,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         };
         let mut tokens = ctx.tokens();
         let deferred = ctx.take_deferred();
-        let mut value: f64 = loss.clone().into_scalar().elem();
+        // On a GPU the loss stays there (read back by `settle`); the CPU reads it now.
+        let device_side = self.peer.is_none() && !host_backend::<B>();
+        let kept = device_side.then(|| loss.clone().inner());
+        let mut value: f64 = if device_side {
+            f64::NAN
+        } else {
+            scalar(loss.clone())
+        };
         let mut grads = match self.peer {
             None => {
-                if !value.is_finite() {
+                if !device_side && !value.is_finite() {
                     return Err(TrainError::Diverged {
                         step,
                         task: task.name.clone(),
@@ -541,7 +614,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 .flat_map(|e| e.embedding_tables());
             scale_gradients(&mut grads, self.spec.embedding_grad_scale, tables);
         }
-        let grad_norm = clip_global_norm(self.model(), &mut grads, self.spec.grad_clip);
+        let (grad_norm, on_device) = match kept {
+            Some(loss) => {
+                let norm =
+                    clip_global_norm_on_device(self.model(), &mut grads, self.spec.grad_clip);
+                (f64::NAN, Some([loss, norm]))
+            }
+            None => (
+                clip_global_norm(self.model(), &mut grads, self.spec.grad_clip),
+                None,
+            ),
+        };
         let mut spec = self.spec.clone();
         if let Some(lr) = stage.lr {
             spec.lr = lr;
@@ -562,15 +645,64 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         self.session.session_steps += 1;
         self.session.session_tokens += tokens as u64;
         self.session.session_seconds += secs;
-        self.session.last_loss = value;
-        self.smoothed = Some(self.smoothed.map_or(value, |m| 0.95 * m + 0.05 * value));
         Ok(Stepped {
+            step,
             task: t,
             loss: value,
             lr,
             grad_norm,
             tokens,
+            counted: None,
+            on_device,
+            eval: None,
+            seconds: self.state.seconds,
+            tokens_per_s: self.session.tokens_per_second(),
         })
+    }
+
+    /// Reads back the loss and norm of every pending step in one transfer, stops at the
+    /// first loss that is not finite (naming its step), and writes the metrics lines. The
+    /// wait for the device counts as training time.
+    fn settle(&mut self) -> Result<(), TrainError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mut held = Vec::new();
+        let mut owners = Vec::new();
+        for (i, s) in self.pending.iter_mut().enumerate() {
+            if let Some(pair) = s.on_device.take() {
+                held.extend(pair);
+                owners.push(i);
+            }
+        }
+        if !held.is_empty() {
+            let values = harness_model::gpu::host_read(Tensor::cat(held, 0))
+                .convert::<f64>()
+                .to_vec::<f64>()
+                .unwrap_or_default();
+            for (i, pair) in owners.into_iter().zip(values.chunks(2)) {
+                if let &[loss, norm] = pair {
+                    (self.pending[i].loss, self.pending[i].grad_norm) = (loss, norm);
+                }
+            }
+            let secs = started.elapsed().as_secs_f64();
+            self.state.seconds += secs;
+            self.session.session_seconds += secs;
+        }
+        for s in std::mem::take(&mut self.pending) {
+            if !s.loss.is_finite() {
+                return Err(TrainError::Diverged {
+                    step: s.step,
+                    task: self.plan.tasks[s.task].name.clone(),
+                    value: s.loss,
+                });
+            }
+            self.session.last_loss = s.loss;
+            self.smoothed = Some(self.smoothed.map_or(s.loss, |m| 0.95 * m + 0.05 * s.loss));
+            self.record(&s)?;
+        }
+        Ok(())
     }
 
     /// Task `k`'s inner loop before the main update of a step of task `t` (`k` is `t`, or a
@@ -632,7 +764,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             }
             ctx.set_current((k != t).then_some(k));
             let loss = self.losses[k].inner_loss(&mut ctx)?;
-            let value: f64 = loss.clone().into_scalar().elem();
+            let value: f64 = scalar(loss.clone());
             if !value.is_finite() {
                 return Err(TrainError::Diverged {
                     step,
@@ -733,20 +865,22 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
     }
 
     /// Appends the step's line to `train/metrics.jsonl`.
-    fn record(&mut self, s: &Stepped, eval: Option<&(String, f64)>) -> Result<(), TrainError> {
+    fn record(&mut self, s: &Stepped<B>) -> Result<(), TrainError> {
         let Some(metrics) = self.metrics.as_mut() else {
             return Ok(());
         };
         let line = MetricLine {
-            step: self.state.step,
+            step: s.step + 1,
             task: &self.plan.tasks[s.task].name,
             loss: s.loss,
             lr: s.lr,
             grad_norm: s.grad_norm,
             tokens: s.tokens,
-            tokens_per_s: self.session.tokens_per_second(),
-            seconds: self.state.seconds,
-            eval: eval.map(|(n, v)| (n.as_str(), *v)),
+            tokens_per_s: s.tokens_per_s,
+            seconds: s.seconds,
+            eval: s.eval.as_ref().map(|(n, v)| (n.as_str(), *v)),
+            launches: s.counted.map(|c| c.0),
+            host_reads: s.counted.map(|c| c.1),
         };
         let mut text = serde_json::to_string(&line).map_err(|e| TrainError::Checkpoint {
             path: self.metrics_path.clone(),
@@ -760,6 +894,8 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
 
     /// Writes a checkpoint of the model, the optimizer and the loop's state.
     fn checkpoint(&mut self) -> Result<(), TrainError> {
+        // Never a checkpoint of weights that a pending step's non-finite loss reached.
+        self.settle()?;
         // Only the first data-parallel peer writes (every peer holds the same state).
         let Some(metrics) = self.metrics.as_mut() else {
             return Ok(());
@@ -838,7 +974,11 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
             l.session.interrupted = true;
             break;
         }
-        let stepped = l.step(device)?;
+        let before = device_counts::<B>(device);
+        let mut stepped = l.step(device)?;
+        if let (Some(b), Some(a)) = (before, device_counts::<B>(device)) {
+            stepped.counted = Some((a.0 - b.0, a.1 - b.1));
+        }
         // A panic on a GPU backend's device thread leaves this thread with whatever the
         // buffers held: stop before it reaches metrics.jsonl or a checkpoint.
         if let Some(detail) = harness_core::device::device_failure() {
@@ -847,15 +987,26 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
                 detail,
             });
         }
-        let eval = l.evaluate(&mut opts, eval_every, &bar)?;
-        l.record(&stepped, eval.as_ref())?;
+        stepped.eval = l.evaluate(&mut opts, eval_every, &bar)?;
+        let evaluated = stepped.eval.is_some();
+        l.pending.push(stepped);
         let step = l.state.step;
+        if evaluated
+            || l.pending.len() >= READ_EVERY
+            || step >= total
+            || opts.stop_after.is_some_and(|s| step >= s)
+        {
+            l.settle()?;
+        }
         bar.set_position(step);
-        bar.set_message(format!(
-            "loss {:.3} | {:.0} tok/s",
-            l.smoothed.unwrap_or(f64::NAN),
-            l.session.tokens_per_second()
-        ));
+        // A GPU run's first losses are still on the device until the first read-back.
+        bar.set_message(match l.smoothed {
+            Some(loss) => format!(
+                "loss {loss:.3} | {:.0} tok/s",
+                l.session.tokens_per_second()
+            ),
+            None => format!("{:.0} tok/s", l.session.tokens_per_second()),
+        });
         // A checkpoint is due on the cadence, at the end of each stage, and whenever a new
         // best was found (the best step must exist on disk).
         let new_best = l.state.best.as_ref().is_some_and(|b| b.step == step);
@@ -867,6 +1018,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
             break;
         }
     }
+    l.settle()?;
     bar.finish_and_clear();
     // A run of zero steps (the untrained baseline) still leaves a checkpoint to evaluate.
     if l.session.checkpoint.is_none() && l.state.step >= total {

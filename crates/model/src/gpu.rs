@@ -1,0 +1,204 @@
+//! burn's GPU backends (cubecl: `--device cuda:N`, `--device wgpu`) set up for this process
+//! before a device opens, and the counters of what a training step asks of a device.
+//!
+//! cubecl reads its settings once per process (a `cubecl.toml` found from the current
+//! directory up, then its `CUBECL_*` variables). [`configure`] keeps those and changes two
+//! things:
+//!
+//! - autotune results (the fastest matmul, reduce and fused-kernel variant per shape) and,
+//!   on CUDA, the compiled PTX go under the cache folder harness gives it (`<HARNESS_HOME>/
+//!   cache/cubecl`), where cubecl's default is a `target/` folder beside the nearest
+//!   `Cargo.toml`: a second run neither times nor compiles them again, wherever it starts;
+//! - with `HARNESS_GPU_TRACE=1`, cubecl's execution log (one message per kernel launched)
+//!   goes to the `log` crate, where [`launches`] counts it: the per-step launch counts of
+//!   `metrics.jsonl` and of the README's table.
+//!
+//! [`host_read`] is the one way the training step reads a tensor back to the host; it counts
+//! the reads, so that a read-back added to the step shows in the same table.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Kernels launched since the process started (counted only while tracing).
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+/// Tensors read back to the host through [`host_read`].
+static READS: AtomicU64 = AtomicU64::new(0);
+/// Whether `HARNESS_GPU_TRACE` turned the launch count on.
+static TRACING: AtomicBool = AtomicBool::new(false);
+/// What [`configure`] did, for [`first_use_note`].
+static SETUP: OnceLock<Setup> = OnceLock::new();
+
+/// Where cubecl keeps its caches in this process, and whether they held anything yet.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The folder of the autotune results and compiled kernels.
+    pub cache: PathBuf,
+    /// Whether an earlier run left results there.
+    pub warm: bool,
+    /// Why harness could not apply its settings (cubecl had read its own already).
+    pub skipped: Option<String>,
+}
+
+/// The environment variable that turns the launch count on (`1`).
+pub const TRACE_VAR: &str = "HARNESS_GPU_TRACE";
+
+/// Applies harness's cubecl settings (cache under `cache`, launch tracing) once per
+/// process; later calls return the first call's result. A build without a GPU backend only
+/// records the folder.
+pub fn configure(cache: &Path) -> &'static Setup {
+    SETUP.get_or_init(|| {
+        let warm = std::fs::read_dir(cache).is_ok_and(|mut d| d.next().is_some());
+        let tracing = std::env::var(TRACE_VAR).is_ok_and(|v| v == "1");
+        let skipped = apply(cache, tracing).err();
+        if tracing && skipped.is_none() {
+            TRACING.store(true, Ordering::Relaxed);
+        }
+        Setup {
+            cache: cache.to_path_buf(),
+            warm,
+            skipped,
+        }
+    })
+}
+
+/// What a run about to use a GPU should tell its user before the first step: kernels are
+/// compiled (and matmuls tuned) on first use, which takes a while and is kept for later runs.
+pub fn first_use_note(device: &str) -> Option<String> {
+    let setup = SETUP.get()?;
+    if let Some(why) = &setup.skipped {
+        return Some(format!(
+            "{device}: cubecl's settings were read before harness's ({why}); its caches stay where cubecl.toml says"
+        ));
+    }
+    Some(if setup.warm {
+        format!(
+            "{device}: kernels and autotune results from earlier runs are in {}",
+            setup.cache.display()
+        )
+    } else {
+        format!(
+            "{device}: compiling and tuning kernels on first use (the first steps take longer; kept in {} for later runs)",
+            setup.cache.display()
+        )
+    })
+}
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn apply(cache: &Path, tracing: bool) -> Result<(), String> {
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+    if CubeClRuntimeConfig::storage().lock().is_some() {
+        return Err("a device was opened before".into());
+    }
+    // The user's cubecl.toml and CUBECL_* variables first, then harness's two changes. The
+    // config is patched as a serde value: its logger types are not exported by cubecl.
+    let base = CubeClRuntimeConfig::from_current_dir().override_from_env();
+    let mut value = serde_json::to_value(&base).map_err(|e| e.to_string())?;
+    let folder = serde_json::json!({ "file": cache });
+    value["autotune"]["cache"] = folder.clone();
+    value["compilation"]["cache"] = folder;
+    if tracing {
+        value["profiling"]["logger"]["level"] = "minimal".into();
+        value["profiling"]["logger"]["log"] = "info".into();
+        install_counter();
+    }
+    let config: CubeClRuntimeConfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let mut slot = CubeClRuntimeConfig::storage().lock();
+    if slot.is_some() {
+        return Err("a device was opened before".into());
+    }
+    *slot = Some(std::sync::Arc::new(config));
+    Ok(())
+}
+
+#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
+    Ok(())
+}
+
+/// Counts cubecl's "Executing <kernel>" messages (one per launch); everything else the `log`
+/// crate carries is dropped, as it is when no logger is installed.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn install_counter() {
+    struct Counter;
+    impl log::Log for Counter {
+        fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+            m.level() <= log::Level::Info
+        }
+        fn log(&self, record: &log::Record<'_>) {
+            if let Some(text) = record.args().as_str() {
+                if text.starts_with("Executing ") {
+                    LAUNCHES.fetch_add(1, Ordering::Relaxed);
+                }
+            } else if record.args().to_string().starts_with("Executing ") {
+                LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fn flush(&self) {}
+    }
+    static COUNTER: Counter = Counter;
+    if log::set_logger(&COUNTER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+}
+
+/// Whether launches are being counted (`HARNESS_GPU_TRACE=1` on a GPU build).
+pub fn tracing() -> bool {
+    TRACING.load(Ordering::Relaxed)
+}
+
+/// Kernels launched so far, once cubecl's logging thread has caught up (it receives each
+/// launch through a channel: the count is read when it has stopped moving). `None` unless
+/// [`tracing`]. Call it after a device sync.
+pub fn launches() -> Option<u64> {
+    if !tracing() {
+        return None;
+    }
+    let mut last = LAUNCHES.load(Ordering::Relaxed);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = LAUNCHES.load(Ordering::Relaxed);
+        if now == last {
+            return Some(now);
+        }
+        last = now;
+    }
+}
+
+/// Tensors read back through [`host_read`] so far.
+pub fn host_reads() -> u64 {
+    READS.load(Ordering::Relaxed)
+}
+
+/// Reads `tensor` back to the host, counted: the training step's only way to do so, so that
+/// the per-step count shows every wait on the device.
+pub fn host_read<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> TensorData {
+    READS.fetch_add(1, Ordering::Relaxed);
+    tensor.into_data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_reads_are_counted() {
+        let before = host_reads();
+        let t =
+            Tensor::<burn::backend::NdArray<f32>, 1>::from_floats([1.0, 2.0], &Default::default());
+        let data = host_read(t);
+        assert_eq!(data.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        assert!(host_reads() > before);
+    }
+
+    #[test]
+    fn without_a_setup_there_is_no_note() {
+        // The unit tests never call `configure`: no note, nothing counted.
+        if SETUP.get().is_none() {
+            assert_eq!(first_use_note("wgpu"), None);
+        }
+        assert_eq!(launches(), None);
+    }
+}
