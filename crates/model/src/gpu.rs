@@ -128,11 +128,7 @@ fn install_counter() {
             m.level() <= log::Level::Info
         }
         fn log(&self, record: &log::Record<'_>) {
-            if let Some(text) = record.args().as_str() {
-                if text.starts_with("Executing ") {
-                    LAUNCHES.fetch_add(1, Ordering::Relaxed);
-                }
-            } else if record.args().to_string().starts_with("Executing ") {
+            if record.args().to_string().starts_with("Executing ") {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -177,6 +173,17 @@ pub fn host_reads() -> u64 {
 pub fn host_read<B: Backend, const D: usize>(tensor: Tensor<B, D>) -> TensorData {
     READS.fetch_add(1, Ordering::Relaxed);
     tensor.into_data()
+}
+
+/// A one-element tensor (a loss, a norm) read back as `f64`, counted as [`host_read`]; NaN
+/// when it holds nothing.
+pub fn host_scalar<B: Backend>(tensor: Tensor<B, 1>) -> f64 {
+    host_read(tensor)
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .ok()
+        .and_then(|v| v.first().copied())
+        .unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -109,7 +109,9 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
 ) -> f64 {
     let mut sq = SquaredNorm::<B> { grads, total: None };
     module.visit(&mut sq);
-    let norm = sq.total.map_or(0.0, |t| t.into_scalar_f64().sqrt());
+    let norm = sq
+        .total
+        .map_or(0.0, |t| harness_model::gpu::host_scalar(t).sqrt());
     if let Some(max) = max_norm {
         if norm > max && norm.is_finite() {
             let mut scale = Scale::<B> {
@@ -163,21 +165,6 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for ScaleBy<'_, B> {
             let factor = self.factor.clone().unsqueeze::<D>();
             self.grads.register::<B::InnerBackend, D>(id, g * factor);
         }
-    }
-}
-
-trait ToF64 {
-    fn into_scalar_f64(self) -> f64;
-}
-
-impl<B: burn::tensor::backend::Backend> ToF64 for Tensor<B, 1> {
-    fn into_scalar_f64(self) -> f64 {
-        harness_model::gpu::host_read(self)
-            .convert::<f64>()
-            .to_vec::<f64>()
-            .ok()
-            .and_then(|v| v.first().copied())
-            .unwrap_or(f64::NAN)
     }
 }
 

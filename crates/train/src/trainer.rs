@@ -19,6 +19,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use harness_model::best_encoders::BestEncoders;
+use harness_model::gpu::host_scalar;
 use harness_model::random::Noise;
 use harness_model::system::{Group, System};
 use serde::Serialize;
@@ -300,16 +301,6 @@ fn host_backend<B: AutodiffBackend>() -> bool {
     id == std::any::TypeId::of::<burn::backend::NdArray<f32>>()
 }
 
-/// A loss read back to the host (counted: [`harness_model::gpu::host_read`]).
-fn scalar<B: burn::tensor::backend::Backend>(loss: Tensor<B, 1>) -> f64 {
-    harness_model::gpu::host_read(loss)
-        .convert::<f64>()
-        .to_vec::<f64>()
-        .ok()
-        .and_then(|v| v.first().copied())
-        .unwrap_or(f64::NAN)
-}
-
 /// Kernels launched and tensors read back so far, once the device has finished what was
 /// queued (burn's fusion runs queued operations lazily: the sync puts each launch in the
 /// step that queued it); `None` unless `HARNESS_GPU_TRACE` counts launches.
@@ -570,7 +561,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let mut value: f64 = if device_side {
             f64::NAN
         } else {
-            scalar(loss.clone())
+            host_scalar(loss.clone())
         };
         let mut grads = match self.peer {
             None => {
@@ -764,7 +755,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             }
             ctx.set_current((k != t).then_some(k));
             let loss = self.losses[k].inner_loss(&mut ctx)?;
-            let value: f64 = scalar(loss.clone());
+            let value: f64 = host_scalar(loss.clone());
             if !value.is_finite() {
                 return Err(TrainError::Diverged {
                     step,
