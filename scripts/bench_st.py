@@ -82,6 +82,8 @@ def main() -> int:
     ap.add_argument("--max-seq-length", type=int, help="default: the folder's max_seq_length")
     ap.add_argument("--vectors", type=Path, help="save the last round's vectors here (.npy)")
     ap.add_argument("--setup-only", action="store_true")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda[:N] (the interpreter's own CUDA torch, scripts/pyenv.py)")
     args = ap.parse_args()
 
     pyenv.activate(PACKAGES, setup_only=args.setup_only)
@@ -98,7 +100,7 @@ def main() -> int:
         print(f"{args.model}: no model folder (set HARNESS_MODELS_DIR or pass --model)", file=sys.stderr)
         return 2
     sentences = sts_sentences(args.sts)
-    model = SentenceTransformer(str(args.model), device="cpu")
+    model = SentenceTransformer(str(args.model), device=args.device)
     if args.max_seq_length is not None:
         model.max_seq_length = args.max_seq_length
     model.encode(sentences[:64], batch_size=args.batch)  # warm-up

@@ -196,7 +196,8 @@ class TaskData:
 
 def start(doc: str):
     """The trainers' command line (`--run`, `--steps`, `--threads`, `--seed`, `--log`,
-    `--setup-only`) and torch with `--threads` threads: `(args, torch)`."""
+    `--setup-only`, `--device`) and torch with `--threads` threads, its default device
+    `--device`: `(args, torch)`."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--run", type=Path, help="a harness run directory (after `harness train`)")
     ap.add_argument("--steps", type=int, default=30)
@@ -204,6 +205,9 @@ def start(doc: str):
     ap.add_argument("--seed", type=int, help="default: the recipe's seed")
     ap.add_argument("--log", action="store_true", help="print every step on stderr")
     ap.add_argument("--setup-only", action="store_true", help="create the venv and exit")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda[:N]: the model, the batches and every step on that GPU "
+                         "(the interpreter's own CUDA torch, scripts/pyenv.py)")
     args = ap.parse_args()
     if args.run is None:
         ap.error("--run RUN_DIR is required")
@@ -213,6 +217,9 @@ def start(doc: str):
     import torch
 
     torch.set_num_threads(args.threads)
+    # Every tensor the trainers make (weights, padded batches, masks) is made on the device;
+    # each step ends in `loss.item()`, which waits for the GPU, so the seconds are the GPU's.
+    torch.set_default_device(args.device)
     return args, torch
 
 
@@ -458,7 +465,7 @@ def sentence_encoder(enc: dict, n_vocab: int, global_dropout: float):
                 if self.pool == "max":
                     return x.masked_fill(~real, float("-inf")).max(dim=1).values
                 return (x * real).sum(dim=1) / lengths.unsqueeze(1).to(x.dtype)
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             h_n = None
             for i, lstm in enumerate(self.lstms):
                 packed, (h_n, _) = lstm(packed)
@@ -545,8 +552,11 @@ def pad(rows):
     """Right-padded `ids: [batch, time]` (PAD) and the lengths of `rows` (lists of ids)."""
     import torch
 
+    # Built on the host, then moved in one copy (one per row would each wait on a GPU).
     width = max(1, max(len(r) for r in rows))
-    ids = torch.full((len(rows), width), PAD, dtype=torch.long)
+    ids = torch.full((len(rows), width), PAD, dtype=torch.long, device="cpu")
     for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
-    return ids, torch.tensor([len(r) for r in rows], dtype=torch.long)
+        ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long, device="cpu")
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long, device="cpu")
+    device = torch.get_default_device()
+    return ids.to(device), lengths.to(device)

@@ -255,7 +255,7 @@ def build_model(recipe, n_vocab, n_langs):
             x = torch.cat([emb, ctx.unsqueeze(1).expand(batch, time_, ctx.shape[1])], dim=2)
             h0 = self.init_hidden(sentence).view(batch, n_dec, d_hid).transpose(0, 1).contiguous()
             c0 = self.init_cell(sentence).view(batch, n_dec, d_hid).transpose(0, 1).contiguous()
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=True)
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=True)
             out, _ = self.lstm(packed, (h0, c0))
             y = nn.functional.dropout(out.data, global_dropout, self.training)
             return self.output(y), lengths, order
@@ -292,7 +292,7 @@ def translation_loss(system, sentence, side, smoothing):
 
     ids, out_ids, lengths, langs = side
     logits, sorted_lengths, order = system.decoder(sentence, langs, ids, lengths)
-    gold = pack_padded_sequence(out_ids[order], sorted_lengths, batch_first=True, enforce_sorted=True).data
+    gold = pack_padded_sequence(out_ids[order], sorted_lengths.cpu(), batch_first=True, enforce_sorted=True).data
     return torch.nn.functional.cross_entropy(logits, gold, label_smoothing=smoothing)
 
 

@@ -4,7 +4,13 @@
 #   1. trains the LASER default for 200 steps (same seed, same batches): the first step's loss
 #      must agree to 1e-4, and each side prints its training tokens/s;
 #   2. embeds the STS-B test sentences with all-MiniLM-L6-v2 (no cache): every sentence's two
-#      vectors must have cosine >= 0.9999, and each side prints its sentences/s.
+#      vectors must have cosine >= 0.9999, and each side prints its sentences/s;
+#   3. (peers, on by default with a GPU) runs the PyTorch peer of the LASER default
+#      (scripts/bench_torch_laser.py, same run directory, batches and steps) and
+#      sentence-transformers (scripts/bench_st.py, same sentences, batch 32) on the same
+#      device, and prints harness / peer next to the checks. On cuda:0 the peers run on the
+#      python3 whose torch sees the GPU; harness's embedding rate there is its second run's
+#      (the first compiles and tunes kernels, kept in HARNESS_HOME for later runs).
 #
 #   bash scripts/gpu-check.sh              both halves (needs an NVIDIA GPU and its driver)
 #   bash scripts/gpu-check.sh --cpu-only   the CPU half alone (CI runs this: it checks that
@@ -12,7 +18,8 @@
 #
 # Environment: HARNESS_HOME as for harness (datasets and models are installed on first use);
 # GPU_CHECK_STEPS (200); GPU_CHECK_DIR (a scratch directory, default a fresh temporary one,
-# removed at the end). Exit status 0 only when every comparison holds.
+# removed at the end); GPU_CHECK_PEERS (1 with a GPU, 0 with --cpu-only: the peers' venv
+# installs torch on first use). Exit status 0 only when every comparison holds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +47,7 @@ else
   harness=(target/release/harness)
   devices=(cuda:0 cpu)
 fi
+peers="${GPU_CHECK_PEERS:-$((1 - cpu_only))}"
 
 # STS-B test sentences, both columns (sts-test.csv: tab-separated, sentences in fields 6-7),
 # read from the shared datasets beside the clone (`harness datasets verify stsbenchmark`
@@ -61,6 +69,18 @@ for dev in "${devices[@]}"; do
     --set "train.steps=$steps" --set "train.checkpoint_every=$steps" 2>&1 | tee "$work/train-$tag.log" | grep -E "trained|error" || true
   "${harness[@]}" embed --encoder all-MiniLM-L6-v2 --device "$dev" --no-cache \
     --input "$work/sts.txt" --out "$work/sts-$tag.npy" | tee "$work/embed-$tag.log"
+  if [[ $peers == 1 ]]; then
+    if [[ $dev != cpu ]]; then
+      # Again, with the kernels compiled and tuned by the first run: the rate a user sees
+      # from the second run on.
+      "${harness[@]}" embed --encoder all-MiniLM-L6-v2 --device "$dev" --no-cache \
+        --input "$work/sts.txt" --out "$work/sts-$tag.npy" | tee "$work/embed-$tag.log"
+    fi
+    python3 scripts/bench_torch_laser.py --run "$work/train-$tag" --steps "$steps" \
+      --threads "$(nproc)" --device "$dev" | tee "$work/peer-train-$tag.log"
+    python3 scripts/bench_st.py --device "$dev" --threads "$(nproc)" --batch 32 --rounds 2 \
+      | tee "$work/peer-embed-$tag.log"
+  fi
 done
 
 python3 - "$work" "$cpu_only" <<'EOF'
@@ -103,6 +123,19 @@ def npy(tag):
     return [data[r * cols:(r + 1) * cols] for r in range(rows)]
 
 
+def peer_rate(kind, tag):
+    """The peer's rate from its log (`pytorch: ... training: R tokens/s`, `sentence-transformers,
+    ...: R sentences/s`), None when the peer did not run."""
+    path = work / f"peer-{kind}-{tag}.log"
+    if not path.is_file():
+        return None
+    pattern = r"training: ([0-9.]+) tokens/s" if kind == "train" else r"([0-9.]+) sentences/s \(best"
+    m = re.search(pattern, path.read_text())
+    if not m:
+        raise SystemExit(f"gpu-check: no rate in {path}")
+    return float(m.group(1))
+
+
 for tag in tags:
     loss = first_loss(tag)
     ok = math.isfinite(loss)
@@ -110,6 +143,11 @@ for tag in tags:
     print(f"{tag}: first-step loss {loss:.6f}, training {tokens_per_s(tag):.0f} tokens/s, "
           f"all-MiniLM-L6-v2 {sentences_per_s(tag):.1f} sentences/s"
           + ("" if ok else "  FAILED: not finite"))
+    train_peer, embed_peer = peer_rate("train", tag), peer_rate("embed", tag)
+    if train_peer is not None and embed_peer is not None:
+        print(f"{tag}: LASER default harness / PyTorch {tokens_per_s(tag) / train_peer:.2f} "
+              f"({train_peer:.0f} tokens/s); all-MiniLM-L6-v2 harness / sentence-transformers "
+              f"{sentences_per_s(tag) / embed_peer:.2f} ({embed_peer:.1f} sentences/s)")
 if not cpu_only:
     a, b = first_loss("cuda0"), first_loss("cpu")
     ok = abs(a - b) <= 1e-4

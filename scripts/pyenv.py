@@ -115,9 +115,37 @@ def ensure_venv(packages) -> Path:
     return python
 
 
+def requested_device() -> str:
+    """The `--device` of the calling script's command line (`cpu` when absent)."""
+    argv = sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a == "--device" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--device="):
+            return a.split("=", 1)[1]
+    return "cpu"
+
+
 def activate(packages, setup_only=False) -> None:
     """Makes sure the venv has `packages`; outside the venv, re-runs the calling script with
-    the venv's python (same arguments) or, with `setup_only`, exits 0 after the setup."""
+    the venv's python (same arguments) or, with `setup_only`, exits 0 after the setup.
+
+    With `--device cuda[:N]` on the script's command line the venv is not used: its torch is
+    the CPU-only build. The script runs on the interpreter it was started with, which must
+    import a torch that sees a GPU (on a GPU machine, the python3 that holds CUDA's torch);
+    its versions are then that interpreter's, not the pins."""
+    if requested_device().startswith("cuda"):
+        try:
+            import torch
+        except ImportError:
+            sys.exit(f"{Path(sys.argv[0]).stem}: --device cuda needs a python3 with a CUDA "
+                     f"build of torch; {sys.executable} has no torch")
+        if not torch.cuda.is_available():
+            sys.exit(f"{Path(sys.argv[0]).stem}: --device cuda: the torch of {sys.executable} "
+                     f"({torch.__version__}) sees no GPU")
+        if setup_only:
+            sys.exit(0)
+        return
     python = ensure_venv(packages)
     if setup_only:
         sys.exit(0)

@@ -664,6 +664,39 @@ fn every_recipe_in_the_recipes_directory_validates_with_every_profile() {
     assert!(count >= 5, "the five paper recipes at least");
 }
 
+/// docs/devices.md "Sizes for a GPU": every trained recipe's `gpu` profile is its default
+/// with batches 16× larger and the same steps.
+#[test]
+fn every_trained_recipe_has_a_gpu_profile_with_batches_sixteen_times_the_defaults() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let known = known_with_shared_datasets();
+    let load = |file: &str, profile: Option<&str>| {
+        let options = LoadOptions {
+            profile: profile.map(String::from),
+            sets: vec![],
+        };
+        recipe::load_with(&dir.join(file), &options, &known)
+            .unwrap_or_else(|e| panic!("{file} {profile:?}: {e:?}"))
+            .recipe
+            .train
+            .unwrap()
+    };
+    for file in [
+        "laser.yaml",
+        "seq2seq-similarity.yaml",
+        "muse-xling.yaml",
+        "xnli-align.yaml",
+        "emu.yaml",
+    ] {
+        let (default, gpu) = (load(file, None), load(file, Some("gpu")));
+        let times16 = |x: Option<u32>| x.map(|n| 16 * n);
+        assert_eq!(gpu.batch_tokens, times16(default.batch_tokens), "{file}");
+        assert_eq!(gpu.batch_size, times16(default.batch_size), "{file}");
+        assert!(gpu.batch_tokens.or(gpu.batch_size).is_some(), "{file}");
+        assert_eq!(gpu.steps, default.steps, "{file}");
+    }
+}
+
 #[test]
 fn paper_recipes_carry_paper_profiles_with_the_papers_values() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");

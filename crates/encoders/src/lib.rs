@@ -56,10 +56,16 @@ struct OnDevice {
     device: Device,
 }
 
+/// Version of what a GPU adds to an encoder's rule, in its fingerprint (2: burn's attention
+/// kernel and batches of `DEVICE_BATCH_TOKENS` tokens): embeddings cached from an earlier
+/// rule are computed again.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+const DEVICE_RULE: u32 = 2;
+
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 impl OnDevice {
     fn boxed(inner: Box<dyn Encoder>, device: Device) -> Box<dyn Encoder> {
-        let fingerprint = format!("{}@{}", inner.fingerprint(), device.backend());
+        let fingerprint = format!("{}@{}:{DEVICE_RULE}", inner.fingerprint(), device.backend());
         Box::new(OnDevice {
             inner,
             fingerprint,

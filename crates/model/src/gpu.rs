@@ -140,6 +140,29 @@ fn install_counter() {
     }
 }
 
+/// Whether `B` is one of burn's GPU (cubecl) backends this build has, `wgpu` or `cuda`, or
+/// their autodiff: where the model takes the paths written for a device (burn's attention
+/// kernel, device-sized encoding batches) instead of the CPU's.
+pub fn on_device<B: Backend>() -> bool {
+    #[allow(unused_variables)]
+    let id = std::any::TypeId::of::<B>();
+    #[cfg(feature = "wgpu")]
+    {
+        use burn::backend::{Autodiff, Wgpu};
+        if id == std::any::TypeId::of::<Wgpu>() || id == std::any::TypeId::of::<Autodiff<Wgpu>>() {
+            return true;
+        }
+    }
+    #[cfg(feature = "cuda")]
+    {
+        use burn::backend::{Autodiff, Cuda};
+        if id == std::any::TypeId::of::<Cuda>() || id == std::any::TypeId::of::<Autodiff<Cuda>>() {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether launches are being counted (`HARNESS_GPU_TRACE=1` on a GPU build).
 pub fn tracing() -> bool {
     TRACING.load(Ordering::Relaxed)
@@ -198,6 +221,18 @@ mod tests {
         let data = host_read(t);
         assert_eq!(data.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         assert!(host_reads() > before);
+    }
+
+    #[test]
+    fn the_cpu_backends_are_not_devices() {
+        assert!(!on_device::<burn::backend::NdArray<f32>>());
+        assert!(!on_device::<
+            burn::backend::Autodiff<burn::backend::NdArray<f32>>,
+        >());
+        #[cfg(feature = "wgpu")]
+        assert!(on_device::<
+            burn::backend::Autodiff<burn::backend::Wgpu<f32, i32>>,
+        >());
     }
 
     #[test]

@@ -14,6 +14,11 @@
 //!   examples in memory, so a small corpus trains the same from shards as from memory;
 //! - the number of batches of every window is computed from the manifest's cost histograms
 //!   without reading a shard, so a position maps to its window at once.
+//!
+//! While a step trains on batch `p`, a thread of its own decodes batch `p + 1` (and maps its
+//! window when it starts a new one): [`ShardedExamples::batch_at`] hands over that batch
+//! when asked for its position, and computes any other position itself, so what a step
+//! sees never depends on the thread (a function of the position alone, as above).
 
 use crate::data::{
     batch_full, bucket, ContextExample, Examples, LabelledExample, NliExample, PairExample,
@@ -26,6 +31,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// What the shards' examples are, and how their rows and tags decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +89,31 @@ pub struct ShardedExamples {
     batch_tokens: Option<usize>,
     batch_size: Option<usize>,
     cache: Arc<Mutex<Cache>>,
+    /// The next batch, being decoded on its own thread (each clone has its own).
+    ahead: Ahead,
     /// The temporary folder of a set that lives only as long as the run (a shipped
     /// dataset's), removed when the last clone is dropped.
     _owned: Option<Arc<tempfile::TempDir>>,
+}
+
+/// The batch read ahead: its position and the thread decoding it.
+#[derive(Default)]
+struct Ahead(Mutex<Option<(Position, JoinHandle<Decoded>)>>);
+
+type Decoded = Result<(Examples, Position), TrainError>;
+
+impl Clone for Ahead {
+    /// A clone reads ahead for itself: two readers of one set (data-parallel peers) ask
+    /// for the same positions, and one taking the other's batch would only make it wait.
+    fn clone(&self) -> Self {
+        Ahead::default()
+    }
+}
+
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ahead")
+    }
 }
 
 #[derive(Default)]
@@ -131,6 +159,7 @@ impl ShardedExamples {
             batch_tokens,
             batch_size,
             cache: Arc::default(),
+            ahead: Ahead::default(),
             _owned: None,
         }
     }
@@ -243,8 +272,34 @@ impl ShardedExamples {
         self.counts(&mut cache, 0).iter().sum()
     }
 
-    /// The batch at `pos` (its examples decoded from the shards), and the position after it.
+    /// The batch at `pos` (its examples decoded from the shards), and the position after it;
+    /// the batch after it starts decoding on a thread of its own (see the module comment).
     pub fn batch_at(&self, pos: Position) -> Result<(Examples, Position), TrainError> {
+        let mut ahead = self.ahead.0.lock().unwrap_or_else(|p| p.into_inner());
+        let ready = match ahead.take() {
+            Some((at, thread)) if at == pos => thread.join().ok(),
+            // Another position (a resumed run, an inner loop's draw): that thread's work
+            // is dropped when it ends.
+            _ => None,
+        };
+        let decoded = match ready {
+            Some(decoded) => decoded?,
+            // A thread that panicked is retried here, where its panic is the caller's.
+            None => self.decode_at(pos)?,
+        };
+        let next = decoded.1;
+        let reader = self.clone();
+        // A thread that cannot start is only a batch not read ahead.
+        *ahead = std::thread::Builder::new()
+            .name("harness-read-ahead".into())
+            .spawn(move || reader.decode_at(next))
+            .ok()
+            .map(|thread| (next, thread));
+        Ok(decoded)
+    }
+
+    /// [`ShardedExamples::batch_at`] on this thread.
+    fn decode_at(&self, pos: Position) -> Decoded {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let mut epoch = pos.epoch;
         let mut cursor = pos.cursor;
@@ -497,6 +552,50 @@ mod tests {
             assert_eq!(want, got);
             assert_eq!(next_a, next_b);
             pos = next_a;
+        }
+    }
+
+    #[test]
+    fn the_batch_read_ahead_is_the_one_asked_next_and_any_other_is_decoded_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, s) = sharded(430, 40, dir.path());
+        let fresh = || {
+            ShardedExamples::new(
+                &s.dir,
+                s.manifest().clone(),
+                ShardKind::Pairs,
+                Some(60),
+                None,
+                11,
+            )
+        };
+        let (_, next) = s.batch_at(Position::default()).unwrap();
+        let ahead = |s: &ShardedExamples| s.ahead.0.lock().unwrap().as_ref().map(|a| a.0);
+        assert_eq!(
+            ahead(&s),
+            Some(next),
+            "the next position is being read ahead"
+        );
+        // In order (read ahead), then a jump back and one forward (not read ahead): each is
+        // what a reader with nothing read ahead decodes.
+        let jumps = [
+            next,
+            next,
+            Position {
+                epoch: 0,
+                cursor: 0,
+            },
+            Position {
+                epoch: 1,
+                cursor: 5,
+            },
+        ];
+        for pos in jumps {
+            let (got, after) = s.batch_at(pos).unwrap();
+            let (want, want_after) = fresh().decode_at(pos).unwrap();
+            assert_eq!(origins(&got), origins(&want), "{pos:?}");
+            assert_eq!(after, want_after);
+            assert_eq!(ahead(&s), Some(after));
         }
     }
 

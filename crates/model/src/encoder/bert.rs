@@ -377,12 +377,32 @@ impl<B: Backend> BertSelfAttention<B> {
 /// makes each row independent of the padded length: a GEMM sums over the keys in order, so the
 /// exact zeros of padded keys change nothing, where a SIMD row sum would regroup its terms.
 /// A sentence therefore gets the same bits whatever batch it is encoded in.
+///
+/// On a GPU backend outside autodiff (encoding), burn's own attention operation runs
+/// instead: a flash-attention kernel on cubecl, autotuned against burn's unfused fallback,
+/// so the `seq × seq` scores never reach device memory. Its flash kernels ignore an
+/// additive bias, so padded keys go in as a boolean mask (masked to −∞ where the bias is
+/// f32's minimum: both give a padded key a weight of exactly 0). Training keeps the path
+/// below: burn's autodiff differentiates the attention operation through the same unfused
+/// fallback.
 pub fn scaled_dot_product_attention<B: Backend>(
     query: Tensor<B, 4>,
     key: Tensor<B, 4>,
     value: Tensor<B, 4>,
     mask_bias: Tensor<B, 4>,
 ) -> Tensor<B, 4> {
+    if crate::gpu::on_device::<B>() && !B::ad_enabled(&value.device()) {
+        // The bias is 0 or f32::MIN: any threshold between them finds the padded keys.
+        let padded = mask_bias.lower_elem(-1.0);
+        return burn::tensor::module::attention(
+            query,
+            key,
+            value,
+            Some(padded),
+            None,
+            burn::tensor::ops::AttentionModuleOptions::default(),
+        );
+    }
     let [batch, heads, seq, head_size] = value.dims();
     let scores = query
         .matmul(key.swap_dims(2, 3))
@@ -411,6 +431,27 @@ pub fn attention_mask_bias<B: Backend>(mask: Tensor<B, 2>, heads: usize) -> Tens
         .mul_scalar(f32::MIN)
         .reshape([batch, 1, 1, seq])
         .expand([batch, heads, seq, seq])
+}
+
+/// `order` (shortest first) cut greedily into runs for which `fits(count, padded length)`
+/// holds; a sequence that fits nowhere goes alone.
+fn cut_sorted(
+    order: &[usize],
+    len: impl Fn(usize) -> usize,
+    fits: impl Fn(usize, usize) -> bool,
+) -> Vec<&[usize]> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        // Sorted shortest first: the batch's padded length is its last sequence's.
+        while end < order.len() && fits(end + 1 - start, len(order[end])) {
+            end += 1;
+        }
+        batches.push(&order[start..end]);
+        start = end;
+    }
+    batches
 }
 
 /// Attention output projection, residual, LayerNorm (post-LN).
@@ -589,7 +630,55 @@ pub struct Bert<B: Backend> {
     pub layer_norm_eps: f64,
 }
 
+/// Padded tokens per batch when a BERT encodes on a GPU (where the CPU takes a fixed number
+/// of sentences, sentence-transformers' 32): batches of a few dozen short sentences leave a
+/// GPU idle between launches, and one of 16 Ki tokens keeps every layer's products large
+/// (16 Ki × 384 activations for MiniLM) while its largest tensors stay far below a GPU's
+/// memory. The buffer limit of a device that has one (wgpu) bounds it further.
+pub const DEVICE_BATCH_TOKENS: usize = 16_384;
+
 impl<B: Backend> Bert<B> {
+    /// Attention heads per layer.
+    pub fn heads(&self) -> usize {
+        self.encoder
+            .layer
+            .first()
+            .map_or(1, |l| l.attention.self_attention.num_attention_heads)
+    }
+
+    /// `order` (sequence indices, shortest first; `len(i)` the padded length of sequence
+    /// `i`) cut into encoding batches: `batch_size` sequences each on the CPU; on a GPU
+    /// backend ([`crate::gpu::on_device`]) as many as fit in [`DEVICE_BATCH_TOKENS`] padded
+    /// tokens and, where the device limits one buffer, whose largest tensor (the attention
+    /// mask or scores, `heads × seq²` per sequence, or the feed-forward activations,
+    /// `seq × intermediate`) fits in it. Either way a pure function of the input.
+    pub fn encoding_batches<'a>(
+        &self,
+        order: &'a [usize],
+        len: impl Fn(usize) -> usize,
+        batch_size: usize,
+        device: &B::Device,
+    ) -> Vec<&'a [usize]> {
+        if !crate::gpu::on_device::<B>() {
+            return order.chunks(batch_size.max(1)).collect();
+        }
+        let limit = crate::limits::max_buffer_bytes::<B>(device);
+        let widest_row = self
+            .encoder
+            .layer
+            .first()
+            .map_or(self.hidden_size, |l| l.intermediate.dense.weight.dims()[1])
+            .max(self.hidden_size);
+        let fits = |count: usize, seq: usize| {
+            let seq = seq.max(1);
+            let tokens_ok = count * seq <= DEVICE_BATCH_TOKENS;
+            let per_sequence = 4 * seq * (self.heads() * seq).max(widest_row);
+            let buffer_ok = limit.is_none_or(|l| (count * per_sequence) as u64 <= l);
+            tokens_ok && buffer_ok
+        };
+        cut_sorted(order, len, fits)
+    }
+
     /// The last hidden state, `[batch, seq, hidden]`, of a padded batch: `input_ids`
     /// `[batch, seq]`, `attention_mask` `[batch, seq]` (1 real token, 0 padding). Rows of
     /// padded positions are computed but meaningless; [`mean_pool`] leaves them out.
@@ -636,11 +725,7 @@ impl<B: Backend> Bert<B> {
         use crate::reshape_fused::reshape;
         let [batch, seq] = input_ids.dims();
         let d = self.hidden_size;
-        let heads = self
-            .encoder
-            .layer
-            .first()
-            .map_or(1, |l| l.attention.self_attention.num_attention_heads);
+        let heads = self.heads();
         let key_mask: Vec<f32> = attention_mask
             .clone()
             .into_data()
@@ -690,11 +775,7 @@ impl<B: Backend> Bert<B> {
         input_ids: Tensor<B, 2, Int>,
         attention_mask: Tensor<B, 2>,
     ) -> Tensor<B, 3> {
-        let heads = self
-            .encoder
-            .layer
-            .first()
-            .map_or(1, |l| l.attention.self_attention.num_attention_heads);
+        let heads = self.heads();
         let mask_bias = attention_mask_bias(attention_mask, heads);
         let hidden = self.embeddings.forward(input_ids);
         self.encoder.forward(hidden, mask_bias)
@@ -1029,6 +1110,19 @@ fn preview(items: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn encoding_batches_are_cut_where_the_padded_size_stops_fitting() {
+        let order = [3, 0, 2, 1];
+        let lens = [3usize, 8, 5, 2];
+        let got = cut_sorted(&order, |i| lens[i], |count, seq| count * seq <= 10);
+        // 2 + 3 tokens padded to 3 (6); adding the 5 pads three to 15; the 8 goes alone.
+        assert_eq!(got, vec![&[3, 0][..], &[2][..], &[1][..]]);
+        // Nothing fits: one sequence per batch, none lost.
+        let alone = cut_sorted(&order, |i| lens[i], |_, _| false);
+        assert_eq!(alone.concat(), order.to_vec());
+        assert_eq!(alone.len(), 4);
+    }
+
     use super::*;
     use burn::backend::NdArray;
 

@@ -121,7 +121,12 @@ impl<B: Backend> E5Encoder<B> {
             .collect();
         let mut order: Vec<usize> = (0..flat.len()).collect();
         order.sort_by_key(|&k| flat[k].1.ids.len());
-        let chunks: Vec<&[usize]> = order.chunks(self.batch_size).collect();
+        let chunks = self.model.encoding_batches(
+            &order,
+            |k| flat[k].1.ids.len(),
+            self.batch_size,
+            &self.device,
+        );
         let pooled: Vec<Vec<f32>> = chunks
             .par_iter()
             .map(|chunk| {

@@ -17,9 +17,11 @@
 //!   is refused with an error naming it.
 //!
 //! Encoding sorts the sentences by token count, cuts them into batches of `batch_size` (32
-//! by default, like `SentenceTransformer.encode`) so each batch pads to a similar length,
-//! runs the batches in parallel on rayon's threads (burn's ndarray backend computes each one
-//! on a single thread), and returns the rows in input order.
+//! by default, like `SentenceTransformer.encode`; on a GPU, as many as fit in
+//! [`super::bert::DEVICE_BATCH_TOKENS`] padded tokens: [`Bert::encoding_batches`]) so each
+//! batch pads to a similar length, runs the batches in parallel on rayon's threads (burn's
+//! ndarray backend computes each one on a single thread), and returns the rows in input
+//! order.
 
 use super::bert::{load_bert, Bert, BertBatch, BertConfig, SafetensorsSource};
 use crate::ModelError;
@@ -281,7 +283,9 @@ impl<B: Backend> SentenceTransformer<B> {
         // Shortest first; ties keep input order, so the batches are a pure function of the input.
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
-        let chunks: Vec<&[usize]> = order.chunks(self.batch_size).collect();
+        let chunks =
+            self.model
+                .encoding_batches(&order, |i| ids[i].len(), self.batch_size, &self.device);
         let rows: Vec<Vec<f32>> = chunks
             .par_iter()
             .map(|chunk| {
