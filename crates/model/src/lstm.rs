@@ -99,7 +99,9 @@ impl<B: Backend> MaskedLstm<B> {
     ///
     /// Every step's input projection is one product over all steps; the recurrence runs as
     /// one fused operation with its own backward pass on the CPU backend
-    /// ([`crate::lstm_fused`]), and step by step through burn's ops on any other backend.
+    /// ([`crate::lstm_fused`]), as kernels of our own with their own backward pass on the GPU
+    /// backends (`lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
+    /// ops on any other backend.
     pub fn forward_tm(
         &self,
         x: Tensor<B, 3>,

@@ -273,7 +273,7 @@ fn forward_cube<R: CubeRuntime, BT: BoolElement>(
     let (count, dim) = grid(&xw, d);
     let (mut h, mut c) = (h0, c0);
     for step in 0..d.steps {
-        let hw = <Inner<R, BT> as FloatTensorOps<Inner<R, BT>>>::float_matmul(h.clone(), w.clone());
+        let hw = Inner::<R, BT>::float_matmul(h.clone(), w.clone());
         let hw = into_contiguous(hw);
         let h_next = empty(&xw, d.state());
         let c_next = empty(&xw, d.state());
@@ -312,11 +312,11 @@ fn backward_cube<R: CubeRuntime, BT: BoolElement>(
     [dhs, gates, cs, hps, cps, mask, w]: [CubeTensor<R>; 7],
     d: Dims,
 ) -> [CubeTensor<R>; 4] {
-    type Ops<R, BT> = Inner<R, BT>;
     let [dhs, gates, cs, hps, cps, mask, w] =
         [dhs, gates, cs, hps, cps, mask, w].map(into_contiguous);
     let four = 4 * d.hidden;
-    let w_t = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_swap_dims(w, 1, 2);
+    // W_hhᵀ once, contiguous, for every step's product.
+    let w_t = into_contiguous(Inner::<R, BT>::float_swap_dims(w, 1, 2));
     let dgates = empty(&dhs, d.saved(four));
     let dxw = empty(&dhs, d.timed(four));
     let (count, dim) = grid(&dhs, d);
@@ -352,26 +352,17 @@ fn backward_cube<R: CubeRuntime, BT: BoolElement>(
             d.rev[1],
             usize::from(k == 0),
         );
-        dh_mm = into_contiguous(<Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_matmul(
-            dg,
-            w_t.clone(),
-        ));
+        dh_mm = into_contiguous(Inner::<R, BT>::float_matmul(dg, w_t.clone()));
         carry = carry_out;
         dc = dc_out;
     }
-    let dh0 = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_add(dh_mm, carry);
+    let dh0 = Inner::<R, BT>::float_add(dh_mm, carry);
     // dW_hh = Σ_steps h_prevᵀ·dG, per direction: one batched product over every step.
     let rows = d.steps * d.batch;
-    let hps = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_reshape(
-        hps,
-        Shape::new([d.dirs, rows, d.hidden]),
-    );
-    let hps_t = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_swap_dims(hps, 1, 2);
-    let dgates = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_reshape(
-        dgates,
-        Shape::new([d.dirs, rows, four]),
-    );
-    let dw = <Ops<R, BT> as FloatTensorOps<Ops<R, BT>>>::float_matmul(hps_t, dgates);
+    let hps = Inner::<R, BT>::float_reshape(hps, Shape::new([d.dirs, rows, d.hidden]));
+    let hps_t = Inner::<R, BT>::float_swap_dims(hps, 1, 2);
+    let dgates = Inner::<R, BT>::float_reshape(dgates, Shape::new([d.dirs, rows, four]));
+    let dw = Inner::<R, BT>::float_matmul(hps_t, dgates);
     [dxw, dw, dh0, dc]
 }
 
@@ -772,6 +763,12 @@ mod tests {
 
     type G = Autodiff<burn::backend::Wgpu<f32, i32>>;
 
+    /// cubecl's caches in a temporary folder, not a `target/` beside this crate (its
+    /// default).
+    fn setup() {
+        crate::gpu::configure(&std::env::temp_dir().join("harness-lstm-cube-cubecl"));
+    }
+
     fn mask_of(lens: &[usize], time: usize) -> Tensor<G, 2> {
         let v: Vec<f32> = (0..time)
             .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
@@ -816,6 +813,7 @@ mod tests {
     /// take their own gradients.
     #[test]
     fn cube_layer_equals_the_generic_layer_with_gradients() {
+        setup();
         let (time, batch, d_in, h) = (6, 5, 3, 4);
         let lens = [6, 2, 4, 1, 5];
         for reverse in [false, true] {
@@ -874,6 +872,7 @@ mod tests {
     /// run one after the other and concatenated: outputs and every weight's gradient.
     #[test]
     fn bi_layer_equals_two_generic_layers_with_gradients() {
+        setup();
         let (time, batch, d_in, h) = (7, 4, 3, 5);
         let lens = [7, 3, 1, 5];
         let fwd = layer(d_in, h, false, 11);
@@ -932,6 +931,7 @@ mod tests {
     #[test]
     fn inference_equals_the_generic_layer() {
         type P = burn::backend::Wgpu<f32, i32>;
+        setup();
         let dev = Default::default();
         let layer = crate::random::init_uniform(
             MaskedLstmConfig::new(3, 4)
