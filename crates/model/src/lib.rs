@@ -20,6 +20,8 @@ pub mod layer_norm_fused;
 pub mod limits;
 pub mod linear_fused;
 pub mod lstm;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod lstm_cube;
 pub mod lstm_fused;
 pub mod maxpool_fused;
 pub mod output_ce;

@@ -99,7 +99,9 @@ impl<B: Backend> MaskedLstm<B> {
     ///
     /// Every step's input projection is one product over all steps; the recurrence runs as
     /// one fused operation with its own backward pass on the CPU backend
-    /// ([`crate::lstm_fused`]), and step by step through burn's ops on any other backend.
+    /// ([`crate::lstm_fused`]), as kernels of our own with their own backward pass on the GPU
+    /// backends (`lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
+    /// ops on any other backend.
     pub fn forward_tm(
         &self,
         x: Tensor<B, 3>,
@@ -127,9 +129,34 @@ impl<B: Backend> MaskedLstm<B> {
             h0: hidden,
             c0: cell,
         };
-        match fused_layer(input, self.reverse) {
-            Ok(hs) => hs,
-            Err(input) => self.steps_tm(input),
+        let input = match fused_layer(input, self.reverse) {
+            Ok(hs) => return hs,
+            Err(input) => input,
+        };
+        #[cfg(any(feature = "wgpu", feature = "cuda"))]
+        let input = match crate::lstm_cube::cube_layer(input, self.reverse) {
+            Ok(hs) => return hs,
+            Err(input) => input,
+        };
+        self.steps_tm(input)
+    }
+
+    /// Both directions of a BiLSTM layer (`self` forward, `rev` reverse) over time-major
+    /// `x` and `mask`, concatenated (`[time, batch, 2·d_hidden]`), in one recurrence on a GPU
+    /// backend ([`crate::lstm_cube`]); `None` on any other backend, where the caller runs
+    /// the directions one after the other.
+    pub fn forward_bi_tm(
+        &self,
+        rev: &MaskedLstm<B>,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2>,
+    ) -> Option<Tensor<B, 3>> {
+        #[cfg(any(feature = "wgpu", feature = "cuda"))]
+        return crate::lstm_cube::bi_layer(self, rev, x, mask);
+        #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+        {
+            let _ = (rev, x, mask);
+            None
         }
     }
 

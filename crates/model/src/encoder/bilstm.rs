@@ -162,6 +162,29 @@ impl<B: Backend> BilstmEncoder<B> {
                 .reshape([b, h])
         };
         for (i, (fwd, rev)) in self.forward.iter().zip(&self.reverse).enumerate() {
+            // On a GPU backend both directions run in the same launches, their outputs
+            // side by side: each direction's final state is a slice of them.
+            let both = match rev {
+                Some(rev) => fwd.forward_bi_tm(rev, x.clone(), mask_tm.clone()),
+                None => None,
+            };
+            if let Some(out) = both {
+                let [_, b, h2] = out.dims();
+                let h = h2 / 2;
+                let fin = vec![
+                    out.clone()
+                        .slice([time - 1..time, 0..b, 0..h])
+                        .reshape([b, h]),
+                    out.clone().slice([0..1, 0..b, h..h2]).reshape([b, h]),
+                ];
+                if i + 1 == n {
+                    finals = fin;
+                    x = out;
+                } else {
+                    x = dropout(&mut noise, out, self.dropout);
+                }
+                continue;
+            }
             let out_f = fwd.forward_tm(x.clone(), mask_tm.clone(), None, None);
             let (out, finals_i) = match rev {
                 Some(rev) => {
