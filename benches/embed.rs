@@ -40,7 +40,7 @@
 //! sentence-transformers on the same GPU (`--device cuda:N`, the interpreter's own CUDA
 //! torch, with the same batch size as on the CPU, `EMBED_BENCH_BATCH`) and prints the ratios.
 
-use harness_core::device::{Compiled, Device};
+use harness_core::device::Device;
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_data::loaders::stsbenchmark;
 use harness_data::records::Split;
@@ -436,11 +436,8 @@ fn main() {
 
 /// `EMBED_BENCH_DEVICE` (default `cpu`), parsed as `--device` is.
 fn bench_device() -> Device {
-    let compiled = Compiled {
-        flex: cfg!(feature = "flex"),
-        cuda: cfg!(feature = "cuda"),
-        wgpu: cfg!(feature = "wgpu"),
-    };
+    // The backends this build has, as `--device` sees them.
+    let compiled = harness::commands::compiled();
     let value = std::env::var("EMBED_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into());
     Device::parse_for_encoding(&value, &compiled)
         .unwrap_or_else(|e| panic!("EMBED_BENCH_DEVICE: {e}"))

@@ -46,7 +46,7 @@
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use harness_bench::load_recipe as load;
-use harness_core::device::{Compiled, Device};
+use harness_core::device::Device;
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_recipe::{LoadOptions, Recipe};
 use harness_train::plan::Plan;
@@ -145,11 +145,8 @@ fn device_rate(
 
 /// `TRAIN_BENCH_DEVICE` (default `cpu`), parsed as `--device` is.
 fn bench_device() -> Device {
-    let compiled = Compiled {
-        flex: cfg!(feature = "flex"),
-        cuda: cfg!(feature = "cuda"),
-        wgpu: cfg!(feature = "wgpu"),
-    };
+    // The backends this build has, as `--device` sees them.
+    let compiled = harness::commands::compiled();
     let value = std::env::var("TRAIN_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into());
     Device::parse(&value, &compiled).unwrap_or_else(|e| panic!("TRAIN_BENCH_DEVICE: {e}"))
 }
