@@ -12,6 +12,10 @@
 #      python3 whose torch sees the GPU; harness's embedding rate there is its second run's
 #      (the first compiles and tunes kernels, kept in HARNESS_HOME for later runs).
 #
+#   4. (GPU only) trains the same 200 steps with `train.precision: bf16` on cuda:0: its
+#      first-step loss must be within 1% of f32's there, and it prints bf16's tokens/s over
+#      f32's and both last losses.
+#
 #   bash scripts/gpu-check.sh              both halves (needs an NVIDIA GPU and its driver)
 #   bash scripts/gpu-check.sh --cpu-only   the CPU half alone (CI runs this: it checks that
 #                                          the commands, files and parsing of the check work)
@@ -83,6 +87,13 @@ for dev in "${devices[@]}"; do
   fi
 done
 
+if [[ $cpu_only == 0 ]]; then
+  echo "== cuda:0, train.precision: bf16"
+  "${harness[@]}" train recipes/laser.yaml --device cuda:0 --out "$work/train-cuda0-bf16" \
+    --set "train.steps=$steps" --set "train.checkpoint_every=$steps" --set train.precision=bf16 \
+    2>&1 | tee "$work/train-cuda0-bf16.log" | grep -E "trained|error" || true
+fi
+
 python3 - "$work" "$cpu_only" <<'EOF'
 """Reads what the runs wrote and checks the comparisons (standard library only)."""
 import json, math, re, struct, sys
@@ -100,6 +111,11 @@ def first_loss(tag):
             if "loss" in row:
                 return float(row["loss"])
     raise SystemExit(f"gpu-check: no training step in {work}/train-{tag}/train/metrics.jsonl")
+
+
+def last_loss(tag):
+    m = re.findall(r"last loss ([0-9.]+)", (work / f"train-{tag}.log").read_text())
+    return float(m[-1]) if m else float("nan")
 
 
 def tokens_per_s(tag):
@@ -154,6 +170,13 @@ if not cpu_only:
     failed |= not ok
     print(f"first-step loss cuda:0 {a:.6f} vs cpu {b:.6f}: |diff| {abs(a - b):.2e} "
           + ("<= 1e-4 ok" if ok else "> 1e-4 FAILED"))
+    f, h = first_loss("cuda0"), first_loss("cuda0-bf16")
+    ok = abs(h - f) <= 1e-2 * abs(f)
+    failed |= not ok
+    print(f"train.precision bf16 on cuda:0: first-step loss {h:.6f} vs f32 {f:.6f} "
+          + ("(within 1%) ok" if ok else "(beyond 1%) FAILED")
+          + f"; tokens/s bf16 / f32 {tokens_per_s('cuda0-bf16') / tokens_per_s('cuda0'):.2f}; "
+          f"last loss bf16 {last_loss('cuda0-bf16'):.4f}, f32 {last_loss('cuda0'):.4f}")
     g, c = npy("cuda0"), npy("cpu")
     if len(g) != len(c):
         raise SystemExit(f"gpu-check: {len(g)} GPU rows but {len(c)} CPU rows")

@@ -549,3 +549,32 @@ fn xnli_align_default_runs_end_to_end_at_tiny_scale() {
     let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
     assert!(report.contains("aligned vs unaligned"), "{report}");
 }
+
+#[test]
+fn bf16_is_refused_on_a_device_without_it_before_any_work() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let run = out.path().join("run");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend_from_slice(&SMALL_LASER);
+    args.extend_from_slice(&[
+        "--set",
+        "train={steps: 2, batch_tokens: 300, max_len: 20, precision: bf16}",
+        "--out",
+        run.to_str().unwrap(),
+        "--device",
+        "cpu",
+    ]);
+    let o = harness(home.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("train.precision"), "{}", text(&o));
+    assert!(text(&o).contains("`cuda:N`"), "{}", text(&o));
+    assert!(!run.join("train").exists(), "nothing trained");
+    // An unknown precision is a recipe error naming the choices.
+    let last = args.len() - 5;
+    args[last] = "train={steps: 2, batch_tokens: 300, max_len: 20, precision: fp8}";
+    let o = harness(home.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("bf16"), "{}", text(&o));
+}

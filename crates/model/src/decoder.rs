@@ -12,6 +12,7 @@
 //! caller builds the inputs, see `train/batch.rs`).
 
 use crate::lstm::{MaskedLstm, MaskedLstmConfig, State};
+use crate::precision;
 use crate::random::{dropout, Noise};
 use burn::config::Config;
 use burn::module::Module;
@@ -118,9 +119,9 @@ impl<B: Backend> LstmDecoder<B> {
             }
             None => sentence.clone(),
         };
-        let context = self.context.forward(ctx_in);
-        let init_h = self.init_hidden.forward(sentence.clone());
-        let init_c = self.init_cell.forward(sentence);
+        let context = precision::linear(&self.context, ctx_in);
+        let init_h = precision::linear(&self.init_hidden, sentence.clone());
+        let init_c = precision::linear(&self.init_cell, sentence);
 
         let embedded = dropout(&mut noise, self.embedding.forward(inputs), self.dropout);
         // Time-major through the layers: each layer is one fused operation over the sequence.
@@ -142,7 +143,7 @@ impl<B: Backend> LstmDecoder<B> {
     /// (one 2-D product: the vocabulary projection is the largest one).
     pub fn project(&self, states: Tensor<B, 3>) -> Tensor<B, 3> {
         let [b, t, d] = states.dims();
-        let logits = self.output.forward(states.reshape([b * t, d]));
+        let logits = precision::linear(&self.output, states.reshape([b * t, d]));
         let n_vocab = logits.dims()[1];
         logits.reshape([b, t, n_vocab])
     }

@@ -25,6 +25,7 @@ mod lstm_cube;
 pub mod lstm_fused;
 pub mod maxpool_fused;
 pub mod output_ce;
+pub mod precision;
 pub mod pretrained;
 pub mod random;
 pub mod relu_fused;

@@ -55,7 +55,7 @@ pub fn linear<B: Backend>(layer: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
         ));
         return *out.downcast::<Tensor<B, 2>>().expect("the same backend");
     }
-    layer.forward(x)
+    crate::precision::linear(layer, x)
 }
 
 fn forward(

@@ -230,7 +230,9 @@ impl<B: Backend> MaskedLstm<B> {
             (0..time).collect()
         };
         for t in steps {
-            let mut g = self.input.forward(xs[t].clone()) + self.hidden.forward(hidden.clone());
+            // The input's product under mixed precision, the recurrent one in f32 (crate::precision).
+            let mut g = crate::precision::linear(&self.input, xs[t].clone())
+                + self.hidden.forward(hidden.clone());
             if let Some(ctx) = &context {
                 g = g + ctx.clone();
             }

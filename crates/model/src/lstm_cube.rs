@@ -642,7 +642,7 @@ fn both<C: CubeLstm>(input: BiInput<C>) -> Option<Tensor<C, 3>> {
     // x·[W_ih,fwd | W_ih,rev]: the projection of both directions in one product, already in
     // the `[time, batch, 2·4H]` layout the kernel reads.
     let w_ih = Tensor::cat(w_ih.to_vec(), 1);
-    let mut xw = x.reshape([time * batch, d_input]).matmul(w_ih);
+    let mut xw = crate::precision::matmul(x.reshape([time * batch, d_input]), w_ih);
     match bias {
         [Some(a), Some(b)] => xw = xw + Tensor::cat(vec![a, b], 0).unsqueeze_dim::<2>(0),
         [None, None] => {}

@@ -64,11 +64,8 @@ impl<B: Backend> LayerInput<B> {
     pub fn projected(&self) -> Tensor<B, 3> {
         let [time, batch, d_input] = self.x.dims();
         let four_h = self.w_ih.dims()[1];
-        let mut xw = self
-            .x
-            .clone()
-            .reshape([time * batch, d_input])
-            .matmul(self.w_ih.clone());
+        let x = self.x.clone().reshape([time * batch, d_input]);
+        let mut xw = crate::precision::matmul(x, self.w_ih.clone());
         if let Some(b) = &self.bias {
             xw = xw + b.clone().unsqueeze_dim::<2>(0);
         }

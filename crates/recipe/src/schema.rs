@@ -1068,6 +1068,36 @@ pub struct Train {
     /// a stage trains it; evaluation reads it with them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_per_language: Option<String>,
+    /// The matrix products' precision while training (`f32`, the default, or `bf16`:
+    /// products in bfloat16 with f32 weights, optimizer and loss). Left out when `f32`, so
+    /// recipes written before it keep their hash.
+    #[serde(default, skip_serializing_if = "Precision::is_f32")]
+    pub precision: Precision,
+}
+
+/// What training computes its matrix products in (`train.precision`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Everything in f32.
+    #[default]
+    F32,
+    /// Mixed precision: the operands of every matrix product outside the LSTM recurrence
+    /// rounded to bfloat16, products accumulated in f32 and rounded to bfloat16, everything
+    /// else (weights, element-wise work, losses, the optimizer) in f32.
+    Bf16,
+}
+
+impl Precision {
+    /// Whether this is the default, f32 throughout.
+    pub fn is_f32(&self) -> bool {
+        *self == Precision::F32
+    }
+
+    /// Whether matrix products run in bfloat16.
+    pub fn is_bf16(&self) -> bool {
+        *self == Precision::Bf16
+    }
 }
 
 // ---------------------------------------------------------------------------------------

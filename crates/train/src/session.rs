@@ -557,6 +557,7 @@ pub fn train_mpi(
     stop_after: Option<u64>,
     rank: crate::mpi_world::Rank,
 ) -> Result<Trained, TrainError> {
+    check_precision(resolved, device)?;
     let (plan, _tokenizer, _counts) = prepare(resolved, settings, prepare_dir)?;
     crate::parallel::check_plan(&plan)?;
     if plan
@@ -629,6 +630,30 @@ pub fn train_mpi(
     })
 }
 
+/// Refuses `train.precision: bf16` on a device without bfloat16 arithmetic, before
+/// anything is prepared: the CPU backend trains through f32 kernels of our own, and wgpu's
+/// WGSL has no bfloat16 (cubecl panics on it).
+pub fn check_precision(resolved: &Resolved, device: Device) -> Result<(), TrainError> {
+    let bf16 = resolved
+        .recipe
+        .train
+        .as_ref()
+        .is_some_and(|t| t.precision.is_bf16());
+    let why = match device {
+        Device::Cpu => "the CPU backend (burn-ndarray) trains through f32 kernels of its own",
+        Device::Wgpu => "wgpu compiles to WGSL, which has no bfloat16",
+        Device::Cuda(_) | Device::Flex => return Ok(()),
+    };
+    if !bf16 {
+        return Ok(());
+    }
+    Err(TrainError::recipe(
+        "train.precision",
+        format!("`bf16` cannot train on `--device {device}`: {why}"),
+        "train on `cuda:N` (a build with `--features cuda`), or on `flex` (burn-flex on the CPU, `--features flex`: bfloat16 arithmetic at f32's speed or below, for measuring what bf16 costs), or set `train.precision: f32`",
+    ))
+}
+
 /// What a training session did.
 pub struct Trained {
     pub outcome: Outcome,
@@ -664,6 +689,7 @@ pub fn train_on_devices(
             "name one: `--device cpu`",
         ));
     };
+    check_precision(resolved, device)?;
     let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
     for c in &counts {
         let removed: usize = c.parts.values().map(|p| p.1).sum();

@@ -189,6 +189,14 @@ fn build_losses<B: AutodiffBackend>(
         .collect()
 }
 
+/// Whether the recipe trains its matrix products in bfloat16 (`train.precision: bf16`).
+fn bf16(plan: &Plan) -> bool {
+    plan.recipe
+        .train
+        .as_ref()
+        .is_some_and(|t| t.precision.is_bf16())
+}
+
 /// The loss of the step's task on its batch plus the losses of the tasks joint with it
 /// (each times its weight).
 fn step_loss<B: AutodiffBackend>(
@@ -197,6 +205,9 @@ fn step_loss<B: AutodiffBackend>(
     losses: &[Box<dyn TaskLoss<B>>],
     t: usize,
 ) -> Result<Tensor<B, 1>, TrainError> {
+    // The forward pass in the recipe's precision (`train.precision`); the graph it records
+    // carries the casts, so the backward pass needs no scope.
+    let _precision = harness_model::precision::autocast(bf16(plan));
     step.set_current(None);
     let mut loss = losses[t].loss(step)?;
     for &j in &plan.tasks[t].joint {
@@ -754,7 +765,9 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 ctx = ctx.with_own(k, &plan.tasks[k], b.parts());
             }
             ctx.set_current((k != t).then_some(k));
+            let precision = harness_model::precision::autocast(bf16(plan));
             let loss = self.losses[k].inner_loss(&mut ctx)?;
+            drop(precision);
             let value: f64 = host_scalar(loss.clone());
             if !value.is_finite() {
                 return Err(TrainError::Diverged {

@@ -211,7 +211,7 @@ fn layer_norm<B: Backend>(config: &BertConfig, device: &B::Device) -> LayerNorm<
 /// GEMM per sequence and repack the weight matrix for each.
 fn linear_tokens<B: Backend>(layer: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, seq, width] = x.dims();
-    let y = layer.forward(x.reshape([batch * seq, width]));
+    let y = crate::precision::linear(layer, x.reshape([batch * seq, width]));
     let [_, out] = y.dims();
     y.reshape([batch, seq, out])
 }
@@ -404,14 +404,13 @@ pub fn scaled_dot_product_attention<B: Backend>(
         );
     }
     let [batch, heads, seq, head_size] = value.dims();
-    let scores = query
-        .matmul(key.swap_dims(2, 3))
+    let scores = crate::precision::matmul(query, key.swap_dims(2, 3))
         .div_scalar((head_size as f64).sqrt())
         + mask_bias;
     let max = scores.clone().max_dim(3);
     let weights = (scores - max).exp();
     let ones = Tensor::ones([batch, heads, seq, 1], &value.device());
-    let weighted = weights.matmul(Tensor::cat(vec![value, ones], 3));
+    let weighted = crate::precision::matmul(weights, Tensor::cat(vec![value, ones], 3));
     let numerators = weighted
         .clone()
         .slice([0..batch, 0..heads, 0..seq, 0..head_size]);

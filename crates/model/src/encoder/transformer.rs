@@ -267,11 +267,11 @@ impl<B: Backend> SelfAttention<B> {
                 .reshape([batch, heads, time, d_head])
         };
         let (q, k, v) = (part(0), part(1), part(2));
-        let scores =
-            q.matmul(k.swap_dims(2, 3)) * (1.0 / (d_head as f64).sqrt()) + keys.bias.clone();
+        let scores = crate::precision::matmul(q, k.swap_dims(2, 3))
+            * (1.0 / (d_head as f64).sqrt())
+            + keys.bias.clone();
         let probs = dropout(noise, softmax(scores, 3), p);
-        let context = probs
-            .matmul(v) // [batch, heads, time, d_head]
+        let context = crate::precision::matmul(probs, v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);
         linear_rows(&self.out_proj, context)

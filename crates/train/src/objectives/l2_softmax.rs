@@ -26,7 +26,7 @@ pub fn l2_constrained_logits<B: Backend>(
     alpha: f64,
 ) -> Tensor<B, 2> {
     let norm = u.clone().powf_scalar(2.0).sum_dim(1).sqrt().clamp_min(MIN_NORM);
-    (u / norm * alpha).matmul(w) + b.unsqueeze()
+    harness_model::precision::matmul(u / norm * alpha, w) + b.unsqueeze()
 }
 
 /// The L2-constrained softmax loss: mean cross-entropy of [`l2_constrained_logits`] against
@@ -93,7 +93,7 @@ impl Loss for L2Softmax {
             Tensor::zeros([k], &u.device())
         });
         if !self.constrained {
-            let logits = u.matmul(layer.weight.val()) + bias.unsqueeze();
+            let logits = harness_model::precision::matmul(u, layer.weight.val()) + bias.unsqueeze();
             return Ok(crate::objectives::nli_classification::classification_ce(
                 logits, labels,
             ));

@@ -250,7 +250,7 @@ pub fn ranking_softmax<B: Backend>(
     } else {
         (u, v)
     };
-    let cos = un.clone().matmul(vn.clone().transpose()); // [n, n]
+    let cos = harness_model::precision::matmul(un.clone(), vn.clone().transpose()); // [n, n]
     let margin: Vec<f32> = (0..n * n)
         .map(|k| if k / n == k % n { p.margin as f32 } else { 0.0 })
         .collect();
@@ -263,11 +263,11 @@ pub fn ranking_softmax<B: Backend>(
             let [_, k, d] = extra.dims();
             let en = if p.cosine { normalize(extra) } else { extra };
             // [n, 1, d] · [n, d, k] → [n, 1, k]: each row against its own extra candidates.
-            let extra_scores = un
-                .clone()
-                .reshape([n, 1, d])
-                .matmul(en.swap_dims(1, 2))
-                .reshape([n, k])
+            let extra_scores = harness_model::precision::matmul(
+                un.clone().reshape([n, 1, d]),
+                en.swap_dims(1, 2),
+            )
+            .reshape([n, k])
                 * p.scale;
             let all = Tensor::cat(vec![scores.clone(), extra_scores], 1);
             let none = Tensor::<B, 2, Bool>::from_data(
