@@ -137,3 +137,69 @@ fn flipped_byte_in_an_installed_dataset_fails_verify_naming_the_file() {
         "the fix is missing: {msg}"
     );
 }
+
+/// Refusals that `harness run` once raised only after validation (the hashed encoder's
+/// implemented n-grams and buckets, in `run`; protocol parameter ranges, at evaluation
+/// time): `validate` raises each, and `run` refuses with the same problem line before
+/// evaluating anything.
+#[test]
+fn validate_raises_every_refusal_that_run_raises_with_the_same_message() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/hashed-ngrams.yaml");
+    let recipe = recipe.to_str().unwrap();
+    let cases = [
+        (
+            "model.encoder.word_ngrams=[1, 2]",
+            "implements word unigrams and character 3- and 4-grams only",
+        ),
+        (
+            "model.encoder.buckets=1000",
+            "model.encoder.buckets: 1000 is not a power of two",
+        ),
+        (
+            "evaluate=[{name: xnli, params: {train_fraction: 2}}]",
+            "params.train_fraction 2 is outside (0, 1]",
+        ),
+        (
+            "evaluate=[{name: bucc, params: {k: 0}}]",
+            "params.k must be at least 1",
+        ),
+        (
+            "evaluate=[{name: sts12, params: {year: 2011}}]",
+            "params.year: 2011 is not one of",
+        ),
+        (
+            "evaluate=[{name: mr, params: {kfold: 1}}]",
+            "kfold must be at least 2",
+        ),
+    ];
+    for (set, expected) in cases {
+        let v = harness(home.path(), &["validate", recipe, "--set", set]);
+        assert_eq!(v.status.code(), Some(1), "{set}: {}", text(&v));
+        let line = |t: &str| {
+            t.lines()
+                .find(|l| l.contains(expected))
+                .map(|l| l[l.find("recipes/hashed-ngrams.yaml: ").unwrap()..].to_string())
+                .unwrap_or_else(|| panic!("{set}: no `{expected}` in {t}"))
+        };
+        let run_dir = out.path().join(set.len().to_string());
+        let r = harness(
+            home.path(),
+            &[
+                "run",
+                recipe,
+                "--set",
+                set,
+                "--out",
+                run_dir.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.status.code(), Some(2), "{set}: {}", text(&r));
+        assert_eq!(line(&text(&v)), line(&text(&r)), "{set}");
+        assert!(
+            !run_dir.join("results").exists(),
+            "{set}: nothing evaluated"
+        );
+    }
+}

@@ -920,26 +920,25 @@ fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
         }
         Encoder::Cbow(e) => at_least_1(out, f("embed"), e.embed, "embed"),
         Encoder::Hashed(e) => {
-            at_least_1(out, f("buckets"), e.buckets, "buckets");
             at_least_1(out, f("dim"), e.dim, "dim");
-            if e.word_ngrams.is_empty() && e.char_ngrams.is_empty() {
+            // What crates/embed/src/hashed.rs implements (multilingual USE §2.1's input
+            // features); `harness run` used to refuse anything else only after validation.
+            if e.word_ngrams != [1] || e.char_ngrams != [3, 4] {
                 out.add(
                     enc.clone(),
-                    "a hashed encoder needs `word_ngrams` or `char_ngrams`",
+                    format!(
+                        "the hashed encoder implements word unigrams and character 3- and \
+                         4-grams only (multilingual USE §2.1); found word_ngrams {:?}, \
+                         char_ngrams {:?}. Fix: use word_ngrams: [1], char_ngrams: [3, 4]",
+                        e.word_ngrams, e.char_ngrams
+                    ),
                 );
             }
-            for (key, v) in [
-                ("word_ngrams", &e.word_ngrams),
-                ("char_ngrams", &e.char_ngrams),
-            ] {
-                for (i, n) in v.iter().enumerate() {
-                    if *n == 0 {
-                        out.add(
-                            with(&enc, &[k(key), Seg::Index(i)]),
-                            "n-gram order must be ≥ 1",
-                        );
-                    }
-                }
+            if !e.buckets.is_power_of_two() {
+                out.add(
+                    f("buckets"),
+                    format!("{} is not a power of two. Fix: use e.g. 1048576", e.buckets),
+                );
             }
         }
         Encoder::Pretrained(e) => {

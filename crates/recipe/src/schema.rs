@@ -591,9 +591,11 @@ pub struct CbowEncoder {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HashedEncoder {
+    /// Word n-gram orders: `[1]`, the only ones implemented (the default).
     #[serde(default = "word_ngrams")]
     pub word_ngrams: Vec<u32>,
-    #[serde(default)]
+    /// Character n-gram orders: `[3, 4]`, the only ones implemented (the default).
+    #[serde(default = "char_ngrams")]
     pub char_ngrams: Vec<u32>,
     #[serde(default = "buckets")]
     pub buckets: u32,
@@ -1134,7 +1136,10 @@ fn buckets() -> u32 {
     1 << 18
 }
 fn word_ngrams() -> Vec<u32> {
-    vec![1, 2]
+    vec![1]
+}
+fn char_ngrams() -> Vec<u32> {
+    vec![3, 4]
 }
 fn one_f() -> f64 {
     1.0

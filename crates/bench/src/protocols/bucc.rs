@@ -61,7 +61,8 @@
 //! (`zh-en/max`; the headline's mode weighs 1, the others 0): the F1 of the summed counts is
 //! the pooled cross-validated F1.
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -600,6 +601,19 @@ pub fn evaluate_set(
     })
 }
 
+impl CheckedParams for BuccParams {
+    fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
+        super::retrieval::pairs_well_formed(benchmark)?;
+        if self.k == 0 {
+            return Err("params.k must be at least 1".into());
+        }
+        if self.folds < 2 {
+            return Err("params.folds must be at least 2".into());
+        }
+        Ok(())
+    }
+}
+
 /// `bucc-mining`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "bucc-mining",
@@ -611,12 +625,6 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// The `bucc-mining` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: BuccParams = ctx.params()?;
-    if params.k == 0 {
-        return Err(ctx.error("params.k must be at least 1"));
-    }
-    if params.folds < 2 {
-        return Err(ctx.error("params.folds must be at least 2"));
-    }
     let pairs = ctx.languages_or(vec!["zh-en".to_string()]);
     let mut per_pair = serde_json::Map::new();
     let mut headline = Vec::new();

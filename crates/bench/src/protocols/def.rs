@@ -32,8 +32,20 @@ pub struct ProtocolDef {
     pub run: fn(&Context) -> Result<Outcome, BenchError>,
 }
 
+/// A protocol's parameters: parsed from the declaration by serde, then held to the rules
+/// serde cannot state (ranges, combinations, the declaration's languages). `harness
+/// validate` applies both through [`parses_as`] and the protocol through
+/// [`Context::params`]: one rule, one message, refused before any benchmark runs.
+pub trait CheckedParams: DeserializeOwned {
+    /// The rules past parsing; the message names the key (`params.k must be at least 1`).
+    fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
+        let _ = benchmark;
+        Ok(())
+    }
+}
+
 /// [`ProtocolDef::check_params`] of a protocol whose parameters are `P`.
-pub fn parses_as<P: DeserializeOwned>(benchmark: &Benchmark) -> Result<(), String> {
+pub fn parses_as<P: CheckedParams>(benchmark: &Benchmark) -> Result<(), String> {
     match params_of::<P>(benchmark) {
         Ok(_) => Ok(()),
         Err(BenchError::Params { detail, .. }) => Err(detail),
@@ -65,7 +77,7 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// The declaration's `params`, typed. Use `#[serde(deny_unknown_fields)]` and
     /// `#[serde(default)]` on `T` so a misspelt parameter is an error naming the file.
-    pub fn params<T: DeserializeOwned>(&self) -> Result<T, BenchError> {
+    pub fn params<T: CheckedParams>(&self) -> Result<T, BenchError> {
         params_of(self.benchmark)
     }
 
@@ -129,17 +141,21 @@ impl Context<'_> {
     }
 }
 
-/// A declaration's `params`, typed as `T`.
-pub fn params_of<T: DeserializeOwned>(benchmark: &Benchmark) -> Result<T, BenchError> {
+/// A declaration's `params`, typed as `T` and checked ([`CheckedParams::check`]).
+pub fn params_of<T: CheckedParams>(benchmark: &Benchmark) -> Result<T, BenchError> {
     let map: serde_yaml::Mapping = benchmark
         .params
         .iter()
         .map(|(k, v)| (serde_yaml::Value::String(k.clone()), v.clone()))
         .collect();
-    serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| BenchError::Params {
+    let bad = |detail: String| BenchError::Params {
         benchmark: benchmark.name.clone(),
-        detail: e.to_string(),
-    })
+        detail,
+    };
+    let params: T =
+        serde_yaml::from_value(serde_yaml::Value::Mapping(map)).map_err(|e| bad(e.to_string()))?;
+    params.check(benchmark).map_err(bad)?;
+    Ok(params)
 }
 
 /// What a protocol measured.

@@ -45,7 +45,10 @@
 //! No per-item outcomes (`items: None`): Ψ is a property of the two embedding spaces (the
 //! spectra of sampled sentence graphs), not a mean of outcomes of test items.
 
-use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
+};
+use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::knn::gemm_nt;
@@ -97,6 +100,21 @@ pub struct Psi {
     pub std_error: f64,
 }
 
+impl CheckedParams for Params {
+    fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
+        if self.sample_size < 2 || self.samples == 0 {
+            return Err(format!(
+                "sample_size must be at least 2 and samples at least 1 (got {} and {})",
+                self.sample_size, self.samples
+            ));
+        }
+        if benchmark.languages.is_empty() {
+            return Err("list the language pairs: `languages: [eng_Latn-fra_Latn, ...]`".into());
+        }
+        super::retrieval::pairs_well_formed(benchmark)
+    }
+}
+
 /// `eigen-similarity`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "eigen-similarity",
@@ -108,16 +126,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// The protocol's entry point.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: Params = ctx.params()?;
-    if params.sample_size < 2 || params.samples == 0 {
-        return Err(ctx.error(format!(
-            "sample_size must be at least 2 and samples at least 1 (got {} and {})",
-            params.sample_size, params.samples
-        )));
-    }
     let pairs = ctx.languages_or(Vec::new());
-    if pairs.is_empty() {
-        return Err(ctx.error("list the language pairs: `languages: [eng_Latn-fra_Latn, ...]`"));
-    }
     let mut per_pair = Map::new();
     let mut means = Vec::new();
     for pair in &pairs {

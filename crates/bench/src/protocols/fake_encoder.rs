@@ -144,7 +144,7 @@ pub(crate) fn bench(
 
 /// The params of the declared (embedded registry) benchmark `name`, parsed as its
 /// protocol parses them ([`Context::params`](crate::protocols::Context::params)).
-pub(crate) fn declared_params<P: serde::de::DeserializeOwned>(name: &str) -> P {
+pub(crate) fn declared_params<P: super::def::CheckedParams>(name: &str) -> P {
     let registry = crate::registry::Registry::load().unwrap();
     let ctx = crate::protocols::Context {
         benchmark: registry.get(name).unwrap(),

@@ -37,7 +37,7 @@
 //! with the index of the target utterance whose label it took, `-1`: none); off-diagonal
 //! cells weigh 1 and the diagonal 0 (a single language: its cell weighs 1), as the headline.
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k_excluding, KnnOptions, Metric};
@@ -186,6 +186,8 @@ pub fn nearest_neighbour_outcomes(
         neighbour: Some(neighbour),
     })
 }
+
+impl CheckedParams for Params {}
 
 /// `intent-knn`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {

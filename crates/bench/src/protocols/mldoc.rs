@@ -28,7 +28,10 @@
 //! `train_language` classifier; the `train_language` row's cells off the diagonal weigh 1
 //! (the headline is their mean), every other cell 0.
 
-use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef,
+};
+use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -169,6 +172,21 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
+impl CheckedParams for MldocParams {
+    fn check(&self, _: &Benchmark) -> Result<(), String> {
+        if self.languages.is_empty() {
+            return Err("params.languages is empty".into());
+        }
+        if !self.languages.contains(&self.train_language) {
+            return Err(format!(
+                "params.train_language `{}` is not one of params.languages",
+                self.train_language
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `mldoc`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "mldoc",
@@ -180,15 +198,6 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: MldocParams = ctx.params()?;
-    if params.languages.is_empty() {
-        return Err(ctx.error("params.languages is empty"));
-    }
-    if !params.languages.contains(&params.train_language) {
-        return Err(ctx.error(format!(
-            "params.train_language `{}` is not one of params.languages",
-            params.train_language
-        )));
-    }
     let folders = sib200::languages(ctx.dataset_dir)?;
     let codes_of_folders = |f: &String| -> String {
         SIB200_CODES

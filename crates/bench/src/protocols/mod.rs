@@ -271,4 +271,154 @@ mod tests {
         );
         assert_eq!(datasets_read(&unknown).unwrap(), ["x"]);
     }
+
+    /// Every rule a protocol holds its parameters to, one bad declaration each: `validate`
+    /// (through [`check_params`]) refuses it, and the protocol's `run` refuses it with the
+    /// same message before reading anything (the dataset folder does not exist).
+    #[test]
+    fn validate_refuses_every_bad_declaration_that_run_refuses_with_the_same_message() {
+        use crate::protocols::fake_encoder::FakeEncoder;
+        let sts = |dataset: &str, languages: &[&str], params: &str| {
+            bench("sts", dataset, "sts", languages, params)
+        };
+        let cases: Vec<(Benchmark, &str)> = vec![
+            (
+                bench("b", "bucc", "bucc-mining", &[], "{k: 0}"),
+                "params.k must be at least 1",
+            ),
+            (
+                bench("b", "bucc", "bucc-mining", &[], "{folds: 1}"),
+                "params.folds must be at least 2",
+            ),
+            (
+                bench("b", "bucc", "bucc-mining", &["zhen"], ""),
+                "`zhen` is not a `src-tgt`",
+            ),
+            (
+                bench(
+                    "e",
+                    "flores",
+                    "eigen-similarity",
+                    &["a-b"],
+                    "{sample_size: 1}",
+                ),
+                "sample_size must be at least 2",
+            ),
+            (
+                bench("e", "flores", "eigen-similarity", &[], ""),
+                "list the language pairs",
+            ),
+            (
+                bench("m", "sib", "mldoc", &[], "{languages: []}"),
+                "params.languages is empty",
+            ),
+            (
+                bench(
+                    "m",
+                    "sib",
+                    "mldoc",
+                    &[],
+                    "{languages: [de], train_language: en}",
+                ),
+                "is not one of params.languages",
+            ),
+            (
+                bench("w", "flores", "multiway-search", &[], "{files: devtest}"),
+                "params.files must be a file name containing `{lang}`",
+            ),
+            (
+                bench("r", "tatoeba", "retrieval-p1", &["deu"], ""),
+                "`deu` is not a `src-tgt`",
+            ),
+            (
+                bench(
+                    "s",
+                    "senteval",
+                    "senteval-classification",
+                    &[],
+                    "{task: MR, kfold: 1}",
+                ),
+                "kfold must be at least 2",
+            ),
+            (
+                bench(
+                    "s",
+                    "senteval",
+                    "senteval-classification",
+                    &[],
+                    "{task: XYZ}",
+                ),
+                "is not a SentEval classification task",
+            ),
+            (
+                bench("a", "cls", "sentiment-transfer", &[], "{few_shot: [1.5]}"),
+                "fraction 1.5 is outside (0, 1]",
+            ),
+            (
+                bench(
+                    "a",
+                    "cls",
+                    "sentiment-transfer",
+                    &["en"],
+                    "{train_language: en}",
+                ),
+                "no target language besides",
+            ),
+            (
+                sts("stsbenchmark", &[], "{year: 2012}"),
+                "params.year applies to the `sts12-16` dataset only",
+            ),
+            (
+                sts("stsbenchmark", &["de"], ""),
+                "does not apply to `stsbenchmark`",
+            ),
+            (sts("sts12-16", &[], ""), "params.year is required"),
+            (sts("sts12-16", &[], "{year: 2011}"), "2011 is not one of"),
+            (sts("sts17", &[], "{tracks: [\"9\"]}"), "unknown track `9`"),
+            (
+                sts("stsb-multi-mt", &["xx"], ""),
+                "language `xx` is not in stsb-multi-mt",
+            ),
+            (
+                sts("stsb-multi-mt", &[], "{cross_lingual: [en-en]}"),
+                "is not `l1-l2` with two different",
+            ),
+            (
+                bench("x", "xnli", "xnli-zero-shot", &[], "{train: []}"),
+                "params.train names no training set",
+            ),
+            (
+                bench("x", "xnli", "xnli-zero-shot", &[], "{train_fraction: 0}"),
+                "is outside (0, 1]",
+            ),
+        ];
+        let mut dev_split = sts("sts17", &[], "");
+        dev_split.split = "dev".into();
+        let mut cases = cases;
+        cases.push((dev_split, "has a test split only"));
+        let nowhere = std::path::Path::new("/nonexistent/harness-dataset");
+        for (b, expected) in &cases {
+            let at_validate = check_params(b).expect_err(expected);
+            assert!(
+                at_validate.contains(expected),
+                "{}: {at_validate}",
+                b.protocol
+            );
+            let ctx = Context {
+                benchmark: b,
+                dataset_dir: nowhere,
+                side: &std::collections::BTreeMap::new(),
+                encoder: &FakeEncoder,
+                seed: 0,
+            };
+            match (find(&b.protocol).unwrap().run)(&ctx) {
+                Err(BenchError::Params { detail, .. }) => assert_eq!(detail, at_validate),
+                other => panic!(
+                    "{}: run gave {:?}, not the refusal",
+                    b.protocol,
+                    other.map(|o| o.main_score)
+                ),
+            }
+        }
+    }
 }

@@ -30,7 +30,8 @@
 //! too). The languages are the declaration's list; `all` (or no list) means every language
 //! with a file in the folder.
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use crate::benchmark::Benchmark;
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k, KnnError, KnnOptions, Metric};
@@ -147,6 +148,18 @@ fn languages(ctx: &Context, pattern: &str) -> Result<Vec<String>, BenchError> {
     Ok(langs)
 }
 
+impl CheckedParams for MultiwayParams {
+    fn check(&self, _: &Benchmark) -> Result<(), String> {
+        if !self.files.contains("{lang}") {
+            return Err(format!(
+                "params.files must be a file name containing `{{lang}}` (e.g. `{{lang}}.devtest`), got `{}`",
+                self.files
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `multiway-search`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "multiway-search",
@@ -158,12 +171,6 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// The `multiway-search` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: MultiwayParams = ctx.params()?;
-    if !params.files.contains("{lang}") {
-        return Err(ctx.error(format!(
-            "params.files must be a file name containing `{{lang}}` (e.g. `{{lang}}.devtest`), got `{}`",
-            params.files
-        )));
-    }
     let langs = languages(ctx, &params.files)?;
     if langs.len() < 2 {
         return Err(ctx.error(format!(

@@ -37,7 +37,10 @@
 //! headline is their mean), a hit or a miss per query with the candidate it ranked first
 //! (its own line on a hit, else the best-scoring distractor; `-1` when none has a score).
 
-use super::def::{no_side_datasets, parses_as, stream_of, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
+};
+use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -78,6 +81,24 @@ impl Default for Params {
             distractors: 999,
             score: Score::Cosine,
         }
+    }
+}
+
+impl CheckedParams for Params {
+    fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
+        pairs_well_formed(benchmark)
+    }
+}
+
+/// Each declared language pair is `src-tgt`.
+pub(crate) fn pairs_well_formed(benchmark: &Benchmark) -> Result<(), String> {
+    match benchmark
+        .languages
+        .iter()
+        .find(|p| !matches!(p.split_once('-'), Some((a, b)) if !a.is_empty() && !b.is_empty()))
+    {
+        Some(p) => Err(format!("`{p}` is not a `src-tgt` language pair")),
+        None => Ok(()),
     }
 }
 

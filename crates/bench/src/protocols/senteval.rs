@@ -50,7 +50,8 @@
 //! decimals, so it differs from `main_score` by at most 0.005 (fixed test set) or 0.01
 //! (folds: the fold accuracies are rounded before their mean is); the notes say so.
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use crate::benchmark::Benchmark;
 use crate::classify::{
     inner_kfold_classifier, kfold_classifier, pair_features, round2, split_classifier,
     ClassifyError, Reduction, SentEvalClassifier, SentEvalConfig, ValidationResult,
@@ -226,6 +227,27 @@ fn f1_positive(truth: &[usize], predicted: &[usize]) -> f64 {
     round2(100.0 * crate::metrics::Prf::binary(predicted, truth, &1).f1)
 }
 
+impl Params {
+    /// The task by SentEval's name (`MR`, `SST2`, ...).
+    fn task_name(&self) -> String {
+        self.task.to_ascii_uppercase().replace('-', "")
+    }
+}
+
+impl CheckedParams for Params {
+    fn check(&self, _: &Benchmark) -> Result<(), String> {
+        self.config(0)?;
+        if !TASKS.contains(&self.task_name().as_str()) {
+            return Err(format!(
+                "task `{}` is not a SentEval classification task (one of {})",
+                self.task,
+                TASKS.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `senteval-classification`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "senteval-classification",
@@ -237,19 +259,13 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// Runs one SentEval task (see the module documentation).
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: Params = ctx.params()?;
-    let bad_params = |detail: String| BenchError::Params {
-        benchmark: ctx.benchmark.name.clone(),
-        detail,
-    };
-    let cfg = params.config(ctx.seed).map_err(bad_params)?;
-    let task_name = params.task.to_ascii_uppercase().replace('-', "");
-    if !TASKS.contains(&task_name.as_str()) {
-        return Err(bad_params(format!(
-            "task `{}` is not a SentEval classification task (one of {})",
-            params.task,
-            TASKS.join(", ")
-        )));
-    }
+    let cfg = params
+        .config(ctx.seed)
+        .map_err(|detail| BenchError::Params {
+            benchmark: ctx.benchmark.name.clone(),
+            detail,
+        })?;
+    let task_name = params.task_name();
 
     let Measured {
         result,

@@ -31,7 +31,10 @@
 //! (weight 1: the headline is their mean), and with weight 0 `source/<train language>`,
 //! `few_shot/<target>/<fraction>` and `monolingual/<target>/<fraction>`.
 
-use super::def::{no_side_datasets, parses_as, sub_seed, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef,
+};
+use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -157,6 +160,19 @@ fn percent(x: f64) -> f64 {
     100.0 * x
 }
 
+impl CheckedParams for SentimentParams {
+    fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
+        if let Some(f) = self.few_shot.iter().find(|f| !(**f > 0.0 && **f <= 1.0)) {
+            return Err(format!("params.few_shot: fraction {f} is outside (0, 1]"));
+        }
+        let langs = &benchmark.languages;
+        if !langs.is_empty() && langs.iter().all(|l| *l == self.train_language) {
+            return Err("no target language besides the training language".into());
+        }
+        Ok(())
+    }
+}
+
 /// `sentiment-transfer`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "sentiment-transfer",
@@ -168,9 +184,6 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let p: SentimentParams = ctx.params()?;
-    if let Some(f) = p.few_shot.iter().find(|f| !(**f > 0.0 && **f <= 1.0)) {
-        return Err(ctx.error(format!("params.few_shot: fraction {f} is outside (0, 1]")));
-    }
     let languages = ctx.languages_or(
         cls_amazon::LANGUAGES
             .iter()

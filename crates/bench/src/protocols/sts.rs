@@ -34,7 +34,8 @@
 //! [`crate::items::Items::headline`] gives `main_score` back (where `main_score` is NaN, an
 //! undefined set counts as 0 there).
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use crate::benchmark::Benchmark;
 use crate::error::BenchError;
 use crate::items::{Correlation, Group, Items, Outcomes};
 use crate::metrics::{angular_similarity, cosine, pearson, spearman};
@@ -117,6 +118,138 @@ pub struct StsParams {
     /// `stsb-multi-mt` only: cross-lingual pairs `l1-l2` (sentence 1 in `l1`, sentence 2 in
     /// `l2`); default `en-de`, `en-fr`, `en-es`, `en-zh`.
     pub cross_lingual: Option<Vec<String>>,
+}
+
+const YEAR_REQUIRED: &str = "params.year is required for `sts12-16` (2012 to 2016)";
+
+impl StsParams {
+    /// The STS 2017 tracks to run: `tracks`, else [`DEFAULT_TRACKS`]; each known, none twice.
+    fn sts17_tracks(&self) -> Result<Vec<&'static sts17::Track>, String> {
+        let wanted: Vec<String> = match &self.tracks {
+            Some(t) => t.iter().map(TrackId::text).collect(),
+            None => DEFAULT_TRACKS.iter().map(|s| s.to_string()).collect(),
+        };
+        if wanted.is_empty() {
+            return Err("params.tracks is empty".into());
+        }
+        let mut tracks: Vec<&sts17::Track> = Vec::new();
+        for w in &wanted {
+            let t = sts17::find(w).ok_or_else(|| {
+                format!(
+                    "params.tracks: unknown track `{w}`; the tracks are {}",
+                    sts17::TRACKS
+                        .iter()
+                        .map(|t| format!("{} ({})", t.id, t.pair))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?;
+            if tracks.contains(&t) {
+                return Err(format!("params.tracks: track `{w}` twice"));
+            }
+            tracks.push(t);
+        }
+        Ok(tracks)
+    }
+}
+
+impl StsParams {
+    /// `stsb-multi-mt`'s cross-lingual pairs: `cross_lingual`, else the default ones.
+    fn cross_lingual_pairs(&self) -> Result<Vec<(String, String)>, String> {
+        let known = |l: &str| stsb_multi_mt::LANGUAGES.contains(&l);
+        match &self.cross_lingual {
+            Some(p) => p.clone(),
+            None => DEFAULT_CROSS_LINGUAL
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+        .iter()
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) if known(a) && known(b) && a != b => Ok((a.to_string(), b.to_string())),
+            _ => Err(format!(
+                "params.cross_lingual: `{p}` is not `l1-l2` with two different languages of \
+                 stsb-multi-mt ({})",
+                stsb_multi_mt::LANGUAGES.join(", ")
+            )),
+        })
+        .collect()
+    }
+}
+
+impl CheckedParams for StsParams {
+    /// What the declaration alone decides: which parameters and languages apply to its
+    /// dataset, its split, the year and the tracks.
+    fn check(&self, b: &Benchmark) -> Result<(), String> {
+        let dataset = b.dataset.as_str();
+        let only = |name: &str, set: bool, owner: &str| -> Result<(), String> {
+            if set {
+                Err(format!(
+                    "params.{name} applies to the `{owner}` dataset only, not to `{dataset}`"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        if dataset != "sts12-16" {
+            only("year", self.year.is_some(), "sts12-16")?;
+        }
+        if dataset != "sts17" {
+            only("tracks", self.tracks.is_some(), "sts17")?;
+        }
+        if dataset != "stsb-multi-mt" {
+            only(
+                "cross_lingual",
+                self.cross_lingual.is_some(),
+                "stsb-multi-mt",
+            )?;
+            let langs = &b.languages;
+            if !(langs.is_empty() || (dataset != "sts17" && langs.len() == 1 && langs[0] == "en")) {
+                return Err(format!(
+                    "`languages: [{}]` does not apply to `{dataset}`{}",
+                    langs.join(", "),
+                    if dataset == "sts17" {
+                        "; choose STS 2017 tracks with params.tracks"
+                    } else {
+                        " (English only; leave it out or write [en])"
+                    }
+                ));
+            }
+        }
+        let split = split_named(&b.split)?;
+        if matches!(dataset, "sts12-16" | "sts17") && split != Split::Test {
+            return Err(format!(
+                "`{dataset}` has a test split only, not `{}`",
+                b.split
+            ));
+        }
+        match dataset {
+            "sts12-16" => {
+                let year = self.year.ok_or(YEAR_REQUIRED)?;
+                if !sts12_16::YEARS.contains(&year) {
+                    return Err(format!(
+                        "params.year: {year} is not one of 2012, 2013, 2014, 2015, 2016"
+                    ));
+                }
+            }
+            "sts17" => {
+                self.sts17_tracks()?;
+            }
+            "stsb-multi-mt" => {
+                for l in &b.languages {
+                    if !stsb_multi_mt::LANGUAGES.contains(&l.as_str()) {
+                        return Err(format!(
+                            "language `{l}` is not in stsb-multi-mt ({})",
+                            stsb_multi_mt::LANGUAGES.join(", ")
+                        ));
+                    }
+                }
+                self.cross_lingual_pairs()?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 /// STS 2017 tracks run by default: 1 to 5 as the issue lists them. Track 6 (tr-en, the
@@ -453,53 +586,9 @@ const SUPERVISED_NOTE: &str = "SentEval evaluates this benchmark supervised (a r
 
 /// Reads the declaration and the dataset into the sets to evaluate.
 fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
-    let b = ctx.benchmark;
-    let dataset = b.dataset.as_str();
-    let only = |name: &str, set: bool, owner: &str| -> Result<(), BenchError> {
-        if set {
-            Err(ctx.error(format!(
-                "params.{name} applies to the `{owner}` dataset only, not to `{dataset}`"
-            )))
-        } else {
-            Ok(())
-        }
-    };
-    if dataset != "sts12-16" {
-        only("year", params.year.is_some(), "sts12-16")?;
-    }
-    if dataset != "sts17" {
-        only("tracks", params.tracks.is_some(), "sts17")?;
-    }
-    if dataset != "stsb-multi-mt" {
-        only(
-            "cross_lingual",
-            params.cross_lingual.is_some(),
-            "stsb-multi-mt",
-        )?;
-        let langs = &b.languages;
-        if !(langs.is_empty() || (dataset != "sts17" && langs.len() == 1 && langs[0] == "en")) {
-            return Err(ctx.error(format!(
-                "`languages: [{}]` does not apply to `{dataset}`{}",
-                langs.join(", "),
-                if dataset == "sts17" {
-                    "; choose STS 2017 tracks with params.tracks"
-                } else {
-                    " (English only; leave it out or write [en])"
-                }
-            )));
-        }
-    }
+    // The declaration was checked by `StsParams::check` (through `ctx.params()`).
+    let dataset = ctx.benchmark.dataset.as_str();
     let split = parse_split(ctx)?;
-    let test_only = || -> Result<(), BenchError> {
-        if split != Split::Test {
-            Err(ctx.error(format!(
-                "`{dataset}` has a test split only, not `{}`",
-                b.split
-            )))
-        } else {
-            Ok(())
-        }
-    };
     let mut used = Map::new();
     let single = |key: &str, pairs| Set {
         key: key.to_string(),
@@ -529,15 +618,7 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
             used,
         },
         "sts12-16" => {
-            test_only()?;
-            let year = params.year.ok_or_else(|| {
-                ctx.error("params.year is required for `sts12-16` (2012 to 2016)")
-            })?;
-            if !sts12_16::YEARS.contains(&year) {
-                return Err(ctx.error(format!(
-                    "params.year: {year} is not one of 2012, 2013, 2014, 2015, 2016"
-                )));
-            }
+            let year = params.year.ok_or_else(|| ctx.error(YEAR_REQUIRED))?;
             let sets = sts12_16::load(ctx.dataset_dir, year)?
                 .into_iter()
                 .map(|s| single(s.name, s.pairs))
@@ -562,31 +643,7 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
             }
         }
         "sts17" => {
-            test_only()?;
-            let wanted: Vec<String> = match &params.tracks {
-                Some(t) => t.iter().map(TrackId::text).collect(),
-                None => DEFAULT_TRACKS.iter().map(|s| s.to_string()).collect(),
-            };
-            if wanted.is_empty() {
-                return Err(ctx.error("params.tracks is empty"));
-            }
-            let mut tracks: Vec<&sts17::Track> = Vec::new();
-            for w in &wanted {
-                let t = sts17::find(w).ok_or_else(|| {
-                    ctx.error(format!(
-                        "params.tracks: unknown track `{w}`; the tracks are {}",
-                        sts17::TRACKS
-                            .iter()
-                            .map(|t| format!("{} ({})", t.id, t.pair))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                })?;
-                if tracks.contains(&t) {
-                    return Err(ctx.error(format!("params.tracks: track `{w}` twice")));
-                }
-                tracks.push(t);
-            }
+            let tracks = params.sts17_tracks().map_err(|e| ctx.error(e))?;
             let sets = tracks
                 .iter()
                 .map(|t| Ok(single(&t.name(), sts17::load(ctx.dataset_dir, t)?)))
@@ -620,37 +677,7 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
                 .map(|s| s.to_string())
                 .collect();
             let langs = ctx.languages_or(all);
-            let known = |l: &str| stsb_multi_mt::LANGUAGES.contains(&l);
-            for l in &langs {
-                if !known(l) {
-                    return Err(ctx.error(format!(
-                        "language `{l}` is not in stsb-multi-mt ({})",
-                        stsb_multi_mt::LANGUAGES.join(", ")
-                    )));
-                }
-            }
-            if langs.is_empty() {
-                return Err(ctx.error("no languages to evaluate"));
-            }
-            let pairs: Vec<(String, String)> = match &params.cross_lingual {
-                Some(p) => p.clone(),
-                None => DEFAULT_CROSS_LINGUAL
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
-            }
-            .iter()
-            .map(|p| match p.split_once('-') {
-                Some((a, b)) if known(a) && known(b) && a != b => {
-                    Ok((a.to_string(), b.to_string()))
-                }
-                _ => Err(ctx.error(format!(
-                    "params.cross_lingual: `{p}` is not `l1-l2` with two different languages \
-                     of stsb-multi-mt ({})",
-                    stsb_multi_mt::LANGUAGES.join(", ")
-                ))),
-            })
-            .collect::<Result<_, _>>()?;
+            let pairs = params.cross_lingual_pairs().map_err(|e| ctx.error(e))?;
             // Each language's file once.
             let mut files: HashMap<String, Vec<ScoredPair>> = HashMap::new();
             for l in langs.iter().chain(pairs.iter().flat_map(|(a, b)| [a, b])) {
@@ -716,15 +743,14 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
 }
 
 fn parse_split(ctx: &Context) -> Result<Split, BenchError> {
+    split_named(&ctx.benchmark.split).map_err(|e| ctx.error(e))
+}
+
+fn split_named(name: &str) -> Result<Split, String> {
     Split::ALL
         .into_iter()
-        .find(|s| s.name() == ctx.benchmark.split)
-        .ok_or_else(|| {
-            ctx.error(format!(
-                "split `{}` is not train, dev or test",
-                ctx.benchmark.split
-            ))
-        })
+        .find(|s| s.name() == name)
+        .ok_or_else(|| format!("split `{name}` is not train, dev or test"))
 }
 
 #[cfg(test)]

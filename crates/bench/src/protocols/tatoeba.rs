@@ -21,7 +21,7 @@
 //! English itself in the `< 10` and `< 20` bins (Appendix D); these counts are over the 112
 //! non-English languages only.
 
-use super::def::{no_side_datasets, parses_as, Context, Outcome, ProtocolDef};
+use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
 use super::multiway::{error_rate_of, search_outcomes};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -87,6 +87,8 @@ pub fn summary(errors: &[(String, LanguageErrors)]) -> serde_json::Value {
         "over_50": count(&|m| m > 50.0),
     })
 }
+
+impl CheckedParams for TatoebaParams {}
 
 /// `tatoeba-search`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {

@@ -46,7 +46,7 @@
 //! the headline is their mean) and, with `matrix`, one per off-diagonal cell
 //! (`<premise language>/<hypothesis language>`, weight 0).
 
-use super::def::{params_of, parses_as, sub_seed, Context, Outcome, ProtocolDef};
+use super::def::{params_of, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef};
 use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
@@ -337,6 +337,21 @@ impl Classifier<'_> {
     }
 }
 
+impl CheckedParams for XnliParams {
+    fn check(&self, _: &Benchmark) -> Result<(), String> {
+        if self.train.is_empty() && self.own_head.is_none() {
+            return Err("params.train names no training set".into());
+        }
+        if !(self.train_fraction > 0.0 && self.train_fraction <= 1.0) {
+            return Err(format!(
+                "params.train_fraction {} is outside (0, 1]",
+                self.train_fraction
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// `xnli-zero-shot`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "xnli-zero-shot",
@@ -348,15 +363,6 @@ pub const DEF: ProtocolDef = ProtocolDef {
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: XnliParams = ctx.params()?;
-    if params.train.is_empty() && params.own_head.is_none() {
-        return Err(ctx.error("params.train names no training set"));
-    }
-    if !(params.train_fraction > 0.0 && params.train_fraction <= 1.0) {
-        return Err(ctx.error(format!(
-            "params.train_fraction {} is outside (0, 1]",
-            params.train_fraction
-        )));
-    }
     let languages = ctx.languages_or(xnli::LANGUAGES.iter().map(|s| s.to_string()).collect());
 
     let limit = |mut v: Vec<NliPair>| {
