@@ -251,7 +251,7 @@ impl SystemConfig {
                 let placeholder = crate::encoder::cbow::CbowEncoderConfig {
                     n_vocab: 1,
                     d_embed: 1,
-                    pool: "mean".into(),
+                    pool: harness_recipe::schema::Pool::Mean,
                     ngram_buckets: None,
                 }
                 .init(device);
@@ -580,7 +580,7 @@ mod tests {
                 12,
                 4,
                 vec![LayerSpec::new(6, true)],
-                "max".into(),
+                harness_recipe::schema::Pool::Max,
             ))
         };
         let cfg = SystemConfig {

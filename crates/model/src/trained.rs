@@ -465,7 +465,12 @@ mod tests {
     type B = NdArray<f32>;
 
     fn encoder(seed: u64) -> BilstmEncoder<B> {
-        let cfg = BilstmEncoderConfig::new(12, 4, vec![LayerSpec::new(6, true)], "max".into());
+        let cfg = BilstmEncoderConfig::new(
+            12,
+            4,
+            vec![LayerSpec::new(6, true)],
+            harness_recipe::schema::Pool::Max,
+        );
         init_uniform(cfg.init::<B>(&Default::default()), seed, 0.3)
     }
 
@@ -494,7 +499,7 @@ mod tests {
                     12,
                     4,
                     vec![LayerSpec::new(6, true)],
-                    "max".into(),
+                    harness_recipe::schema::Pool::Max,
                 )),
             )],
             decoder: None,

@@ -43,7 +43,7 @@ fn config() -> TransformerEncoderConfig {
         d_ff: 32,
         heads: 2,
         layers: 2,
-        pool: "mean".into(),
+        pool: harness_recipe::schema::Pool::Mean,
         dropout: 0.0,
         max_len: 64,
         ngram_buckets: None,

@@ -459,6 +459,24 @@ pub enum Pool {
     Cls,
 }
 
+impl Pool {
+    /// The recipe's name of it (`max`, `mean`, `last`, `cls`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pool::Max => "max",
+            Pool::Mean => "mean",
+            Pool::Last => "last",
+            Pool::Cls => "cls",
+        }
+    }
+}
+
+impl std::fmt::Display for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The sentence encoder, selected by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -93,7 +93,7 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
         m.insert("model_type".into(), "bert".into());
     }
     let hidden = encoder.bert.hidden_size;
-    let pool = encoder.pool.as_str();
+    let pool = encoder.pool.name();
     let max_seq_length = (EVAL_MAX_LEN + 2).min(encoder.bert.max_position_embeddings);
     let mut tokenizer_config = serde_json::json!({
         "tokenizer_class": "PreTrainedTokenizerFast",

@@ -18,6 +18,7 @@ use crate::encoder::pool::pool;
 use crate::input::Padded;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
+use harness_recipe::schema::Pool;
 
 /// Configuration of a [`BertSentenceEncoder`].
 #[derive(Debug, Clone)]
@@ -25,7 +26,7 @@ pub struct BertSentenceConfig {
     /// The model's architecture (its `config.json`).
     pub bert: BertConfig,
     /// `mean`, `cls` or `max`.
-    pub pool: String,
+    pub pool: Pool,
     /// The pretrained model it starts from (name or folder), for messages and exports.
     pub model: String,
 }
@@ -35,8 +36,9 @@ pub struct BertSentenceConfig {
 pub struct BertSentenceEncoder<B: Backend> {
     /// The transformer.
     pub bert: Bert<B>,
-    /// Pooling name.
-    pub pool: String,
+    /// Pooling.
+    #[module(skip)]
+    pub pool: Pool,
 }
 
 impl BertSentenceConfig {
@@ -49,7 +51,7 @@ impl BertSentenceConfig {
             .word_block_rows(crate::limits::max_buffer_bytes::<B>(device));
         BertSentenceEncoder {
             bert: self.bert.init_with_word_blocks(device, blocks),
-            pool: self.pool.clone(),
+            pool: self.pool,
         }
     }
 }
@@ -59,7 +61,7 @@ impl<B: Backend> BertSentenceEncoder<B> {
     pub fn forward(&self, input: &Padded<B>) -> Encoded<B> {
         let hidden = self.bert.forward(input.ids.clone(), input.mask.clone());
         let states = hidden * input.mask.clone().unsqueeze_dim::<3>(2);
-        let sentence = pool(&self.pool, states.clone(), input.mask.clone(), Vec::new());
+        let sentence = pool(self.pool, states.clone(), input.mask.clone(), Vec::new());
         Encoded {
             sentence,
             states,
@@ -96,7 +98,7 @@ mod tests {
         let dev = Default::default();
         let enc = BertSentenceConfig {
             bert: config,
-            pool: "mean".into(),
+            pool: Pool::Mean,
             model: "tiny".into(),
         }
         .init::<B>(&dev);

@@ -44,7 +44,7 @@ pub struct BilstmEncoderConfig {
     /// Layers, bottom first.
     pub layers: Vec<LayerSpec>,
     /// Pooling: `max`, `mean`, `last` or `cls` (see [`Pool`]).
-    pub pool: String,
+    pub pool: Pool,
     /// Dropout on the embeddings and between layers (training only).
     #[config(default = 0.0)]
     pub dropout: f64,
@@ -65,8 +65,9 @@ pub struct BilstmEncoder<B: Backend> {
     pub forward: Vec<MaskedLstm<B>>,
     /// Reverse direction of each bidirectional layer (`None` for unidirectional ones).
     pub reverse: Vec<Option<MaskedLstm<B>>>,
-    /// Pooling, as its recipe name.
-    pub pool: String,
+    /// Pooling.
+    #[module(skip)]
+    pub pool: Pool,
     /// Dropout probability.
     pub dropout: f64,
 }
@@ -77,8 +78,7 @@ impl BilstmEncoderConfig {
         let layers = (0..e.layers)
             .map(|_| LayerSpec::new(e.hidden as usize, true))
             .collect();
-        BilstmEncoderConfig::new(n_vocab, e.embed as usize, layers, pool_name(e.pool))
-            .with_dropout(e.dropout)
+        BilstmEncoderConfig::new(n_vocab, e.embed as usize, layers, e.pool).with_dropout(e.dropout)
     }
 
     /// The configuration a recipe's `lstm` encoder block describes.
@@ -95,8 +95,7 @@ impl BilstmEncoderConfig {
                 LayerSpec::new(hidden as usize, i == 0 && e.bidirectional_first)
             })
             .collect();
-        BilstmEncoderConfig::new(n_vocab, e.embed as usize, layers, pool_name(e.pool))
-            .with_dropout(e.dropout)
+        BilstmEncoderConfig::new(n_vocab, e.embed as usize, layers, e.pool).with_dropout(e.dropout)
     }
 
     /// Size of the sentence vector.
@@ -125,21 +124,10 @@ impl BilstmEncoderConfig {
             ngrams: CharNgramsConfig::init_for(self.ngram_buckets, self.d_embed, device),
             forward,
             reverse,
-            pool: self.pool.clone(),
+            pool: self.pool,
             dropout: self.dropout,
         }
     }
-}
-
-/// The recipe name of a pooling.
-pub fn pool_name(p: Pool) -> String {
-    match p {
-        Pool::Max => "max",
-        Pool::Mean => "mean",
-        Pool::Last => "last",
-        Pool::Cls => "cls",
-    }
-    .to_string()
 }
 
 impl<B: Backend> BilstmEncoder<B> {
@@ -215,7 +203,7 @@ impl<B: Backend> BilstmEncoder<B> {
         let x = x.swap_dims(0, 1);
         // Zero the padded positions: the forward direction carries its last state there.
         let states = x * mask.clone().unsqueeze_dim::<3>(2);
-        let sentence = pool(&self.pool, states.clone(), mask.clone(), finals);
+        let sentence = pool(self.pool, states.clone(), mask.clone(), finals);
         Encoded {
             sentence,
             states,
@@ -284,7 +272,7 @@ mod tests {
     #[test]
     fn padding_does_not_change_any_encoding() {
         let dev = Default::default();
-        for (pool, ngrams) in ["max", "mean", "last", "cls"]
+        for (pool, ngrams) in [Pool::Max, Pool::Mean, Pool::Last, Pool::Cls]
             .into_iter()
             .flat_map(|p| [(p, false), (p, true)])
         {
@@ -293,7 +281,7 @@ mod tests {
                 vec![LayerSpec::new(6, true), LayerSpec::new(5, true)],
                 vec![LayerSpec::new(6, true), LayerSpec::new(7, false)],
             ] {
-                let cfg = BilstmEncoderConfig::new(12, 4, layers, pool.into())
+                let cfg = BilstmEncoderConfig::new(12, 4, layers, pool)
                     .with_ngram_buckets(ngrams.then_some(5));
                 let enc = init_uniform(cfg.init::<B>(&dev), 11, 0.3);
                 // Each sentence alone, unpadded.
@@ -349,6 +337,6 @@ mod tests {
         let c = BilstmEncoderConfig::from_bilstm(100, &bi);
         assert_eq!(c.layers.len(), 3);
         assert_eq!(c.d_sentence(), 1024);
-        assert_eq!(c.pool, "max");
+        assert_eq!(c.pool, Pool::Max);
     }
 }

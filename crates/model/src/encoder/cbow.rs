@@ -19,8 +19,8 @@ pub struct CbowEncoderConfig {
     pub n_vocab: usize,
     /// Embedding (and sentence) size.
     pub d_embed: usize,
-    /// Pooling, as its recipe name.
-    pub pool: String,
+    /// Pooling.
+    pub pool: Pool,
     /// Hash buckets of the tokenizer's character n-grams, when it gives them.
     pub ngram_buckets: Option<usize>,
 }
@@ -31,7 +31,7 @@ impl CbowEncoderConfig {
         CbowEncoderConfig {
             n_vocab,
             d_embed: e.embed as usize,
-            pool: crate::encoder::bilstm::pool_name(e.pool),
+            pool: e.pool,
             ngram_buckets: None,
         }
     }
@@ -41,7 +41,7 @@ impl CbowEncoderConfig {
         CbowEncoder {
             embedding: EmbeddingConfig::new(self.n_vocab, self.d_embed).init(device),
             ngrams: CharNgramsConfig::init_for(self.ngram_buckets, self.d_embed, device),
-            pool: self.pool.clone(),
+            pool: self.pool,
             dropout: 0.0,
         }
     }
@@ -54,8 +54,9 @@ pub struct CbowEncoder<B: Backend> {
     pub embedding: Embedding<B>,
     /// Character n-gram embeddings, with a tokenizer that gives n-grams.
     pub ngrams: Option<CharNgrams<B>>,
-    /// Pooling, as its recipe name.
-    pub pool: String,
+    /// Pooling.
+    #[module(skip)]
+    pub pool: Pool,
     /// Dropout on the embeddings (training only).
     pub dropout: f64,
 }
@@ -66,7 +67,7 @@ impl<B: Backend> CbowEncoder<B> {
         let embedded = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
         let embedded = dropout(&mut noise, embedded, self.dropout);
         let states = embedded * input.mask.clone().unsqueeze_dim::<3>(2);
-        let sentence = pool(&self.pool, states.clone(), input.mask.clone(), Vec::new());
+        let sentence = pool(self.pool, states.clone(), input.mask.clone(), Vec::new());
         Encoded {
             sentence,
             states,
@@ -97,7 +98,7 @@ mod tests {
         let mut enc = CbowEncoderConfig {
             n_vocab: 3,
             d_embed: 2,
-            pool: "mean".into(),
+            pool: Pool::Mean,
             ngram_buckets: None,
         }
         .init::<B>(&dev);

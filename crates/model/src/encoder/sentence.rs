@@ -160,7 +160,7 @@ impl SentenceEncoderConfig {
                 })?;
                 SentenceEncoderConfig::Bert(BertSentenceConfig {
                     bert,
-                    pool: crate::encoder::bilstm::pool_name(p.pool),
+                    pool: p.pool,
                     model: t.model.clone(),
                 })
             }

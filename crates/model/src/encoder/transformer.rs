@@ -61,7 +61,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use harness_recipe::schema;
+use harness_recipe::schema::{self, Pool};
 
 /// What a padded key adds to its attention score before the softmax: exp(−10⁴ + s) is 0 in
 /// f32 for any score a real key has, and a row whose keys are all padding (an empty
@@ -87,8 +87,8 @@ pub struct TransformerEncoderConfig {
     pub heads: usize,
     /// Stacked layers.
     pub layers: usize,
-    /// Pooling, as its recipe name.
-    pub pool: String,
+    /// Pooling.
+    pub pool: Pool,
     /// Dropout (embeddings, attention probabilities, sub-layer outputs, feed-forward inner).
     pub dropout: f64,
     /// Longest input in tokens; longer inputs are clipped.
@@ -108,7 +108,7 @@ impl TransformerEncoderConfig {
             d_ff: e.d_ff as usize,
             heads: e.heads as usize,
             layers: e.layers as usize,
-            pool: crate::encoder::bilstm::pool_name(e.pool),
+            pool: e.pool,
             dropout: e.dropout,
             max_len: e.max_len as usize,
             ngram_buckets: None,
@@ -155,7 +155,7 @@ impl TransformerEncoderConfig {
             d_model: d,
             heads: self.heads,
             max_len: self.max_len,
-            pool: self.pool.clone(),
+            pool: self.pool,
             dropout: self.dropout,
             fused: true,
         }
@@ -183,8 +183,9 @@ pub struct TransformerEncoder<B: Backend> {
     pub heads: usize,
     /// Longest input in tokens.
     pub max_len: usize,
-    /// Pooling, as its recipe name.
-    pub pool: String,
+    /// Pooling.
+    #[module(skip)]
+    pub pool: Pool,
     /// Dropout (training only).
     pub dropout: f64,
     /// Whether attention takes the fused CPU path where the backend has it (always, but for
@@ -375,7 +376,7 @@ impl<B: Backend> TransformerEncoder<B> {
             x = layer.forward(x, &keys, self.heads, &mut noise, p);
         }
         let states = norm_rows(&self.norm, x) * mask.clone().unsqueeze_dim::<3>(2);
-        let sentence = pool(&self.pool, states.clone(), mask.clone(), Vec::new());
+        let sentence = pool(self.pool, states.clone(), mask.clone(), Vec::new());
         Encoded {
             sentence,
             states,
@@ -427,7 +428,7 @@ mod tests {
             d_ff: 16,
             heads: 2,
             layers: 2,
-            pool: "mean".into(),
+            pool: Pool::Mean,
             dropout: 0.1,
             max_len: 16,
             ngram_buckets: None,
