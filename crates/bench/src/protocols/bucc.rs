@@ -603,7 +603,7 @@ pub fn evaluate_set(
 
 impl CheckedParams for BuccParams {
     fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
-        super::retrieval::pairs_well_formed(benchmark)?;
+        super::def::pairs_well_formed(benchmark)?;
         if self.k == 0 {
             return Err("params.k must be at least 1".into());
         }

@@ -44,6 +44,18 @@ pub trait CheckedParams: DeserializeOwned {
     }
 }
 
+/// Each declared language pair is `src-tgt`.
+pub fn pairs_well_formed(benchmark: &Benchmark) -> Result<(), String> {
+    match benchmark
+        .languages
+        .iter()
+        .find(|p| !matches!(p.split_once('-'), Some((a, b)) if !a.is_empty() && !b.is_empty()))
+    {
+        Some(p) => Err(format!("`{p}` is not a `src-tgt` language pair")),
+        None => Ok(()),
+    }
+}
+
 /// [`ProtocolDef::check_params`] of a protocol whose parameters are `P`.
 pub fn parses_as<P: CheckedParams>(benchmark: &Benchmark) -> Result<(), String> {
     match params_of::<P>(benchmark) {

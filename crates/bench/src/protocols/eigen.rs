@@ -111,7 +111,7 @@ impl CheckedParams for Params {
         if benchmark.languages.is_empty() {
             return Err("list the language pairs: `languages: [eng_Latn-fra_Latn, ...]`".into());
         }
-        super::retrieval::pairs_well_formed(benchmark)
+        super::def::pairs_well_formed(benchmark)
     }
 }
 

@@ -86,19 +86,7 @@ impl Default for Params {
 
 impl CheckedParams for Params {
     fn check(&self, benchmark: &Benchmark) -> Result<(), String> {
-        pairs_well_formed(benchmark)
-    }
-}
-
-/// Each declared language pair is `src-tgt`.
-pub(crate) fn pairs_well_formed(benchmark: &Benchmark) -> Result<(), String> {
-    match benchmark
-        .languages
-        .iter()
-        .find(|p| !matches!(p.split_once('-'), Some((a, b)) if !a.is_empty() && !b.is_empty()))
-    {
-        Some(p) => Err(format!("`{p}` is not a `src-tgt` language pair")),
-        None => Ok(()),
+        super::def::pairs_well_formed(benchmark)
     }
 }
 
