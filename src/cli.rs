@@ -78,8 +78,6 @@ pub enum Command {
 pub fn main() -> ExitCode {
     quiet_on_closed_stdout();
     harness_core::memory::keep_freed_memory();
-    // Every recipe this process loads types its objectives with the trainer's definitions.
-    harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

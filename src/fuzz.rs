@@ -56,7 +56,6 @@ fn text(data: &[u8]) -> Cow<'_, str> {
 fn known() -> &'static Known {
     static KNOWN: OnceLock<Known> = OnceLock::new();
     KNOWN.get_or_init(|| {
-        harness_recipe::check::install_objectives(harness_train::objectives::schemas());
         crate::commands::known().expect("this build's benchmark registry and datasets.lock")
     })
 }

@@ -86,7 +86,13 @@ fn numbers_in_the_report_equal_those_in_the_result_files() {
         ],
     );
     let out = tmp.path().join("report");
-    let s = render_report(std::slice::from_ref(&results), &[], &out).unwrap();
+    let s = render_report(
+        std::slice::from_ref(&results),
+        &[],
+        &out,
+        &harness::commands::known().unwrap(),
+    )
+    .unwrap();
     assert_eq!(s.systems, vec!["hashed-ngrams".to_string()]);
     assert!(s.tables >= 20);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -178,12 +184,10 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
         r#"{"recipe": "muse-xling", "profile": null, "backend": "ndarray", "device": "cpu", "threads": 2}"#,
     )
     .unwrap();
-    let resolved = harness_bench::load_recipe(
+    let resolved = harness::commands::load_recipe(
         Path::new("recipes/muse-xling.yaml"),
-        &harness_recipe::LoadOptions {
-            profile: Some("paper".into()),
-            sets: vec![],
-        },
+        Some("paper".into()),
+        &[],
     )
     .unwrap();
     let by_fp = tmp
@@ -202,7 +206,13 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
         by_fp.clone(),
         format!("mine={}", results.display()).into(),
     ];
-    let s = render_report(&args, &["muse-t3-sts17".to_string()], &out).unwrap();
+    let s = render_report(
+        &args,
+        &["muse-t3-sts17".to_string()],
+        &out,
+        &harness::commands::known().unwrap(),
+    )
+    .unwrap();
     assert_eq!(s.systems, vec!["mine", "muse-xling", "muse-xling@paper"]);
     assert!(
         s.warnings
@@ -250,16 +260,26 @@ fn run_directories_fill_the_rows_their_recipe_and_profile_declare() {
     ]);
     harness::cli::run(cli).unwrap();
     assert!(by_env.join("report/report.html").is_file());
-    let err = render_report(&[tmp.path().join("nowhere")], &[], &out)
-        .unwrap_err()
-        .to_string();
+    let err = render_report(
+        &[tmp.path().join("nowhere")],
+        &[],
+        &out,
+        &harness::commands::known().unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("not a directory") && err.contains("Fix:"),
         "{err}"
     );
-    let err = render_report(&args, &["muse-t3-sts7".to_string()], &out)
-        .unwrap_err()
-        .to_string();
+    let err = render_report(
+        &args,
+        &["muse-t3-sts7".to_string()],
+        &out,
+        &harness::commands::known().unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("did you mean `muse-t3-sts17`"), "{err}");
 }
 
@@ -280,7 +300,7 @@ fn html_report_renders_in_headless_chromium() {
         &["stsb-dev", "stsb-test", "sts17", "stsb-multi"],
     );
     let out = tmp.path().join("report");
-    render_report(&[results], &[], &out).unwrap();
+    render_report(&[results], &[], &out, &harness::commands::known().unwrap()).unwrap();
     let shot = out.join("report.png");
     let run = binary::check_report_html(&out.join("report.html"), &shot, "4000");
     let text = format!(

@@ -8,7 +8,6 @@ use clap::Args;
 use harness_bench::registry::Registry;
 use harness_core::settings::Settings;
 use harness_core::terminal::terminal_safe;
-use harness_recipe::LoadOptions;
 use harness_train::corpora::{build_recipe_parallel, corpus_datasets, ensure_all};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,16 +26,7 @@ pub struct CorporaArgs {
 
 /// `harness corpora`.
 pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
-    let opts = LoadOptions {
-        profile: args.profile.clone(),
-        sets: args.sets.clone(),
-    };
-    let resolved = harness_bench::load_recipe(&args.recipe, &opts).with_context(|| {
-        format!(
-            "{} is not a valid recipe (run `harness validate` on it)",
-            args.recipe.display()
-        )
-    })?;
+    let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
     if resolved
         .recipe
         .data

@@ -47,7 +47,7 @@ fn mteb_export(args: &ExportResultsArgs) -> anyhow::Result<ExitCode> {
     let opts = ExportOptions {
         model_name: args.model_name.clone(),
     };
-    let x = mteb::export(&args.run, &args.out, &opts).with_context(|| {
+    let x = mteb::export(&args.run, &args.out, &opts, &super::known()?).with_context(|| {
         format!(
             "exporting {} as MTEB results{}",
             args.run.display(),

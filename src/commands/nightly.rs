@@ -104,9 +104,13 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     if args.report_only {
         return report_only(args, &config, &history, baseline.as_deref(), &acks, &cwd);
     }
-    let plan = plan::resolve(&config, &args.config, &cwd, &mut |kind, spec| {
-        check_encoder(kind, spec, settings)
-    })
+    let plan = plan::resolve(
+        &config,
+        &args.config,
+        &cwd,
+        &super::known()?,
+        &mut |kind, spec| check_encoder(kind, spec, settings),
+    )
     .map_err(|problems| {
         anyhow::anyhow!(
             "{} problem{} found before the night, nothing was run:\n  {}",
@@ -332,7 +336,10 @@ fn report_only(
     if let Some(path) = &args.ack {
         // The series the configuration names (when it still resolves) and those the
         // history holds.
-        let mut known: Vec<String> = plan::resolve(config, &args.config, cwd, &mut |_, _| Ok(()))
+        let mut known: Vec<String> =
+            plan::resolve(config, &args.config, cwd, &super::known()?, &mut |_, _| {
+                Ok(())
+            })
             .map(|p| p.series())
             .unwrap_or_default();
         for n in &nights {

@@ -49,7 +49,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.run_dirs));
     let summary = if args.metrics.is_empty() {
-        render_report(&args.run_dirs, &args.tables, &out)?
+        render_report(&args.run_dirs, &args.tables, &out, &super::known()?)?
     } else {
         if !args.tables.is_empty() {
             anyhow::bail!("--metric renders a generated table; --table selects paper tables: give one or the other");
@@ -60,7 +60,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|m| harness_report::ablation::Metric::parse(m))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow::anyhow!("--metric {e}"))?;
-        harness_report::render_generated(&args.run_dirs, &metrics, &out)?
+        harness_report::render_generated(&args.run_dirs, &metrics, &out, &super::known()?)?
     };
     if !args.quiet {
         print!("{}", terminal_safe(&summary.terminal));

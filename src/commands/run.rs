@@ -178,7 +178,7 @@ fn evaluate_and_report(
     } else {
         let report_dir = dir.join("report");
         let summary =
-            harness_report::render_report(&report_inputs, &resolved.recipe.report, &report_dir)
+            harness_report::render_report(&report_inputs, &resolved.recipe.report, &report_dir, &super::known()?)
                 .with_context(|| {
                     format!(
                         "rendering the report of {} (the results are kept; retry with `harness report {} --out {}`)",
@@ -216,13 +216,11 @@ fn evaluate_and_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_recipe::LoadOptions;
 
     #[test]
     fn recipes_map_to_encoder_specs() {
         let root = harness_core::repo_root().join("recipes");
-        let load =
-            |f: &str| harness_bench::load_recipe(&root.join(f), &LoadOptions::default()).unwrap();
+        let load = |f: &str| crate::commands::load_recipe(&root.join(f), None, &[]).unwrap();
         assert_eq!(
             encoder_spec(&load("hashed-ngrams.yaml")).unwrap(),
             "hashed-ngrams:dim=512,seed=1,buckets=20"

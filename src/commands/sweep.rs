@@ -202,7 +202,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     };
     let ledger = harness_sweep::run::current_ledger(&sweep)?;
     ledger.write(&dir.path)?;
-    let report = harness_sweep::report::render(&sweep, &ledger)
+    let report = harness_sweep::report::render(&sweep, &ledger, &super::known()?)
         .with_context(|| format!("rendering the report of {}", sweep.dir.display()))?;
     out!("{}", terminal_safe(&report.terminal));
     for w in &report.warnings {

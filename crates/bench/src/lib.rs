@@ -19,8 +19,7 @@ pub mod runner;
 
 pub use error::BenchError;
 
-use harness_recipe::{Known, LoadOptions, RecipeError, Resolved};
-use std::path::Path;
+use harness_recipe::{Known, RecipeError};
 
 /// The names a recipe may refer to in this build: the datasets of `datasets.lock`, the
 /// benchmarks, groups and report tables of `benchmarks/`, and the benchmarks' parameters
@@ -36,11 +35,6 @@ pub fn known() -> Result<Known, RecipeError> {
         tables: reg.tables().to_vec(),
         check_bench: Some(registry::check_overrides),
         check_trainable: None,
-        objectives: harness_recipe::check::installed_objectives(),
+        objectives: Vec::new(),
     })
-}
-
-/// Loads, resolves and checks a recipe against the names of this build ([`known`]).
-pub fn load_recipe(path: &Path, opts: &LoadOptions) -> Result<Resolved, RecipeError> {
-    harness_recipe::load_with(path, opts, &known()?)
 }

@@ -35,25 +35,6 @@ pub struct Known {
     pub objectives: Vec<ObjectiveSchema>,
 }
 
-/// The objectives of this process, installed once at start-up by the program that links the
-/// trainer (the `harness` binary installs `harness_train::objectives::schemas()`), so that
-/// every layer that loads recipes — the report matching runs to recipe profiles by
-/// fingerprint included — types objective parameters the same way and computes the same
-/// fingerprints. A global because the layers below the trainer cannot name it; set once,
-/// before any recipe is loaded.
-static INSTALLED_OBJECTIVES: std::sync::OnceLock<Vec<ObjectiveSchema>> = std::sync::OnceLock::new();
-
-/// Installs this process's objectives (see [`installed_objectives`]); later calls with
-/// another list are ignored (the first one wins, as for a logger).
-pub fn install_objectives(objectives: Vec<ObjectiveSchema>) {
-    let _ = INSTALLED_OBJECTIVES.set(objectives);
-}
-
-/// The objectives installed by [`install_objectives`] (empty when none were).
-pub fn installed_objectives() -> Vec<ObjectiveSchema> {
-    INSTALLED_OBJECTIVES.get().cloned().unwrap_or_default()
-}
-
 /// One objective as the recipe language sees it: its name and how to check its parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct ObjectiveSchema {

@@ -59,9 +59,10 @@ pub fn render_report(
     run_dirs: &[PathBuf],
     tables: &[String],
     out_dir: &Path,
+    known: &harness_recipe::Known,
 ) -> Result<ReportSummary, ReportError> {
     let specs = spec::select(spec::load()?, tables)?;
-    let inputs = runs::load_inputs(run_dirs)?;
+    let inputs = runs::load_inputs(run_dirs, known)?;
     let mut warnings = inputs.warnings.clone();
     let named: BTreeSet<&str> = specs.iter().flat_map(|s| s.system_names()).collect();
     for id in inputs.systems.keys() {
@@ -103,8 +104,9 @@ pub fn render_generated(
     run_dirs: &[PathBuf],
     metrics: &[ablation::Metric],
     out_dir: &Path,
+    known: &harness_recipe::Known,
 ) -> Result<ReportSummary, ReportError> {
-    let inputs = runs::load_inputs(run_dirs)?;
+    let inputs = runs::load_inputs(run_dirs, known)?;
     // Rows in the order the directories were given.
     let mut order: Vec<String> = Vec::new();
     for s in inputs.systems.values() {

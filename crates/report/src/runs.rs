@@ -75,8 +75,10 @@ pub fn run_hint(system: &str) -> String {
     }
 }
 
-/// Loads every input; a directory without result files is an error.
-pub fn load_inputs(args: &[PathBuf]) -> Result<Inputs, ReportError> {
+/// Loads every input; a directory without result files is an error. A run without
+/// `env.json` is matched to its recipe's profile by loading `recipes/<name>.yaml` against
+/// `known` (the command layer's names, the trainer's objectives included).
+pub fn load_inputs(args: &[PathBuf], known: &harness_recipe::Known) -> Result<Inputs, ReportError> {
     let mut inputs = Inputs::default();
     for arg in args {
         let (label, path) = split_label(arg);
@@ -103,6 +105,7 @@ pub fn load_inputs(args: &[PathBuf]) -> Result<Inputs, ReportError> {
                 env.as_ref(),
                 recipe_fingerprint.as_deref(),
                 &results,
+                known,
             )
             .map_err(|detail| ReportError::Input {
                 path: path.clone(),
@@ -309,6 +312,7 @@ fn identify(
     env: Option<&Value>,
     recipe_fp: Option<&str>,
     results: &BTreeMap<String, ResultFile>,
+    known: &harness_recipe::Known,
 ) -> Result<(String, String), String> {
     if let Some(recipe) = env_str(env, "recipe") {
         let mut id = match env_str(env, "profile") {
@@ -340,7 +344,7 @@ fn identify(
                 .and_then(|n| n.rsplit_once('-'))
                 .map(|(_, fp)| fp.to_string())
                 .filter(|fp| fp.len() == 8 && fp.chars().all(|c| c.is_ascii_hexdigit()));
-            return Ok(match match_profile(&name, dir, recipe_fp, dir_fp8.as_deref()) {
+            return Ok(match match_profile(&name, dir, recipe_fp, dir_fp8.as_deref(), known) {
                 Some((None, file)) => (name, format!("recipe.resolved.yaml matches {} (no profile)", file.display())),
                 Some((Some(p), file)) => (
                     format!("{name}@{p}"),
@@ -375,6 +379,7 @@ fn match_profile(
     run_dir: &Path,
     recipe_fp: Option<&str>,
     dir_fp8: Option<&str>,
+    known: &harness_recipe::Known,
 ) -> Option<(Option<String>, PathBuf)> {
     if recipe_fp.is_none() && dir_fp8.is_none() {
         return None;
@@ -388,7 +393,6 @@ fn match_profile(
             .map(|a| a.join("recipes").join(&file)),
     );
     let path = candidates.into_iter().find(|p| p.is_file())?;
-    let known = harness_bench::known().ok()?;
     let mut profiles: Vec<Option<String>> = vec![None];
     profiles.extend(harness_recipe::profile_names(&path).into_iter().map(Some));
     for p in profiles {
@@ -396,7 +400,7 @@ fn match_profile(
             profile: p.clone(),
             sets: Vec::new(),
         };
-        if let Ok(r) = harness_recipe::load_with(&path, &opts, &known) {
+        if let Ok(r) = harness_recipe::load_with(&path, &opts, known) {
             let fp = &r.fingerprint.0;
             let hit = match (recipe_fp, dir_fp8) {
                 (Some(full), _) => fp == full,

@@ -235,8 +235,13 @@ fn axis_charts(sweep: &Sweep, rows: &[AblationRow], metrics: &[Metric]) -> Vec<C
     out
 }
 
-/// Renders the sweep's report into `<sweep dir>/report/`.
-pub fn render(sweep: &Sweep, ledger: &Ledger) -> Result<SweepReport, ReportError> {
+/// Renders the sweep's report into `<sweep dir>/report/` (runs matched to recipes against
+/// `known`, see `harness_report::runs::load_inputs`).
+pub fn render(
+    sweep: &Sweep,
+    ledger: &Ledger,
+    known: &harness_recipe::Known,
+) -> Result<SweepReport, ReportError> {
     let metrics = metrics(sweep);
     let rows = rows(sweep, ledger);
     let g = &sweep.grid;
@@ -305,7 +310,7 @@ pub fn render(sweep: &Sweep, ledger: &Ledger) -> Result<SweepReport, ReportError
             ))
         })
         .collect();
-    let inputs = harness_report::runs::load_inputs(&with_results)?;
+    let inputs = harness_report::runs::load_inputs(&with_results, known)?;
     if let Some(paper) = &g.file.paper {
         let specs = harness_report::spec::select(
             harness_report::spec::load()?,
@@ -334,7 +339,7 @@ pub fn render(sweep: &Sweep, ledger: &Ledger) -> Result<SweepReport, ReportError
                 ));
             }
         }
-        let paper_inputs = harness_report::runs::load_inputs(&named)?;
+        let paper_inputs = harness_report::runs::load_inputs(&named, known)?;
         for mut t in harness_report::table::build(&specs, &paper_inputs) {
             t.notes.insert(
                 0,

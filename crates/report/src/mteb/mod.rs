@@ -251,8 +251,9 @@ pub fn export(
     run_dir: &Path,
     out_dir: &Path,
     opts: &ExportOptions,
+    known: &harness_recipe::Known,
 ) -> Result<MtebExport, ReportError> {
-    let inputs = runs::load_inputs(&[run_dir.to_path_buf()])?;
+    let inputs = runs::load_inputs(&[run_dir.to_path_buf()], known)?;
     let system = inputs
         .systems
         .values()

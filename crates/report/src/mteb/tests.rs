@@ -509,7 +509,7 @@ fn export_writes_mtebs_layout_and_never_replaces_a_foreign_file() {
     );
     let out = tmp.path().join("mteb");
     let opts = ExportOptions::default();
-    let x = export(&results, &out, &opts).unwrap();
+    let x = export(&results, &out, &opts, &harness_bench::known().unwrap()).unwrap();
     assert_eq!(x.model_name, "harness/laser");
     let rev = &harness_core::fsutil::sha256_hex(FP.as_bytes())[..16];
     assert_eq!(&x.revision, rev);
@@ -551,7 +551,7 @@ fn export_writes_mtebs_layout_and_never_replaces_a_foreign_file() {
     assert_eq!(meta["embed_dim"], 32);
 
     // Again: its own files are replaced.
-    export(&results, &out, &opts).unwrap();
+    export(&results, &out, &opts, &harness_bench::known().unwrap()).unwrap();
     // A file this command did not write, in the way of one it writes: refused, untouched,
     // and nothing else written.
     let named = ExportOptions {
@@ -560,7 +560,9 @@ fn export_writes_mtebs_layout_and_never_replaces_a_foreign_file() {
     let theirs = out.join(format!("me__laser/{rev}/Tatoeba.json"));
     std::fs::create_dir_all(theirs.parent().unwrap()).unwrap();
     std::fs::write(&theirs, "mine").unwrap();
-    let e = export(&results, &out, &named).unwrap_err().to_string();
+    let e = export(&results, &out, &named, &harness_bench::known().unwrap())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("Tatoeba.json"), "{e}");
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "mine");
     assert!(!out
@@ -569,7 +571,7 @@ fn export_writes_mtebs_layout_and_never_replaces_a_foreign_file() {
     // Other people's files beside: left alone.
     std::fs::remove_file(&theirs).unwrap();
     std::fs::write(out.join("notes.txt"), "mine").unwrap();
-    let x = export(&results, &out, &named).unwrap();
+    let x = export(&results, &out, &named, &harness_bench::known().unwrap()).unwrap();
     assert_eq!(x.model_dir, out.join("me__laser").join(rev));
     assert_eq!(
         std::fs::read_to_string(out.join("notes.txt")).unwrap(),
@@ -593,9 +595,14 @@ fn two_results_for_one_subset_or_two_encoder_states_are_refused() {
     };
     write(&results, &stsb("stsb-test"));
     write(&results, &stsb("stsb-test-copy"));
-    let e = export(&results, &tmp.path().join("a"), &ExportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = export(
+        &results,
+        &tmp.path().join("a"),
+        &ExportOptions::default(),
+        &harness_bench::known().unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("stsb-test-copy") && e.contains("Fix:"), "{e}");
 
     std::fs::remove_file(results.join("stsb-test-copy.json")).unwrap();
@@ -608,9 +615,14 @@ fn two_results_for_one_subset_or_two_encoder_states_are_refused() {
     );
     stale.encoder.fingerprint = "trained-bilstm/v2;weights=old".into();
     write(&results, &stale);
-    let e = export(&results, &tmp.path().join("b"), &ExportOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = export(
+        &results,
+        &tmp.path().join("b"),
+        &ExportOptions::default(),
+        &harness_bench::known().unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("2 encoder states") && e.contains("weights=old"),
         "{e}"

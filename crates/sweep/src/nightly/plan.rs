@@ -81,7 +81,8 @@ impl NightPlan {
     }
 }
 
-/// Resolves every entry of `config` (read from `path`; relative paths from `cwd`).
+/// Resolves every entry of `config` (read from `path`; relative paths from `cwd`); recipes
+/// are loaded against `known` (the command layer's, with the trainer's objectives).
 /// `open` checks what an evaluation will open — called with (`run`, the run directory) or
 /// (`encoder`, the spec) — and says why it cannot be used. Every problem is returned, each
 /// naming the file, the entry and the key.
@@ -89,6 +90,7 @@ pub fn resolve(
     config: &NightlyConfig,
     path: &Path,
     cwd: &Path,
+    known: &harness_recipe::Known,
     open: &mut dyn FnMut(&str, &str) -> Result<(), String>,
 ) -> Result<NightPlan, Vec<String>> {
     let registry = match Registry::load() {
@@ -99,7 +101,7 @@ pub fn resolve(
     let mut problems = Vec::new();
     for (i, entry) in config.entries.iter().enumerate() {
         let at = format!("{}: entries[{i}] (`{}`)", path.display(), entry.name);
-        match resolve_entry(config, entry, &registry, cwd, open) {
+        match resolve_entry(config, entry, &registry, cwd, known, open) {
             Ok(e) => entries.push(e),
             Err(found) => problems.extend(found.into_iter().map(|e| format!("{at}: {e}"))),
         }
@@ -117,10 +119,11 @@ fn resolve_entry(
     entry: &super::config::Entry,
     registry: &Registry,
     cwd: &Path,
+    known: &harness_recipe::Known,
     open: &mut dyn FnMut(&str, &str) -> Result<(), String>,
 ) -> Result<EntryPlan, Vec<String>> {
     let mut problems = Vec::new();
-    let source_checked = check_source(entry, cwd, open);
+    let source_checked = check_source(entry, cwd, known, open);
     let names = match source_checked {
         Ok(names) => names,
         Err(e) => {
@@ -158,6 +161,7 @@ fn resolve_entry(
 fn check_source(
     entry: &super::config::Entry,
     cwd: &Path,
+    known: &harness_recipe::Known,
     open: &mut dyn FnMut(&str, &str) -> Result<(), String>,
 ) -> Result<Vec<String>, String> {
     let mut names = entry.benchmarks.clone();
@@ -167,7 +171,7 @@ fn check_source(
                 profile: entry.profile.clone(),
                 sets: entry.set.clone(),
             };
-            let resolved = harness_bench::load_recipe(&cwd.join(recipe), &load)
+            let resolved = harness_recipe::load_with(&cwd.join(recipe), &load, known)
                 .map_err(|e| format!("recipe: {e}"))?;
             if names.is_empty() {
                 names = resolved
@@ -343,38 +347,75 @@ mod tests {
             }
         };
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [stsb-test, tatoeba], bench_set: [\"tatoeba.languages=[deu]\"]}]");
-        let plan = resolve(&c, &p, dir.path(), &mut open).unwrap();
+        let plan = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap();
         assert_eq!(plan.entries[0].benchmarks, ["stsb-test", "tatoeba"]);
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [stsb-tset]}]");
-        let e = resolve(&c, &p, dir.path(), &mut open)
-            .unwrap_err()
-            .join("\n");
+        let e = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap_err()
+        .join("\n");
         assert!(
             e.contains("c.yaml: entries[0] (`h`): benchmarks:") && e.contains("stsb-test"),
             "{e}"
         );
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngram, benchmarks: [mr]}]");
-        let e = resolve(&c, &p, dir.path(), &mut open)
-            .unwrap_err()
-            .join("\n");
+        let e = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap_err()
+        .join("\n");
         assert!(e.contains("encoder: unknown encoder"), "{e}");
         let (c, p) = cfg("entries: [{name: h, run: no/such/run, benchmarks: [mr]}]");
-        let e = resolve(&c, &p, dir.path(), &mut open)
-            .unwrap_err()
-            .join("\n");
+        let e = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap_err()
+        .join("\n");
         assert!(
             e.contains("run: ") && e.contains("no such directory"),
             "{e}"
         );
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [mr], bench_set: [\"tatoeba.languages=[deu]\"]}]");
-        let e = resolve(&c, &p, dir.path(), &mut open)
-            .unwrap_err()
-            .join("\n");
+        let e = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap_err()
+        .join("\n");
         assert!(e.contains("not among those the entry evaluates"), "{e}");
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [mr], bench_set: [\"mr.kfodl=3\"]}]");
-        let e = resolve(&c, &p, dir.path(), &mut open)
-            .unwrap_err()
-            .join("\n");
+        let e = resolve(
+            &c,
+            &p,
+            dir.path(),
+            &harness_bench::known().unwrap(),
+            &mut open,
+        )
+        .unwrap_err()
+        .join("\n");
         assert!(e.contains("bench_set") && e.contains("kfodl"), "{e}");
     }
 }
