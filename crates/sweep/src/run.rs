@@ -321,7 +321,8 @@ pub fn run(
                 "interrupted (Ctrl-C or SIGTERM): the points running stop at their next checkpoint"
                     .to_string();
             for r in &running {
-                // SAFETY: plain kill(2) of our own child.
+                // SAFETY: kill(2) touches no memory of ours; the pid is a child in `running`,
+                // not yet waited for, so it cannot have been reused by another process.
                 unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGINT) };
             }
             on_event(Event::Stopping { why: why.clone() });
@@ -433,7 +434,9 @@ pub fn run(
                         if let Some(why) = why {
                             if opts.fail_fast {
                                 for r in &running {
-                                    // SAFETY: plain kill(2) of our own child.
+                                    // SAFETY: kill(2) touches no memory of ours; the pid is a
+                                    // child in `running`, not yet waited for, so it cannot
+                                    // have been reused by another process.
                                     unsafe {
                                         libc::kill(r.child.id() as libc::pid_t, libc::SIGINT)
                                     };
