@@ -140,24 +140,6 @@ pub fn install_interrupt_handler() {
     }
 }
 
-/// Keeps freed memory in the process for the next step (glibc's allocator).
-///
-/// Why: a training step allocates and frees the same large buffers every time (the
-/// gradients of embedding tables are tens of megabytes). By default glibc serves each from
-/// fresh `mmap`ed pages and unmaps them on free, so every step paid a page fault per 4 KiB
-/// touched: a tenth of a muse-xling step. With the thresholds raised, freed buffers return to
-/// the heap and are reused. Memory use stays at the step's peak.
-pub fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; these values are in range (the mmap
-    // threshold's maximum is 32 MiB on 64-bit glibc).
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-    }
-}
-
 /// Whether Ctrl-C was pressed.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
@@ -945,7 +927,9 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
             "add `train: {steps: 1000, batch_tokens: 2000}`",
         )
     })?;
-    keep_freed_memory();
+    // Each step allocates and frees the same large buffers: keep them in the process (a
+    // no-op when this process's `main` already did it).
+    harness_core::memory::keep_freed_memory();
     let mut l = Loop::resume(plan, device, &opts, peer)?;
     let total = plan.total_steps;
     let bar = if opts.progress {
