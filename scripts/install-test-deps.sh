@@ -11,20 +11,25 @@
 #                                                  what `--features mpi` needs to build (the mpi
 #                                                  crate generates its bindings) and tests/mpi.rs
 #                                                  to run
+#   bash scripts/install-test-deps.sh clippy       the Rust toolchain's clippy and rustfmt
+#   bash scripts/install-test-deps.sh rustfmt      components (`cargo clippy`, `cargo fmt`),
+#                                                  through rustup rather than apt
 #
-# Several names may be given. A tool already on PATH is left alone. Installing needs root and
-# apt-get; without them the script says what to install by hand and exits 1 (the tests then fail
-# rather than skip a check silently).
+# Several names may be given. A tool already there is left alone (a component that answers
+# `--version` is not asked of rustup, so that works offline). Installing a Debian package
+# needs root and apt-get; without them the script says what to install by hand and exits 1
+# (the tests then fail rather than skip a check silently).
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 shellcheck|slurm|vulkan|mpi..." >&2
+    echo "usage: $0 shellcheck|slurm|vulkan|mpi|clippy|rustfmt..." >&2
     exit 2
 }
 
 [ "$#" -ge 1 ] || usage
 
 packages=()
+components=()
 for what in "$@"; do
     case "$what" in
         shellcheck)
@@ -59,15 +64,35 @@ for what in "$@"; do
             compgen -G '/usr/lib/llvm-*/lib/libclang.so*' >/dev/null \
                 || compgen -G '/usr/lib/*/libclang-[0-9]*.so*' >/dev/null || packages+=(libclang-dev)
             ;;
+        clippy)
+            cargo clippy --version >/dev/null 2>&1 || components+=(clippy)
+            ;;
+        rustfmt)
+            cargo fmt --version >/dev/null 2>&1 || components+=(rustfmt)
+            ;;
         *)
-            echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan, mpi)" >&2
+            echo "$0: unknown tool '$what' (known: shellcheck, slurm, vulkan, mpi, clippy, rustfmt)" >&2
             usage
             ;;
     esac
 done
 
+if [ "${#components[@]}" -gt 0 ]; then
+    if ! command -v rustup >/dev/null 2>&1; then
+        echo "install-test-deps: missing the Rust components ${components[*]}; no rustup here to add them." >&2
+        echo "  fix: install ${components[*]} with the toolchain's installer" >&2
+        exit 1
+    fi
+    echo "install-test-deps: rustup component add ${components[*]}"
+    rustup component add "${components[@]}"
+fi
+
 if [ "${#packages[@]}" -eq 0 ]; then
-    echo "install-test-deps: already installed: $*"
+    if [ "${#components[@]}" -eq 0 ]; then
+        echo "install-test-deps: already installed: $*"
+    else
+        echo "install-test-deps: installed: $*"
+    fi
     exit 0
 fi
 

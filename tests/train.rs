@@ -557,7 +557,7 @@ fn bf16_is_refused_on_a_device_without_it_before_any_work() {
     let recipe = repo().join("recipes/laser.yaml");
     let run = out.path().join("run");
     let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
-    args.extend_from_slice(&SMALL_LASER);
+    args.extend_from_slice(SMALL_LASER);
     args.extend_from_slice(&[
         "--set",
         "train={steps: 2, batch_tokens: 300, max_len: 20, precision: bf16}",

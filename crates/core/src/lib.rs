@@ -3,7 +3,8 @@
 //! hashing ([`fsutil`]), tool settings ([`settings`]), the clock ([`clock`]), verification
 //! stamps of installed files ([`stamp`]), user-named output directories ([`outdir`]),
 //! did-you-mean ([`suggest`]), the run directory ([`rundir`]), progress reporting
-//! ([`progress`]) and the `--device` value ([`device`]).
+//! ([`progress`]), the `--device` value ([`device`]), the allocator's settings ([`memory`])
+//! and Ctrl-C / SIGTERM as a flag ([`signal`]).
 
 pub mod clock;
 pub mod device;
@@ -14,6 +15,7 @@ pub mod outdir;
 pub mod progress;
 pub mod rundir;
 pub mod settings;
+pub mod signal;
 pub mod specs;
 pub mod stamp;
 pub mod suggest;

@@ -35,8 +35,11 @@ const PAR_ALIGN: usize = 16;
 
 #[derive(Clone, Copy)]
 struct SendPtr(*mut f32);
-// SAFETY: each parallel task writes a disjoint block of C through this pointer.
+// SAFETY: each parallel task writes a disjoint block of C through this pointer, and the
+// `&mut` borrow of C it came from outlives the tasks (they are joined before it ends).
 unsafe impl Send for SendPtr {}
+// SAFETY: as for `Send`: the tasks sharing the pointer write disjoint blocks and read none
+// of each other's.
 unsafe impl Sync for SendPtr {}
 
 /// `C (m × n) = alpha · op(A) · op(B) + beta · C`, all row-major. `op(A)` is `m × k`: `A` is
@@ -109,8 +112,10 @@ fn gemm_split(
     };
     let (rsc, csc) = (n as isize, 1isize);
     let pc = SendPtr(c.as_mut_ptr());
-    // SAFETY (all calls below): the strides describe in-bounds views of `a`, `b` and `c`, whose
-    // sizes were checked above; parallel blocks write disjoint rows or columns of `c`.
+    // SAFETY: for every call below, the strides describe in-bounds views of `a`, `b` and `c`,
+    // whose sizes were checked above (rows r0..r0 + rows and columns c0..c0 + cols stay inside
+    // m × n); parallel blocks write disjoint rows or columns of `c`, and nothing else reads
+    // or writes `c` until they are joined.
     let run = move |r0: usize, rows: usize, c0: usize, cols: usize| unsafe {
         let pc = pc;
         matrixmultiply::sgemm(

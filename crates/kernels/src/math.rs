@@ -107,6 +107,10 @@ macro_rules! dispatched {
             apply(xs, $scalar);
         }
 
+        /// The same loop compiled for AVX2 (the same bits: no operation is fused).
+        ///
+        /// # Safety
+        /// The CPU must support AVX2 (the body is safe code).
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2")]
         unsafe fn $avx2(xs: &mut [f32]) {
@@ -168,6 +172,10 @@ pub fn gelu_backward(d: &mut [f32], x: &[f32]) {
     gelu_backward_body(d, x);
 }
 
+/// [`gelu_backward_body`] compiled for AVX2 (the same bits).
+///
+/// # Safety
+/// The CPU must support AVX2 (the body is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn gelu_backward_avx2(d: &mut [f32], x: &[f32]) {
@@ -360,6 +368,10 @@ pub fn adam(params: &mut [f32], m: &mut [f32], v: &mut [f32], grad: &[f32], s: A
     adam_body(params, m, v, grad, s)
 }
 
+/// [`adam_body`] compiled for AVX2 (the same bits).
+///
+/// # Safety
+/// The CPU must support AVX2 (the body is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn adam_avx2(params: &mut [f32], m: &mut [f32], v: &mut [f32], grad: &[f32], s: AdamStep) {

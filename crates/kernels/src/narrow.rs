@@ -34,6 +34,10 @@ pub fn add_a_wt(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32
 /// halves the loads per multiply (the loads, not the arithmetic, bound these products). The
 /// sixteen 256-bit accumulators need AVX-512VL's 32 registers; the arithmetic is AVX2's, the
 /// same for each output as in `dot_avx2`: the same bits.
+///
+/// # Safety
+/// The CPU must support AVX2, AVX-512F and AVX-512VL. Memory needs nothing more: every raw
+/// load reads inside a `k`-long row sliced from `a` or `w` (`i + 32 <= k`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512vl")]
 unsafe fn add_a_wt_avx512(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
@@ -95,6 +99,10 @@ unsafe fn add_a_wt_avx512(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32
 /// [`add_a_wt_body`] with [`crate::dot::dot_avx2`]'s lanes, two outputs at a time: both dot
 /// products read each chunk of the input row once (the loads, not the arithmetic, bound a
 /// lone dot). Each output's lanes, reduction and remainder are `dot_avx2`'s: the same bits.
+///
+/// # Safety
+/// The CPU must support AVX2. Memory needs nothing more: every raw load reads inside a
+/// `k`-long row sliced from `a` or `w` (`i + 32 <= k`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn add_a_wt_avx2(n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
@@ -176,12 +184,19 @@ pub fn dt_a(m: usize, n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
 
 /// [`dt_a_body`] built for AVX-512: every element is its own chain of multiplies and adds
 /// (never fused), so the vector width changes the speed, not the bits.
+///
+/// # Safety
+/// The CPU must support AVX2 and AVX-512F (the body is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f")]
 unsafe fn dt_a_avx512(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
     dt_a_body(n, k, d, a, g)
 }
 
+/// [`dt_a_body`] built for AVX2 (the same bits, as for [`dt_a_avx512`]).
+///
+/// # Safety
+/// The CPU must support AVX2 (the body is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn dt_a_avx2(n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
@@ -287,6 +302,11 @@ pub fn d_w(m: usize, n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {
     d_w_body(n, k, d, w, x)
 }
 
+/// [`d_w_body`] built for AVX2: each element its own chain of multiplies and adds, the
+/// same bits as the baseline build.
+///
+/// # Safety
+/// The CPU must support AVX2 (the body is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn d_w_avx2(n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {

@@ -212,8 +212,11 @@ fn gemm_w_split(
 /// Row pointers into `A`, shared read-only by the threads of [`gemm_w`].
 #[derive(Clone, Copy)]
 struct SendRows<'a>(&'a [*const f32]);
-// SAFETY: the pointers are only read through, into an `A` borrowed for the whole call.
+// SAFETY: the pointers are only read through, into an `A` borrowed for the whole call
+// (`gemm_w_split` holds the borrow until every thread has finished).
 unsafe impl Send for SendRows<'_> {}
+// SAFETY: as for `Send`: shared use only reads through the pointers, and nothing writes `A`
+// while they live.
 unsafe impl Sync for SendRows<'_> {}
 
 /// `C (rows.len() × n) += A · B` where row `i` of `A` is row `rows[i]` of `x` (stored
@@ -242,6 +245,8 @@ pub fn gemm_packed_rows(x: &[f32], rows: &[usize], b: &PackedB, c: &mut [f32]) {
 unsafe fn run_rows(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
     let (m, n) = (rows.len(), b.n);
     assert_eq!(c.len(), m * n, "gemm_packed: C has the wrong size");
+    // SAFETY: the row pointers are our caller's promise; `c` is an exclusive borrow of
+    // exactly m rows of n = b.n() floats (checked just above), so ldc = n fits it.
     unsafe { run_rows_into(rows, b, c.as_mut_ptr(), n) }
 }
 
@@ -260,22 +265,30 @@ unsafe fn run_rows_into(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usiz
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F; the sizes were checked above.
+            // SAFETY: the CPU has AVX-512F (detected just above); `rows` and `c` meet this
+            // function's contract, which is `avx512::run`'s.
             unsafe { avx512::run(rows, b, c, ldc) };
             return;
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            // SAFETY: the CPU has AVX2 and FMA; the sizes were checked above.
+            // SAFETY: the CPU has AVX2 and FMA (detected just above); `rows` and `c` meet
+            // this function's contract, which is `avx2::run`'s.
             unsafe { avx2::run(rows, b, c, ldc) };
             return;
         }
     }
+    // SAFETY: `portable` needs no CPU feature; its contract on `rows` and `c` is this
+    // function's.
     unsafe { portable(rows, b, c, ldc) }
 }
 
+/// The kernel without SIMD intrinsics (the same sums, in the same order, as the others).
+///
 /// # Safety
-/// As [`run_rows`].
+/// As [`run_rows_into`]: every pointer in `rows` starts `b.k()` readable floats, and `c`
+/// points to `rows.len()` rows of `ldc` floats whose first `b.n()` are writable and not
+/// accessed by anyone else meanwhile.
 unsafe fn portable(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
     let (k, n) = (b.k, b.n);
     for p in 0..n.div_ceil(NR) {
@@ -304,6 +317,10 @@ mod avx512 {
     use super::{PackedB, NR};
     use std::arch::x86_64::*;
 
+    /// [`super::run_rows_into`] on AVX-512 registers: 8 rows × 16 (or 32) columns a tile.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `a` and `c` as in [`super::run_rows_into`].
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
         let (k, n, m) = (b.k, b.n, a.len());
@@ -357,6 +374,10 @@ mod avx512 {
     /// One panel of 16 columns of `op(B) = Bᵀ`: `src` points to 16 rows of `B`, each `k`
     /// long and `k` apart; `dst` gets `k` rows of 16 (row `kk` holds element `kk` of each).
     /// 16 × 16 blocks are transposed in registers; the last `k % 16` rows one by one.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `src` must point to `16 · k` readable floats and `dst`
+    /// to `16 · k` writable ones, not overlapping them.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn pack_transposed(src: *const f32, k: usize, dst: *mut f32) {
         let full = k - k % NR;
@@ -378,6 +399,9 @@ mod avx512 {
 
     /// Transposes the 16 × 16 matrix whose rows are `r`, in place (unpack pairs, then
     /// shuffle pairs of pairs, then 128-bit lanes twice).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F (it touches no memory but `r`).
     #[target_feature(enable = "avx512f")]
     unsafe fn transpose16(r: &mut [__m512; 16]) {
         let mut t = [_mm512_setzero_ps(); 16];
@@ -405,6 +429,11 @@ mod avx512 {
 
     /// `R` rows of `A` (each `k` long) against two whole adjacent panels, added into `C`
     /// (row stride `ldc`). Each output is the same sum in the same order as in [`tile`].
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `a` holds at least `R` pointers, each to `k` readable
+    /// floats; `panel` points to two panels (`2 · k · 16` readable floats); `c` points to `R`
+    /// rows of stride `ldc` whose first 32 floats are writable and not accessed meanwhile.
     #[target_feature(enable = "avx512f")]
     unsafe fn tile2<const R: usize>(
         k: usize,
@@ -438,6 +467,12 @@ mod avx512 {
 
     /// `R` rows of `A` (each `k` long) against one panel, added into `C` (row stride `ldc`,
     /// `cols` valid columns).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `a` holds at least `R` pointers, each to `k` readable
+    /// floats; `panel` points to `k · 16` readable floats; `cols <= 16`; `c` points to `R`
+    /// rows of stride `ldc` whose first `cols` floats are writable and not accessed
+    /// meanwhile (the masked loads and stores touch no others).
     #[target_feature(enable = "avx512f")]
     unsafe fn tile<const R: usize>(
         k: usize,
@@ -473,6 +508,10 @@ mod avx2 {
     use super::{PackedB, NR};
     use std::arch::x86_64::*;
 
+    /// [`super::run_rows_into`] on AVX2 registers: 6 rows × 16 columns a tile.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `a` and `c` as in [`super::run_rows_into`].
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn run(a: &[*const f32], b: &PackedB, c: *mut f32, ldc: usize) {
         let (k, n, m) = (b.k, b.n, a.len());
@@ -497,6 +536,14 @@ mod avx2 {
         }
     }
 
+    /// `R` rows of `A` (each `k` long) against one panel, added into `C` (row stride `ldc`,
+    /// `cols` valid columns).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `a` holds at least `R` pointers, each to `k`
+    /// readable floats; `panel` points to `k · 16` readable floats; `cols <= 16`; `c` points
+    /// to `R` rows of stride `ldc` whose first `cols` floats (all 16 when `cols == 16`) are
+    /// writable and not accessed meanwhile.
     #[target_feature(enable = "avx2,fma")]
     unsafe fn tile<const R: usize>(
         k: usize,
@@ -642,7 +689,7 @@ mod tests {
                 }
                 let ptrs: Vec<*const f32> = (0..m).map(|r| a[r * k..].as_ptr()).collect();
                 let mut p = vec![0.5f32; m * n];
-                // SAFETY: every pointer starts a k-long row of `a`.
+                // SAFETY: every pointer starts a k-long row of `a`; `p` is m rows of n.
                 unsafe { portable(&ptrs, &packed, p.as_mut_ptr(), n) };
                 assert!(
                     c.iter().zip(&p).all(|(x, y)| x.to_bits() == y.to_bits()),
@@ -653,7 +700,8 @@ mod tests {
                     && std::arch::is_x86_feature_detected!("fma")
                 {
                     let mut q = vec![0.5f32; m * n];
-                    // SAFETY: AVX2 and FMA are present (checked above).
+                    // SAFETY: AVX2 and FMA are present (checked above); the pointers start
+                    // k-long rows of `a` and `q` is m rows of n.
                     unsafe { avx2::run(&ptrs, &packed, q.as_mut_ptr(), n) };
                     assert!(
                         q.iter().zip(&p).all(|(x, y)| x.to_bits() == y.to_bits()),

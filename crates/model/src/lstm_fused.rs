@@ -144,7 +144,9 @@ pub(crate) fn host_values(p: &burn::tensor::ops::FloatTensor<Cpu>) -> Vec<f32> {
                 None => {
                     // A permuted view (`swap_dims`): copy row by row along its strides.
                     let mut out = Vec::with_capacity(view.len());
-                    // SAFETY: the view's pointer, shape and strides describe valid elements.
+                    // SAFETY: `view` borrows `storage`, which stays alive and unchanged for
+                    // the call; ndarray guarantees that every index within its shape, stepped
+                    // by its strides from its pointer, is an element of that buffer.
                     unsafe { strided_copy(view.as_ptr(), view.shape(), view.strides(), &mut out) };
                     out
                 }
@@ -208,6 +210,11 @@ pub(crate) fn register_grad(
 
 /// Appends the elements of the array at `ptr` with `shape` and element `strides` to `out`,
 /// in row-major order.
+///
+/// # Safety
+/// `strides` has at least `shape.len()` entries, and for every index `i` within `shape`,
+/// `ptr` offset by `Σ i[d] · strides[d]` elements is a readable, initialised `f32` of one
+/// live allocation (what an ndarray view's pointer, shape and strides guarantee).
 unsafe fn strided_copy(ptr: *const f32, shape: &[usize], strides: &[isize], out: &mut Vec<f32>) {
     match shape {
         [] => out.push(*ptr),
@@ -684,8 +691,10 @@ fn backward_block(
     }
     // dW_hh = Σ_t h_prevᵀ · dG_t: one product over every step.
     let mut dw = vec![0.0f32; h * 4 * h];
-    // SAFETY: hprev is (time·rows) × H read transposed as H × (time·rows); dgates is
-    // (time·rows) × 4H; dw is H × 4H.
+    // SAFETY: hprev (time·rows·H floats, allocated above) is read transposed as
+    // H × (time·rows); dgates (time·rows·4H) is read as (time·rows) × 4H; dw (H·4H) is
+    // written as H × 4H. Every stride stays inside its own buffer, and dw is borrowed by
+    // nothing else.
     unsafe {
         let m = d.time * rows;
         if m > 0 {

@@ -15,7 +15,6 @@ use crate::plan::{PlannedPoint, Progress, Sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which points to run.
@@ -103,12 +102,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
 /// The sweep directory, claimed and locked: `grid.yaml` (the grid as read), `points.json`
@@ -294,34 +287,23 @@ pub fn run(
     ledger.write(&dir.path)?;
     let jobs = opts.jobs.max(1);
     let threads = (opts.threads / jobs).max(1);
-    INTERRUPTED.store(false, Ordering::SeqCst);
+    harness_core::signal::reset();
     // SIGTERM (a scheduler's cancel or time limit, `kill`) is handled as Ctrl-C: the points
-    // running are told to stop at a checkpoint, and are recorded as interrupted.
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    let previous = unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        )
-    };
-    // SAFETY: as above.
-    let previous_term = unsafe {
-        libc::signal(
-            libc::SIGTERM,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        )
-    };
+    // running are told to stop at a checkpoint, and are recorded as interrupted. The
+    // handlers found here are put back when `interrupts` is dropped.
+    let interrupts = harness_core::signal::Interrupts::catch();
     let total = queue.len();
     let mut next = 0;
     let mut running: Vec<Running> = Vec::new();
     let mut stopping: Option<String> = None;
     loop {
-        if stopping.is_none() && INTERRUPTED.load(Ordering::SeqCst) {
+        if stopping.is_none() && harness_core::signal::interrupted() {
             let why =
                 "interrupted (Ctrl-C or SIGTERM): the points running stop at their next checkpoint"
                     .to_string();
             for r in &running {
-                // SAFETY: plain kill(2) of our own child.
+                // SAFETY: kill(2) touches no memory of ours; the pid is a child in `running`,
+                // not yet waited for, so it cannot have been reused by another process.
                 unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGINT) };
             }
             on_event(Event::Stopping { why: why.clone() });
@@ -433,7 +415,9 @@ pub fn run(
                         if let Some(why) = why {
                             if opts.fail_fast {
                                 for r in &running {
-                                    // SAFETY: plain kill(2) of our own child.
+                                    // SAFETY: kill(2) touches no memory of ours; the pid is a
+                                    // child in `running`, not yet waited for, so it cannot
+                                    // have been reused by another process.
                                     unsafe {
                                         libc::kill(r.child.id() as libc::pid_t, libc::SIGINT)
                                     };
@@ -448,11 +432,7 @@ pub fn run(
             ledger.write(&dir.path)?;
         }
     }
-    // SAFETY: restoring the handler that was installed before.
-    unsafe {
-        libc::signal(libc::SIGINT, previous);
-        libc::signal(libc::SIGTERM, previous_term);
-    }
+    drop(interrupts);
     summary.not_started = total - next;
     summary.stopped = stopping;
     if let Some(s) = ledger.sessions.last_mut() {

@@ -25,7 +25,6 @@ use harness_model::system::{Group, System};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// The indices of the encoders the recipe declares `pretrained`.
@@ -117,50 +116,11 @@ struct MetricLine<'a> {
     host_reads: Option<u64>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// Makes Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's time limit and systemd send
 /// first) set a flag that the loop checks between steps, so an interrupted run saves a
-/// checkpoint and exits cleanly instead of dying mid-write.
+/// checkpoint and exits cleanly instead of dying mid-write. For the rest of the process.
 pub fn install_interrupt_handler() {
-    #[cfg(unix)]
-    {
-        extern "C" fn on_signal(_: libc::c_int) {
-            INTERRUPTED.store(true, Ordering::SeqCst);
-        }
-        for signal in [libc::SIGINT, libc::SIGTERM] {
-            // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-            unsafe {
-                libc::signal(
-                    signal,
-                    on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-                );
-            }
-        }
-    }
-}
-
-/// Keeps freed memory in the process for the next step (glibc's allocator).
-///
-/// Why: a training step allocates and frees the same large buffers every time (the
-/// gradients of embedding tables are tens of megabytes). By default glibc serves each from
-/// fresh `mmap`ed pages and unmaps them on free, so every step paid a page fault per 4 KiB
-/// touched: a tenth of a muse-xling step. With the thresholds raised, freed buffers return to
-/// the heap and are reused. Memory use stays at the step's peak.
-pub fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; these values are in range (the mmap
-    // threshold's maximum is 32 MiB on 64-bit glibc).
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
-    }
-}
-
-/// Whether Ctrl-C was pressed.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    harness_core::signal::Interrupts::catch().keep();
 }
 
 /// Each task's loss on backend `B`, from `registry`.
@@ -945,7 +905,9 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
             "add `train: {steps: 1000, batch_tokens: 2000}`",
         )
     })?;
-    keep_freed_memory();
+    // Each step allocates and frees the same large buffers: keep them in the process (a
+    // no-op when this process's `main` already did it).
+    harness_core::memory::keep_freed_memory();
     let mut l = Loop::resume(plan, device, &opts, peer)?;
     let total = plan.total_steps;
     let bar = if opts.progress {
@@ -966,10 +928,11 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         }
         // Data-parallel peers stop together: each sees Ctrl-C at its own moment, so they
         // agree on it (a sum over the peers) before the step.
+        let interrupted = harness_core::signal::interrupted();
         let stop = match peer {
-            None => interrupted(),
+            None => interrupted,
             Some(p) => {
-                p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted()))], device)?[0] > 0.0
+                p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted))], device)?[0] > 0.0
             }
         };
         if stop {

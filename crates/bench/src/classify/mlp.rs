@@ -686,6 +686,11 @@ fn logreg_gradient(
     )
 }
 
+/// [`logreg_gradient_body`] compiled for AVX2, with [`harness_kernels::dot_avx2`] as its dot
+/// product (the same bits as the portable build).
+///
+/// # Safety
+/// The CPU must support AVX2 (`dot_avx2`'s own contract; the rest is safe code).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn logreg_gradient_avx2(
@@ -697,7 +702,8 @@ unsafe fn logreg_gradient_avx2(
     grad: &mut [f32],
     logits: &mut Vec<f32>,
 ) -> f64 {
-    // SAFETY: this function only runs where AVX2 is available.
+    // SAFETY: dot_avx2 needs AVX2 only, which this function's contract guarantees (the
+    // closure is called only from within it).
     let dot = |a: &[f32], b: &[f32]| unsafe { harness_kernels::dot_avx2(a, b) };
     logreg_gradient_body(model, x, y, batch, scale, grad, logits, dot)
 }

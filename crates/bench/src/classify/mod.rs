@@ -117,6 +117,9 @@ mod timing {
             let s = start.elapsed().as_secs_f64();
             let single = Instant::now();
             for _ in 0..reps {
+                // SAFETY: `a` holds m·k floats, `b` k·n and `c` m·n (allocated just above),
+                // and the strides below read them as op(A) m × k, op(B) k × n and C m × n
+                // row-major, each inside its own buffer; `c` is borrowed by nothing else.
                 unsafe {
                     let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
                     let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };

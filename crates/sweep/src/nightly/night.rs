@@ -274,8 +274,9 @@ fn child(exe: &Path, args: &[String], log: &Path, cpu: &mut Option<f64>) -> Resu
 /// no resource usage of a child.
 #[cfg(unix)]
 fn children_cpu_seconds() -> Option<f64> {
-    // SAFETY: getrusage only writes the struct it is given, which is plain data.
+    // SAFETY: rusage is plain data (timevals and longs), for which all-zero bytes are a value.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a live, writable rusage, the only memory getrusage writes.
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
         return None;
     }
