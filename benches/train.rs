@@ -45,10 +45,9 @@
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
-use harness_bench::load_recipe as load;
 use harness_core::device::Device;
 use harness_core::settings::{FlagOverrides, Settings};
-use harness_recipe::{LoadOptions, Recipe};
+use harness_recipe::Recipe;
 use harness_train::plan::Plan;
 use harness_train::session::{prepare, train_on};
 use std::path::{Path, PathBuf};
@@ -332,14 +331,8 @@ fn bench_recipe(
         "train.eval_every=null".to_string(),
     ];
     sets.extend(extra.iter().cloned());
-    let resolved = load(
-        recipe,
-        &LoadOptions {
-            profile: None,
-            sets: sets.clone(),
-        },
-    )
-    .expect("the recipe resolves");
+    let resolved =
+        harness::commands::load_recipe(recipe, None, &sets).expect("the recipe resolves");
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let run = scratch.path().join("prepared");
     std::fs::create_dir_all(&run).expect("a scratch run directory");
@@ -437,7 +430,6 @@ fn bench_recipe(
 
 fn main() {
     harness_core::memory::keep_freed_memory();
-    harness_recipe::check::install_objectives(harness_train::objectives::schemas());
     let steps = env("TRAIN_BENCH_STEPS", 60);
     let rounds = env("TRAIN_BENCH_ROUNDS", 2).max(1);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
