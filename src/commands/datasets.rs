@@ -290,7 +290,7 @@ fn lock_command(
         back == lock,
         "internal error: rendered lock does not round-trip"
     );
-    harness_core::fsutil::write_atomic(out_path, text.as_bytes())
+    harness_core::nofollow::write_atomic(out_path, text.as_bytes())
         .map_err(|e| DataError::io(out_path, e))?;
     let (files, bytes) = lock.totals();
     writeln!(

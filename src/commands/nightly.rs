@@ -276,7 +276,7 @@ fn finish_night(
     let write_record = |record: &store::NightRecord| -> anyhow::Result<()> {
         let mut text = serde_json::to_string_pretty(record)?;
         text.push('\n');
-        harness_core::fsutil::write_atomic(&partial.join("night.json"), text.as_bytes())
+        harness_core::nofollow::write_atomic(&partial.join("night.json"), text.as_bytes())
             .with_context(|| format!("writing {}", partial.join("night.json").display()))
     };
     write_record(&record)?;
@@ -423,7 +423,7 @@ fn probe_input(settings: &Settings, history: &Path, n: usize) -> anyhow::Result<
         .take(n)
         .collect();
     let path = history.join(format!(".speed-probe-{}.txt", std::process::id()));
-    harness_core::fsutil::write_atomic(&path, (lines.join("\n") + "\n").as_bytes())
+    harness_core::nofollow::write_atomic(&path, (lines.join("\n") + "\n").as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(Some(path))
 }

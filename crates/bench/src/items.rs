@@ -326,7 +326,8 @@ pub fn write_items(dir: &Path, benchmark: &str, items: &Items) -> Result<ItemsRe
     let file = items_file_name(benchmark);
     let path = dir.join(&file);
     let bytes = items.to_gzip(benchmark);
-    crate::runner::write_below_parent(dir, &path, &bytes).map_err(|e| BenchError::io(&path, e))?;
+    crate::results_folder::write_below_parent(dir, &path, &bytes)
+        .map_err(|e| BenchError::io(&path, e))?;
     Ok(ItemsRef {
         file,
         sha256: harness_core::fsutil::sha256_hex(&bytes),

@@ -15,6 +15,7 @@ pub mod knn;
 pub mod metrics;
 pub mod protocols;
 pub mod registry;
+pub mod results_folder;
 pub mod runner;
 
 pub use error::BenchError;

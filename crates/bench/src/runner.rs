@@ -229,23 +229,9 @@ pub fn write_result(dir: &Path, result: &BenchResult) -> Result<PathBuf, BenchEr
         detail: format!("serialising the result: {e}"),
     })?;
     text.push('\n');
-    write_below_parent(dir, &path, text.as_bytes()).map_err(|e| BenchError::io(&path, e))?;
+    crate::results_folder::write_below_parent(dir, &path, text.as_bytes())
+        .map_err(|e| BenchError::io(&path, e))?;
     Ok(path)
-}
-
-/// The results folder `dir` (a run's `results/`, an `--out` folder), created if missing and
-/// opened without following a link: a link planted there is refused rather than written
-/// through (the folder above it may be one).
-pub(crate) fn results_folder(dir: &Path) -> std::io::Result<harness_core::nofollow::Dir> {
-    let name = dir.file_name().map(Path::new).unwrap_or(Path::new(""));
-    harness_core::nofollow::Dir::open_below(harness_core::fsutil::parent_dir(dir), name, true)
-}
-
-/// Writes `path`, a file of the results folder `dir`, atomically ([`results_folder`]).
-pub(crate) fn write_below_parent(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or_default();
-    results_folder(dir)?.write_atomic(Path::new(name), bytes)?;
-    Ok(())
 }
 
 /// Reads a result file.
@@ -351,7 +337,7 @@ pub fn evaluate(
 ) -> Result<Vec<BenchResult>, BenchError> {
     let fingerprint = encoder.fingerprint();
     check_results_dir(plan, out, (!keep).then_some(fingerprint.as_str()))?;
-    results_folder(out).map_err(|e| BenchError::io(out, e))?;
+    crate::results_folder::results_folder(out).map_err(|e| BenchError::io(out, e))?;
     // One evaluation at a time per folder: two at once (of two encoders, say) would both
     // pass the check above and leave a folder of mixed results. Checked again once held.
     let _lock = harness_core::rundir::RunLock::acquire(out).map_err(|e| match e {

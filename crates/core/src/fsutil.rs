@@ -3,28 +3,6 @@
 
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, then rename.
-/// A full disk is named as such, with the free space left (the file at `path` is then
-/// unchanged and the temporary file removed). A symbolic link or a special file at `path`
-/// is refused, never written through or replaced; the folder holding it is followed if it
-/// is a link (a user may name one). To refuse links in the folders below a root as well,
-/// use [`crate::nofollow::write_atomic_below`].
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = parent_dir(path);
-    let name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{}: no file name", path.display()),
-        )
-    })?;
-    let write = || -> std::io::Result<()> {
-        crate::nofollow::Dir::open_below(dir, Path::new(""), true)?
-            .write_atomic(Path::new(name), bytes)?;
-        Ok(())
-    };
-    write().map_err(|e| disk_full(e, dir))
-}
-
 /// `e` restated as "the disk is full" when it is one (ENOSPC, EDQUOT), naming the free space
 /// on the file system of `dir`; any other error as it is.
 pub fn disk_full(e: std::io::Error, dir: &Path) -> std::io::Error {
@@ -263,6 +241,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nofollow::write_atomic;
 
     /// A dead writer's temporary file goes at the next write into its directory; a live
     /// writer's (this process's, pid 1's), a fresh pid-less one and anyone else's file stay.

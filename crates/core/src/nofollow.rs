@@ -256,6 +256,27 @@ impl Dir {
 
 /// Writes `bytes` to `path` atomically, where `path` lies below `root`: `root` may be a link
 /// (the user named it), but no folder between it and the file, nor the file itself, may be
+/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, then rename.
+/// A full disk is named as such, with the free space left (the file at `path` is then
+/// unchanged and the temporary file removed). A symbolic link or a special file at `path`
+/// is refused, never written through or replaced; the folder holding it is followed if it
+/// is a link (a user may name one). To refuse links in the folders below a root as well,
+/// use [`write_atomic_below`].
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = crate::fsutil::parent_dir(path);
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: no file name", path.display()),
+        )
+    })?;
+    let write = || -> std::io::Result<()> {
+        Dir::open_below(dir, Path::new(""), true)?.write_atomic(Path::new(name), bytes)?;
+        Ok(())
+    };
+    write().map_err(|e| crate::fsutil::disk_full(e, dir))
+}
+
 /// one ([`Dir`]). Missing folders are created.
 pub fn write_atomic_below(root: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let (dir, name) = split_below(root, path)?;

@@ -224,7 +224,7 @@ impl OutDir {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        crate::fsutil::write_atomic(&path, text.as_bytes())
+        crate::nofollow::write_atomic(&path, text.as_bytes())
             .map_err(|e| OutDirError::Io { path, source: e })
     }
 }
@@ -269,7 +269,7 @@ pub fn remove_stale(
     }
     let text = serde_json::to_string_pretty(&manifest)
         .map_err(|e| io(&manifest_path, std::io::Error::other(e)))?;
-    crate::fsutil::write_atomic(&manifest_path, text.as_bytes())
+    crate::nofollow::write_atomic(&manifest_path, text.as_bytes())
         .map_err(|e| io(&manifest_path, e))?;
     let mut removed = Vec::with_capacity(remove.len());
     for rel in remove {

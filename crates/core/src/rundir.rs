@@ -11,7 +11,7 @@
 //! Training, benchmarks and reports use it from above; [`RunDir::record`] is the one writer
 //! of `env.json` and `recipe.resolved.yaml`.
 
-use crate::fsutil::write_atomic;
+use crate::nofollow::write_atomic;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

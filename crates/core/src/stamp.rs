@@ -263,7 +263,7 @@ fn check_with(
         // Best effort: a stamp that cannot be written only costs a re-hash next time.
         stamp.version = VERSION;
         if let Ok(text) = serde_json::to_string(&stamp) {
-            let _ = crate::fsutil::write_atomic(stamp_path, text.as_bytes());
+            let _ = crate::nofollow::write_atomic(stamp_path, text.as_bytes());
         }
     }
     FILES.fetch_add(done.files as u64, Ordering::Relaxed);

@@ -276,7 +276,7 @@ impl ShardWriter {
         };
         let path = self.dir.join(MANIFEST);
         let text = serde_json::to_string_pretty(&manifest).expect("a manifest serialises");
-        harness_core::fsutil::write_atomic(&path, text.as_bytes())
+        harness_core::nofollow::write_atomic(&path, text.as_bytes())
             .map_err(|e| DataError::Io { path, source: e })?;
         Ok(manifest)
     }

@@ -473,7 +473,7 @@ impl TextTokenizer {
     /// Writes `tokenizer.json` (atomically). The training languages are recovered from its
     /// `<lang:…>` tokens on load.
     pub fn save(&self, path: &Path) -> Result<(), TokenizeError> {
-        harness_core::fsutil::write_atomic(path, self.json.as_bytes())
+        harness_core::nofollow::write_atomic(path, self.json.as_bytes())
             .map_err(|e| DataError::io(path, e))?;
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! Layout: `<cache_dir>/embeddings/<fingerprint dir>/seg-<digest>.hseg`, where the
 //! fingerprint dir is the fingerprint made file-name safe plus 16 hex of its sha256. A
 //! segment is immutable: it is written whole to a temporary file in that directory, fsynced
-//! and renamed to a name derived from its own content digest ([`harness_core::fsutil::write_atomic`]),
+//! and renamed to a name derived from its own content digest ([`harness_core::nofollow::write_atomic`]),
 //! so two processes never write the same file and a killed process leaves at most a
 //! temporary file, which readers ignore (they only open `seg-*.hseg`). Nothing takes a lock.
 //!

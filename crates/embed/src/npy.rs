@@ -40,7 +40,7 @@ pub fn npy_bytes(m: &Matrix) -> Vec<u8> {
 
 /// Writes a matrix to `path` as `.npy`, atomically.
 pub fn write_npy(path: &Path, m: &Matrix) -> Result<(), EncodeError> {
-    harness_core::fsutil::write_atomic(path, &npy_bytes(m)).map_err(|e| EncodeError::io(path, e))
+    harness_core::nofollow::write_atomic(path, &npy_bytes(m)).map_err(|e| EncodeError::io(path, e))
 }
 
 /// Reads a 2-D `.npy` matrix of `<f4` or `<f8` in C order (f64 is rounded to f32).

@@ -121,7 +121,7 @@ impl BestEncoders {
         let bytes = Rec::new()
             .record(weights.clone().into_record(), ())
             .map_err(|e| format_error(&path, e, fix))?;
-        harness_core::fsutil::write_atomic(&path, &bytes)
+        harness_core::nofollow::write_atomic(&path, &bytes)
             .map_err(|e| format_error(&path, e, fix))?;
         let replaced = self.encoders.insert(
             name.to_string(),
@@ -135,7 +135,7 @@ impl BestEncoders {
         );
         let list = checkpoints.join(LIST);
         let json = serde_json::to_string_pretty(self).map_err(|e| format_error(&list, e, fix))?;
-        harness_core::fsutil::write_atomic(&list, json.as_bytes())
+        harness_core::nofollow::write_atomic(&list, json.as_bytes())
             .map_err(|e| format_error(&list, e, fix))?;
         if let Some(old) = replaced.filter(|o| o.file != file) {
             let old = checkpoints.join(DIR).join(old.file);

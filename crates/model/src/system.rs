@@ -12,7 +12,7 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_data::tokenize::TextTokenizer;
-use harness_recipe::schema::{Decoder, Encoder, Head, Recipe};
+use harness_recipe::schema::{Decoder, Head, Recipe};
 use std::collections::BTreeMap;
 
 /// The file of a run directory that records the class count of each head whose `classes`
@@ -20,41 +20,7 @@ use std::collections::BTreeMap;
 /// before training, and whatever rebuilds the model from the run reads it.
 pub const HEAD_CLASSES_FILE: &str = "head-classes.json";
 
-/// The run file naming the trained run a `pretrained` encoder started from
-/// ([`BaseEncoder`]); absent when it started from a published model.
-pub const BASE_ENCODER_FILE: &str = "base-encoder.json";
-
-/// A trained harness run as the start of another run (`model.encoder: {kind: pretrained,
-/// name: runs/…}`): its encoder's architecture, so that the new run's model can be built
-/// without the base run, and digests of what was taken from it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct BaseEncoder {
-    /// The base run's directory as the recipe names it.
-    pub run: String,
-    /// The base run's `model.encoder`, as its resolved recipe has it.
-    pub encoder: Encoder,
-    /// sha256 of the base encoder's weight values ([`crate::trained::weights_digest`]).
-    pub weights_sha256: String,
-    /// sha256 of the base run's tokenizer file, which the new run copies.
-    pub tokenizer_sha256: String,
-}
-
-impl BaseEncoder {
-    /// Reads `path`; `None` when it does not exist.
-    pub fn read(path: &std::path::Path) -> Result<Option<Self>, ModelError> {
-        if !path.is_file() {
-            return Ok(None);
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            ModelError::format(
-                path,
-                format!("not a base-encoder record ({e})"),
-                "delete the run directory's checkpoints and this file; `harness train` writes it again",
-            )
-        })
-    }
-}
+pub use crate::base_encoder::{BaseEncoder, BASE_ENCODER_FILE};
 
 /// The name of a recipe's one `model.encoder`.
 pub const MAIN_ENCODER: &str = "encoder";

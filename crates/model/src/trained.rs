@@ -247,8 +247,8 @@ pub struct RunFiles {
     pub head_classes: PathBuf,
     /// The checkpoint directory used (best, else newest).
     pub checkpoint: PathBuf,
-    /// The trained run its encoder started from ([`crate::system::BASE_ENCODER_FILE`]).
-    pub base_encoder: Option<crate::system::BaseEncoder>,
+    /// The trained run its encoder started from ([`crate::base_encoder::BASE_ENCODER_FILE`]).
+    pub base_encoder: Option<crate::base_encoder::BaseEncoder>,
 }
 
 /// Whether `path` is a run directory (it has `recipe.resolved.yaml`).
@@ -280,7 +280,7 @@ pub fn run_files(dir: &Path) -> Result<RunFiles, EncodeError> {
         )
     })?;
     let base_encoder =
-        crate::system::BaseEncoder::read(&dir.join(crate::system::BASE_ENCODER_FILE))?;
+        crate::base_encoder::BaseEncoder::read(&dir.join(crate::base_encoder::BASE_ENCODER_FILE))?;
     Ok(RunFiles {
         recipe,
         tokenizer: dir.join("tokenizer.json"),

@@ -140,7 +140,7 @@ fn load_from(
                     format!("defined: {}", cands.join(", "))
                 };
                 problems.push(Problem {
-                    suggestion: check::suggest(name, &cands),
+                    suggestion: harness_core::suggest::suggest(name, &cands),
                     note: Some(format!("from `--profile {name}`")),
                     ..Problem::new(
                         path.into(),

@@ -287,7 +287,7 @@ fn not_recipe_keys(p: &FsPath, text: &str, map: &Mapping, n: &NamedBy) -> Vec<Pr
         .map(|k| {
             let name = k.as_str();
             Problem {
-                suggestion: name.and_then(|k| super::check::suggest(k, keys)),
+                suggestion: name.and_then(|k| harness_core::suggest::suggest(k, keys)),
                 ..Problem::new(
                     p.to_path_buf(),
                     name.and_then(|k| locate(text, &[Seg::Key(k.to_string())])),

@@ -155,7 +155,7 @@ impl Ledger {
     pub fn write(&self, dir: &Path) -> Result<(), LedgerError> {
         let path = Ledger::path(dir);
         let text = serde_json::to_string_pretty(self).expect("the ledger serialises");
-        harness_core::fsutil::write_atomic(&path, text.as_bytes())
+        harness_core::nofollow::write_atomic(&path, text.as_bytes())
             .map_err(|source| LedgerError::Io { path, source })
     }
 

@@ -132,7 +132,7 @@ impl SweepDir {
         })?;
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
-            harness_core::fsutil::write_atomic(&p, bytes).map_err(io(&p))
+            harness_core::nofollow::write_atomic(&p, bytes).map_err(io(&p))
         };
         write("grid.yaml", sweep.grid.text.as_bytes())?;
         write("points.json", points_json(sweep).as_bytes())?;

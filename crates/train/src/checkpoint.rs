@@ -160,7 +160,7 @@ pub fn save<B: AutodiffBackend>(
     std::fs::rename(&tmp, &dest).map_err(|e| io(&dest, e))?;
     if let Some(best) = &state.best {
         let json = serde_json::to_string_pretty(best).map_err(|e| rec(&dest, e))?;
-        harness_core::fsutil::write_atomic(&checkpoints.join("best.json"), json.as_bytes())
+        harness_core::nofollow::write_atomic(&checkpoints.join("best.json"), json.as_bytes())
             .map_err(|e| io(checkpoints, e))?;
     }
     let best_step = state.best.as_ref().map(|b| b.step);
@@ -229,7 +229,7 @@ fn write_files<B: AutodiffBackend>(
             .map_err(|e| rec(dir, e))?;
     }
     let json = serde_json::to_string_pretty(state).map_err(|e| rec(dir, e))?;
-    harness_core::fsutil::write_atomic(&dir.join("state.json"), json.as_bytes())
+    harness_core::nofollow::write_atomic(&dir.join("state.json"), json.as_bytes())
         .map_err(|e| io(dir, e))
 }
 

@@ -176,7 +176,7 @@ pub fn mine(
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
                 }
-                harness_core::fsutil::write_atomic(&path, &json).map_err(|e| io(&path, e))?;
+                harness_core::nofollow::write_atomic(&path, &json).map_err(|e| io(&path, e))?;
                 (file.negatives, false)
             }
         };

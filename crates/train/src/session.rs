@@ -63,7 +63,7 @@ pub fn prepare(
         path: p.clone(),
         detail: e.to_string(),
     })?;
-    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
+    harness_core::nofollow::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))?;
     write_provenance(&loaded, &plan, run_dir)?;
     if !plan.head_classes.is_empty() {
         let p = run_dir.join(harness_model::system::HEAD_CLASSES_FILE);
@@ -72,7 +72,7 @@ pub fn prepare(
                 path: p.clone(),
                 detail: e.to_string(),
             })?;
-        harness_core::fsutil::write_atomic(&p, text.as_bytes())
+        harness_core::nofollow::write_atomic(&p, text.as_bytes())
             .map_err(|e| TrainError::io(&p, e))?;
     }
     let open = |spec: &str| {
@@ -128,7 +128,8 @@ fn record_base(
         path: path.clone(),
         detail: e.to_string(),
     })?;
-    harness_core::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| TrainError::io(&path, e))
+    harness_core::nofollow::write_atomic(&path, text.as_bytes())
+        .map_err(|e| TrainError::io(&path, e))
 }
 
 /// The pretrained model the recipe's encoder starts from, opened (installed on first use),
@@ -225,7 +226,7 @@ fn write_corpora(
                 }
             }
         }
-        harness_core::fsutil::write_atomic(&path, text.as_bytes())
+        harness_core::nofollow::write_atomic(&path, text.as_bytes())
             .map_err(|e| TrainError::io(&path, e))?;
     }
     Ok(())
@@ -300,7 +301,7 @@ fn write_provenance(
                 );
             }
             let text = serde_json::to_string_pretty(&env).unwrap_or(text);
-            harness_core::fsutil::write_atomic(&env_path, text.as_bytes())
+            harness_core::nofollow::write_atomic(&env_path, text.as_bytes())
                 .map_err(|e| TrainError::io(&env_path, e))?;
         }
     }
@@ -309,7 +310,7 @@ fn write_provenance(
         path: p.clone(),
         detail: e.to_string(),
     })?;
-    harness_core::fsutil::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))
+    harness_core::nofollow::write_atomic(&p, text.as_bytes()).map_err(|e| TrainError::io(&p, e))
 }
 
 /// Refuses a run directory that already holds checkpoints of another resolved recipe
@@ -406,7 +407,7 @@ fn record_evaluation(path: &Path, step: u64, r: &BenchResult) -> Result<(), Trai
         "scores": r.scores,
     });
     let text = format!("{kept}{line}\n");
-    harness_core::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| TrainError::io(path, e))
+    harness_core::nofollow::write_atomic(path, text.as_bytes()).map_err(|e| TrainError::io(path, e))
 }
 
 /// Trains a prepared plan on backend `B`.

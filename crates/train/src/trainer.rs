@@ -203,7 +203,7 @@ fn truncate_metrics(path: &Path, steps: u64) -> Result<(), TrainError> {
         })
         .map(|l| format!("{l}\n"))
         .collect();
-    harness_core::fsutil::write_atomic(path, kept.as_bytes()).map_err(|e| io(path, e))
+    harness_core::nofollow::write_atomic(path, kept.as_bytes()).map_err(|e| io(path, e))
 }
 
 /// The loop's state between steps.

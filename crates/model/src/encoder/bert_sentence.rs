@@ -13,7 +13,7 @@
 //! (Emu), where HF's 0.1 changes little; every forward pass is deterministic.
 
 use super::bert::{Bert, BertConfig};
-use super::sentence::Encoded;
+use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
 use crate::input::Padded;
 use burn::module::Module;

@@ -13,8 +13,8 @@
 //! Callers append `</s>` to every input, as LASER does, so no sentence is empty.
 
 use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
+use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
-use crate::encoder::sentence::Encoded;
 use crate::input::Padded;
 use crate::lstm::{MaskedLstm, MaskedLstmConfig};
 use crate::random::{dropout, Noise};

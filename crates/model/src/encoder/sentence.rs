@@ -11,6 +11,7 @@
 //! (`kind: pretrained`, `bert_sentence.rs`); its architecture comes from the run's
 //! pretrained tokenizer file and its starting weights from the model store.
 
+use super::encoded::Encoded;
 use crate::encoder::bert::BertConfig;
 use crate::encoder::bert_sentence::{BertSentenceConfig, BertSentenceEncoder};
 use crate::encoder::bilstm::{BilstmEncoder, BilstmEncoderConfig};
@@ -23,17 +24,6 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_recipe::schema::Encoder;
-
-/// What an encoder gives its callers.
-#[derive(Debug, Clone)]
-pub struct Encoded<B: Backend> {
-    /// The sentence vectors `[batch, d_sentence]`.
-    pub sentence: Tensor<B, 2>,
-    /// Top-layer states `[batch, time, d_states]` (zero at padded positions).
-    pub states: Tensor<B, 3>,
-    /// `[batch, time]`, 1 at real tokens.
-    pub mask: Tensor<B, 2>,
-}
 
 /// A trainable sentence encoder of any kind.
 // A model holds one or two encoders, moved rarely: the variants' sizes do not matter (and a
@@ -86,7 +76,7 @@ impl SentenceEncoderConfig {
         ngram_buckets: Option<usize>,
         dropout: f64,
         pretrained: Option<&harness_data::pretrained_tokenizer::PretrainedTokenizer>,
-        base: Option<&crate::system::BaseEncoder>,
+        base: Option<&crate::base_encoder::BaseEncoder>,
     ) -> Result<Self, ModelError> {
         let pick = |own: f64| if own > 0.0 { own } else { dropout };
         if let (Encoder::Pretrained(p), Some(base)) = (e, base) {

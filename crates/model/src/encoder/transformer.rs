@@ -48,8 +48,8 @@
 
 use crate::attention_fused;
 use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
+use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
-use crate::encoder::sentence::Encoded;
 use crate::input::Padded;
 use crate::layer_norm_fused;
 use crate::linear_fused;

@@ -535,7 +535,7 @@ pub fn seal(dir: &Path) -> Result<(), String> {
         text.push_str(&format!("{sha}  {rel}\n"));
     }
     let path = dir.join(CHECKSUMS);
-    harness_core::fsutil::write_atomic(&path, text.as_bytes())
+    harness_core::nofollow::write_atomic(&path, text.as_bytes())
         .map_err(|e| format!("{}: cannot write ({e})", path.display()))
 }
 
