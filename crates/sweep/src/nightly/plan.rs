@@ -346,76 +346,40 @@ mod tests {
                 Ok(())
             }
         };
+        let known = harness_bench::known().unwrap();
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [stsb-test, tatoeba], bench_set: [\"tatoeba.languages=[deu]\"]}]");
-        let plan = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap();
+        let plan = resolve(&c, &p, dir.path(), &known, &mut open).unwrap();
         assert_eq!(plan.entries[0].benchmarks, ["stsb-test", "tatoeba"]);
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [stsb-tset]}]");
-        let e = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap_err()
-        .join("\n");
+        let e = resolve(&c, &p, dir.path(), &known, &mut open)
+            .unwrap_err()
+            .join("\n");
         assert!(
             e.contains("c.yaml: entries[0] (`h`): benchmarks:") && e.contains("stsb-test"),
             "{e}"
         );
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngram, benchmarks: [mr]}]");
-        let e = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap_err()
-        .join("\n");
+        let e = resolve(&c, &p, dir.path(), &known, &mut open)
+            .unwrap_err()
+            .join("\n");
         assert!(e.contains("encoder: unknown encoder"), "{e}");
         let (c, p) = cfg("entries: [{name: h, run: no/such/run, benchmarks: [mr]}]");
-        let e = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap_err()
-        .join("\n");
+        let e = resolve(&c, &p, dir.path(), &known, &mut open)
+            .unwrap_err()
+            .join("\n");
         assert!(
             e.contains("run: ") && e.contains("no such directory"),
             "{e}"
         );
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [mr], bench_set: [\"tatoeba.languages=[deu]\"]}]");
-        let e = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap_err()
-        .join("\n");
+        let e = resolve(&c, &p, dir.path(), &known, &mut open)
+            .unwrap_err()
+            .join("\n");
         assert!(e.contains("not among those the entry evaluates"), "{e}");
         let (c, p) = cfg("entries: [{name: h, encoder: hashed-ngrams, benchmarks: [mr], bench_set: [\"mr.kfodl=3\"]}]");
-        let e = resolve(
-            &c,
-            &p,
-            dir.path(),
-            &harness_bench::known().unwrap(),
-            &mut open,
-        )
-        .unwrap_err()
-        .join("\n");
+        let e = resolve(&c, &p, dir.path(), &known, &mut open)
+            .unwrap_err()
+            .join("\n");
         assert!(e.contains("bench_set") && e.contains("kfodl"), "{e}");
     }
 }
