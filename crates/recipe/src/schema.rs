@@ -64,6 +64,12 @@ fn default_seed() -> u64 {
 }
 
 impl Recipe {
+    /// What training computes its matrix products in (`train.precision`; f32 without a
+    /// `train:` section).
+    pub fn precision(&self) -> Precision {
+        self.train.as_ref().map_or(Precision::F32, |t| t.precision)
+    }
+
     /// The keys a recipe may have at its top level (`name`, `model`, ..., `base`,
     /// `profiles`), as the derived deserializer reads them: asked of serde, so the list
     /// cannot drift from the fields above.

@@ -635,19 +635,14 @@ pub fn train_mpi(
 /// anything is prepared: the CPU backend trains through f32 kernels of our own, and wgpu's
 /// WGSL has no bfloat16 (cubecl panics on it).
 pub fn check_precision(resolved: &Resolved, device: Device) -> Result<(), TrainError> {
-    let bf16 = resolved
-        .recipe
-        .train
-        .as_ref()
-        .is_some_and(|t| t.precision.is_bf16());
+    if !resolved.recipe.precision().is_bf16() {
+        return Ok(());
+    }
     let why = match device {
         Device::Cpu => "the CPU backend (burn-ndarray) trains through f32 kernels of its own",
         Device::Wgpu => "wgpu compiles to WGSL, which has no bfloat16",
         Device::Cuda(_) | Device::Flex => return Ok(()),
     };
-    if !bf16 {
-        return Ok(());
-    }
     Err(TrainError::recipe(
         "train.precision",
         format!("`bf16` cannot train on `--device {device}`: {why}"),

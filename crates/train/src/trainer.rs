@@ -149,14 +149,6 @@ fn build_losses<B: AutodiffBackend>(
         .collect()
 }
 
-/// Whether the recipe trains its matrix products in bfloat16 (`train.precision: bf16`).
-fn bf16(plan: &Plan) -> bool {
-    plan.recipe
-        .train
-        .as_ref()
-        .is_some_and(|t| t.precision.is_bf16())
-}
-
 /// The loss of the step's task on its batch plus the losses of the tasks joint with it
 /// (each times its weight).
 fn step_loss<B: AutodiffBackend>(
@@ -167,7 +159,7 @@ fn step_loss<B: AutodiffBackend>(
 ) -> Result<Tensor<B, 1>, TrainError> {
     // The forward pass in the recipe's precision (`train.precision`); the graph it records
     // carries the casts, so the backward pass needs no scope.
-    let _precision = harness_model::precision::autocast(bf16(plan));
+    let _precision = harness_model::precision::autocast(plan.recipe.precision().is_bf16());
     step.set_current(None);
     let mut loss = losses[t].loss(step)?;
     for &j in &plan.tasks[t].joint {
@@ -725,7 +717,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 ctx = ctx.with_own(k, &plan.tasks[k], b.parts());
             }
             ctx.set_current((k != t).then_some(k));
-            let precision = harness_model::precision::autocast(bf16(plan));
+            let precision = harness_model::precision::autocast(plan.recipe.precision().is_bf16());
             let loss = self.losses[k].inner_loss(&mut ctx)?;
             drop(precision);
             let value: f64 = host_scalar(loss.clone());
