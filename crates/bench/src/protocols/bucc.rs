@@ -61,7 +61,9 @@
 //! (`zh-en/max`; the headline's mode weighs 1, the others 0): the F1 of the summed counts is
 //! the pooled cross-validated F1.
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
 use crate::error::BenchError;
@@ -72,9 +74,9 @@ use harness_data::loaders::bucc;
 use harness_data::records::{IdSentence, MiningSet};
 use harness_embed::matrix::Matrix;
 use rand::seq::SliceRandom;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Random stream of the fold assignment (under the benchmark seed).
 const STREAM_FOLDS: u64 = 0xB0CC;
@@ -486,10 +488,77 @@ pub fn source_counts(
     Outcomes::Counts { tp, fp, fn_ }
 }
 
+/// The `scores` of a `bucc-mining` result: per language pair (`zh-en`).
+pub type BuccScores = BTreeMap<String, BuccPairScores>;
+
+/// What one language pair's set holds and what each retrieval mode mined from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuccPairScores {
+    /// Lines of the source file.
+    pub source_sentences: usize,
+    /// Lines of the target file.
+    pub target_sentences: usize,
+    /// Distinct source sentences (embedded once each).
+    pub source_unique: usize,
+    /// Distinct target sentences.
+    pub target_unique: usize,
+    /// Source lines whose text another line repeats.
+    pub source_repeated_lines: usize,
+    /// Target lines whose text another line repeats.
+    pub target_repeated_lines: usize,
+    /// Gold pairs.
+    pub gold: usize,
+    /// Gold pairs no candidate can reach (a repeated line on either side).
+    pub gold_unreachable: usize,
+    /// Per retrieval mode (`fwd`, `bwd`, `max`, `intersect`).
+    pub modes: BTreeMap<String, ModeScores>,
+}
+
+/// One retrieval mode's candidates and their scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModeScores {
+    /// Pairs the mode mined.
+    pub mined: usize,
+    /// Of them, candidates between unrepeated lines.
+    pub candidates: usize,
+    /// With the threshold optimised and scored on the same set (LASER's bucc.py).
+    pub oracle: OracleScores,
+    /// With the threshold chosen per fold by cross-validation: the headline.
+    pub cross_validated: CrossValidatedScores,
+}
+
+/// Extraction at the threshold optimised on the whole set (P, R, F1 in %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OracleScores {
+    pub threshold: f64,
+    pub extracted: usize,
+    pub correct: usize,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+}
+
+/// Extraction with each fold's threshold chosen on the other folds, counts pooled
+/// (P, R, F1 in %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CrossValidatedScores {
+    /// One per fold.
+    pub thresholds: Vec<f64>,
+    pub extracted: usize,
+    pub correct: usize,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+}
+
 /// Everything measured on one language pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairResult {
-    pub scores: serde_json::Value,
+    pub scores: BuccPairScores,
     /// Cross-validated F1 (%) of each mode.
     pub cv_f1: HashMap<Retrieval, f64>,
     /// Per-source-line counts of each mode's cross-validated extraction ([`source_counts`]),
@@ -548,7 +617,7 @@ pub fn evaluate_set(
         .count();
     let folds = assign_folds(set.source.len(), &gold, params.folds, ctx.seed);
 
-    let mut modes = serde_json::Map::new();
+    let mut modes = BTreeMap::new();
     let mut cv_f1 = HashMap::new();
     let mut outcomes = Vec::with_capacity(Retrieval::ALL.len());
     for r in Retrieval::ALL {
@@ -561,39 +630,39 @@ pub fn evaluate_set(
         outcomes.push((r, source_counts(&cands, &gold, &folds, &cv.thresholds)));
         modes.insert(
             r.name().to_string(),
-            json!({
-                "mined": mining.mode(r).len(),
-                "candidates": cands.len(),
-                "oracle": {
-                    "threshold": th,
-                    "extracted": oracle.extracted,
-                    "correct": oracle.correct,
-                    "precision": pct(o.precision),
-                    "recall": pct(o.recall),
-                    "f1": pct(o.f1),
+            ModeScores {
+                mined: mining.mode(r).len(),
+                candidates: cands.len(),
+                oracle: OracleScores {
+                    threshold: th,
+                    extracted: oracle.extracted,
+                    correct: oracle.correct,
+                    precision: pct(o.precision),
+                    recall: pct(o.recall),
+                    f1: pct(o.f1),
                 },
-                "cross_validated": {
-                    "thresholds": cv.thresholds,
-                    "extracted": cv.pooled.extracted,
-                    "correct": cv.pooled.correct,
-                    "precision": pct(cv.prf.precision),
-                    "recall": pct(cv.prf.recall),
-                    "f1": pct(cv.prf.f1),
+                cross_validated: CrossValidatedScores {
+                    thresholds: cv.thresholds,
+                    extracted: cv.pooled.extracted,
+                    correct: cv.pooled.correct,
+                    precision: pct(cv.prf.precision),
+                    recall: pct(cv.prf.recall),
+                    f1: pct(cv.prf.f1),
                 },
-            }),
+            },
         );
     }
-    let scores = json!({
-        "source_sentences": set.source.len(),
-        "target_sentences": set.target.len(),
-        "source_unique": src_unique.len(),
-        "target_unique": trg_unique.len(),
-        "source_repeated_lines": set.source.len() - src_map.len(),
-        "target_repeated_lines": set.target.len() - trg_map.len(),
-        "gold": gold.len(),
-        "gold_unreachable": unreachable,
-        "modes": modes,
-    });
+    let scores = BuccPairScores {
+        source_sentences: set.source.len(),
+        target_sentences: set.target.len(),
+        source_unique: src_unique.len(),
+        target_unique: trg_unique.len(),
+        source_repeated_lines: set.source.len() - src_map.len(),
+        target_repeated_lines: set.target.len() - trg_map.len(),
+        gold: gold.len(),
+        gold_unreachable: unreachable,
+        modes,
+    };
     Ok(PairResult {
         scores,
         cv_f1,
@@ -620,13 +689,14 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<BuccParams>,
     side_datasets: no_side_datasets,
     run,
+    scores: ScoresDef::of::<BuccScores>(),
 };
 
 /// The `bucc-mining` protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: BuccParams = ctx.params()?;
     let pairs = ctx.languages_or(vec!["zh-en".to_string()]);
-    let mut per_pair = serde_json::Map::new();
+    let mut per_pair = BuccScores::new();
     let mut headline = Vec::new();
     let mut groups = Vec::new();
     for pair in &pairs {
@@ -649,7 +719,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: format!("f1_cv_{}", params.retrieval.name()),
         main_score,
-        scores: serde_json::Value::Object(per_pair),
+        scores: ctx.scores(&per_pair)?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes: vec![
             format!(
@@ -959,30 +1029,30 @@ mod tests {
         let r = evaluate_set(&ctx, &set, &params).unwrap();
         assert_eq!(enc.asked(), 3 + 4, "unique sentences only");
         let s = &r.scores;
-        assert_eq!(s["source_unique"], 3);
-        assert_eq!(s["source_repeated_lines"], 2);
-        assert_eq!(s["gold_unreachable"], 1);
+        assert_eq!(s.source_unique, 3);
+        assert_eq!(s.source_repeated_lines, 2);
+        assert_eq!(s.gold_unreachable, 1);
         // max: A–a, B–b, dup–c score 1; z's best source (B, cos 0.8) is taken. dup–c is
         // dropped (repeated source): 2 candidates, both gold; 3 gold → P 1, R 2/3.
-        let max = &s["modes"]["max"];
-        assert_eq!(max["mined"], 3);
-        assert_eq!(max["candidates"], 2);
-        assert_eq!(max["oracle"]["threshold"], 1.0);
-        assert_eq!(max["oracle"]["precision"], 100.0);
-        assert!((max["oracle"]["f1"].as_f64().unwrap() - 80.0).abs() < 1e-9);
+        let max = &s.modes["max"];
+        assert_eq!(max.mined, 3);
+        assert_eq!(max.candidates, 2);
+        assert_eq!(max.oracle.threshold, 1.0);
+        assert_eq!(max.oracle.precision, 100.0);
+        assert!((max.oracle.f1 - 80.0).abs() < 1e-9);
         // bwd adds z → B at 0.8 / ((0.8 + 1) / 2): a wrong candidate below the others.
-        let bwd = &s["modes"]["bwd"];
-        assert_eq!(bwd["candidates"], 3);
+        let bwd = &s.modes["bwd"];
+        assert_eq!(bwd.candidates, 3);
         let z = 0.8 / 0.9;
-        let th = bwd["oracle"]["threshold"].as_f64().unwrap();
+        let th = bwd.oracle.threshold;
         assert!((th - (1.0 + z) / 2.0).abs() < 1e-6, "{th}");
-        assert_eq!(s["modes"]["intersect"]["candidates"], 2);
+        assert_eq!(s.modes["intersect"].candidates, 2);
         // Per source line counts: F1 of their sums is each mode's cross-validated F1.
         for (r, o) in &r.outcomes {
-            let cv = &s["modes"][r.name()]["cross_validated"];
+            let cv = &s.modes[r.name()].cross_validated;
             let f1 = 100.0 * o.metric(None);
             assert!(
-                (f1 - cv["f1"].as_f64().unwrap()).abs() < 1e-9,
+                (f1 - cv.f1).abs() < 1e-9,
                 "{}",
                 r.name()
             );

@@ -8,6 +8,7 @@ use crate::benchmark::Benchmark;
 use crate::error::BenchError;
 use harness_embed::matrix::Matrix;
 use harness_embed::Encoder;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -30,6 +31,48 @@ pub struct ProtocolDef {
     pub side_datasets: fn(&Benchmark) -> Result<Vec<String>, BenchError>,
     /// Measures the encoder of the [`Context`] on the declared benchmark.
     pub run: fn(&Context) -> Result<Outcome, BenchError>,
+    /// The protocol's typed scores (the struct [`Context::scores`] writes into
+    /// [`Outcome::scores`]): [`ScoresDef::of`]`::<Scores>()`.
+    pub scores: ScoresDef,
+}
+
+/// What the rest of harness knows of a protocol's typed scores without naming the type.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoresDef {
+    /// The struct's JSON Schema: table specs' and grids' field paths are checked against it
+    /// ([`super::fields`]).
+    pub schema: fn() -> serde_json::Value,
+    /// The JSON read as the struct and written again: equal to the input exactly when the
+    /// struct holds every field the JSON has (each protocol's tests check their outcomes).
+    pub reread: fn(&serde_json::Value) -> Result<serde_json::Value, String>,
+}
+
+impl ScoresDef {
+    /// The [`ScoresDef`] of a protocol whose scores are `S`.
+    pub const fn of<S: JsonSchema + Serialize + DeserializeOwned>() -> Self {
+        ScoresDef {
+            schema: || schemars::schema_for!(S).to_value(),
+            reread: |v| {
+                let typed = S::deserialize(v).map_err(|e| e.to_string())?;
+                serde_json::to_value(typed).map_err(|e| e.to_string())
+            },
+        }
+    }
+}
+
+/// A protocol's scores read back from a result file's `scores` as its typed struct `S`;
+/// the message names the benchmark and says what to do when the file predates the struct.
+pub fn read_scores<S: DeserializeOwned>(
+    benchmark: &str,
+    protocol: &str,
+    scores: &serde_json::Value,
+) -> Result<S, String> {
+    S::deserialize(scores).map_err(|e| {
+        format!(
+            "the scores of benchmark `{benchmark}` do not read as protocol `{protocol}`'s: {e} \
+             (a result file of another harness version: run the benchmark again)"
+        )
+    })
 }
 
 /// A protocol's parameters: parsed from the declaration by serde, then held to the rules
@@ -135,6 +178,11 @@ impl Context<'_> {
         self.encoder.for_language(language).is_some()
     }
 
+    /// The protocol's typed scores as the JSON of [`Outcome::scores`].
+    pub fn scores<S: Serialize>(&self, scores: &S) -> Result<serde_json::Value, BenchError> {
+        serde_json::to_value(scores).map_err(|e| self.error(format!("scores: {e}")))
+    }
+
     /// An error of this benchmark.
     pub fn error(&self, detail: impl Into<String>) -> BenchError {
         BenchError::Protocol {
@@ -178,7 +226,8 @@ pub struct Outcome {
     /// The headline number, on the scale the papers report (×100 for correlations and
     /// accuracies, % for error rates).
     pub main_score: f64,
-    /// Every sub-score (per language, per subset, matrices...), as the report reads them.
+    /// Every sub-score (per language, per subset, matrices...): the protocol's typed scores
+    /// struct as JSON ([`Context::scores`]), as the report reads them.
     pub scores: serde_json::Value,
     /// The protocol parameters as used (after defaults), for the result file.
     pub params: serde_json::Value,

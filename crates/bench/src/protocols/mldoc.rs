@@ -193,6 +193,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<MldocParams>,
     side_datasets: no_side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// Runs the protocol.

@@ -11,6 +11,7 @@
 pub mod bucc;
 pub mod def;
 pub mod eigen;
+pub mod fields;
 pub mod intent;
 pub mod mldoc;
 pub mod multiway;
@@ -24,7 +25,7 @@ pub mod xnli;
 #[cfg(test)]
 pub(crate) mod fake_encoder;
 
-pub use def::{Context, Outcome, ProtocolDef};
+pub use def::{Context, Outcome, ProtocolDef, ScoresDef};
 
 use crate::benchmark::Benchmark;
 use crate::error::BenchError;
@@ -61,6 +62,16 @@ pub fn check_params(benchmark: &Benchmark) -> Result<(), String> {
     match find(&benchmark.protocol) {
         Some(p) => (p.check_params)(benchmark),
         None => Err(not_implemented(&benchmark.protocol)),
+    }
+}
+
+/// Checks a result-file field path (`scores.accuracy.fr`, already filled) against the typed
+/// scores of `protocol` ([`fields::check_path`]); an unknown protocol is not this check's
+/// business (the registry refuses it) and passes.
+pub fn check_field(protocol: &str, path: &str) -> Result<(), String> {
+    match find(protocol) {
+        Some(p) => fields::check_path(&(p.scores.schema)(), protocol, path),
+        None => Ok(()),
     }
 }
 
@@ -183,6 +194,14 @@ pub(crate) mod test_support {
     /// given) on the shared dataset with the encoder `spec`, twice; asserts both outcomes are
     /// identical and returns the first with the two wall times in seconds. The second run
     /// reuses every embedding of the first (see [`Reuse`]), so its time is the protocol's own.
+    /// The scores are exactly the protocol's typed struct: read as it and written again,
+    /// they are unchanged (no field the struct lacks, none it adds).
+    pub fn assert_typed(protocol: &str, scores: &serde_json::Value) {
+        let reread = (find(protocol).unwrap().scores.reread)(scores)
+            .unwrap_or_else(|e| panic!("{protocol}'s scores do not read as its struct: {e}"));
+        assert_eq!(&reread, scores, "{protocol}'s scores and its struct differ");
+    }
+
     pub fn run_real_with(
         name: &str,
         languages: Option<&[&str]>,
@@ -224,6 +243,7 @@ pub(crate) mod test_support {
         let start = Instant::now();
         let first = run(&ctx).unwrap();
         let t1 = start.elapsed().as_secs_f64();
+        assert_typed(&bench.protocol, &first.scores);
         let start = Instant::now();
         let second = run(&ctx).unwrap();
         let t2 = start.elapsed().as_secs_f64();

@@ -166,6 +166,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<MultiwayParams>,
     side_datasets: no_side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// The `multiway-search` protocol.

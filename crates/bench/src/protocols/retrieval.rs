@@ -96,6 +96,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// The protocol's entry point.

@@ -254,6 +254,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// Runs one SentEval task (see the module documentation).

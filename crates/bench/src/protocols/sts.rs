@@ -292,6 +292,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<StsParams>,
     side_datasets: no_side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// Runs an STS benchmark (module doc).

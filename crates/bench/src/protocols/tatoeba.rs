@@ -21,13 +21,16 @@
 //! English itself in the `< 10` and `< 20` bins (Appendix D); these counts are over the 112
 //! non-English languages only.
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use super::multiway::{error_rate_of, search_outcomes};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::tatoeba;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use std::collections::BTreeMap;
 
 /// `params:` of a `tatoeba-search` benchmark (none yet: the protocol has no knobs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -71,21 +74,67 @@ pub fn evaluate_pair(
     })
 }
 
+/// The `scores` of a `tatoeba-search` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TatoebaScores {
+    /// The paper's summary over the languages.
+    pub summary: TatoebaSummary,
+    /// Per language (ISO 639-3 code, `deu`).
+    pub per_language: BTreeMap<String, LanguageScore>,
+}
+
+/// The paper's summary of per-language mean errors (%).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TatoebaSummary {
+    /// Languages measured.
+    pub languages: usize,
+    /// Mean over the languages of the mean of both directions: the headline.
+    pub average: f64,
+    /// Mean `xx_to_eng` error.
+    pub average_xx_to_eng: f64,
+    /// Mean `eng_to_xx` error.
+    pub average_eng_to_xx: f64,
+    /// Languages whose mean error is under 5 %.
+    pub under_5: usize,
+    /// ... under 10 %.
+    pub under_10: usize,
+    /// ... under 20 %.
+    pub under_20: usize,
+    /// ... over 50 %.
+    pub over_50: usize,
+}
+
+/// One language's error rates (%).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageScore {
+    /// Line pairs of the language's files.
+    pub pairs: usize,
+    /// Queries in the language, keys English.
+    pub xx_to_eng: f64,
+    /// Queries English, keys in the language.
+    pub eng_to_xx: f64,
+    /// The mean of both directions.
+    pub mean: f64,
+}
+
 /// The paper's summary of per-language mean errors.
-pub fn summary(errors: &[(String, LanguageErrors)]) -> serde_json::Value {
+pub fn summary(errors: &[(String, LanguageErrors)]) -> TatoebaSummary {
     let n = errors.len().max(1) as f64;
     let means: Vec<f64> = errors.iter().map(|(_, e)| e.mean()).collect();
     let count = |f: &dyn Fn(f64) -> bool| means.iter().filter(|&&m| f(m)).count();
-    json!({
-        "languages": errors.len(),
-        "average": means.iter().sum::<f64>() / n,
-        "average_xx_to_eng": errors.iter().map(|(_, e)| e.xx_to_eng).sum::<f64>() / n,
-        "average_eng_to_xx": errors.iter().map(|(_, e)| e.eng_to_xx).sum::<f64>() / n,
-        "under_5": count(&|m| m < 5.0),
-        "under_10": count(&|m| m < 10.0),
-        "under_20": count(&|m| m < 20.0),
-        "over_50": count(&|m| m > 50.0),
-    })
+    TatoebaSummary {
+        languages: errors.len(),
+        average: means.iter().sum::<f64>() / n,
+        average_xx_to_eng: errors.iter().map(|(_, e)| e.xx_to_eng).sum::<f64>() / n,
+        average_eng_to_xx: errors.iter().map(|(_, e)| e.eng_to_xx).sum::<f64>() / n,
+        under_5: count(&|m| m < 5.0),
+        under_10: count(&|m| m < 10.0),
+        under_20: count(&|m| m < 20.0),
+        over_50: count(&|m| m > 50.0),
+    }
 }
 
 impl CheckedParams for TatoebaParams {}
@@ -96,6 +145,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<TatoebaParams>,
     side_datasets: no_side_datasets,
     run,
+    scores: ScoresDef::of::<TatoebaScores>(),
 };
 
 /// The `tatoeba-search` protocol.
@@ -124,22 +174,24 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         let eng: Vec<&str> = corpus.pairs.iter().map(|p| p.target.as_str()).collect();
         errors.push((lang.clone(), evaluate_pair(ctx, &xx, &eng)?));
     }
-    let summary = summary(&errors);
-    let per_language: serde_json::Map<String, serde_json::Value> = errors
-        .iter()
-        .map(|(l, e)| {
-            (
-                l.clone(),
-                json!({
-                    "pairs": e.pairs,
-                    "xx_to_eng": e.xx_to_eng,
-                    "eng_to_xx": e.eng_to_xx,
-                    "mean": e.mean(),
-                }),
-            )
-        })
-        .collect();
-    let main_score = summary["average"].as_f64().unwrap_or(f64::NAN);
+    let scores = TatoebaScores {
+        summary: summary(&errors),
+        per_language: errors
+            .iter()
+            .map(|(l, e)| {
+                (
+                    l.clone(),
+                    LanguageScore {
+                        pairs: e.pairs,
+                        xx_to_eng: e.xx_to_eng,
+                        eng_to_xx: e.eng_to_xx,
+                        mean: e.mean(),
+                    },
+                )
+            })
+            .collect(),
+    };
+    let main_score = scores.summary.average;
     // Two equally weighted groups per language: the mean over them is the headline.
     let groups = errors
         .into_iter()
@@ -162,7 +214,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "error_rate".into(),
         main_score,
-        scores: json!({ "summary": summary, "per_language": per_language }),
+        scores: ctx.scores(&scores)?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes: vec![
             "Error rate (%) of cosine nearest-neighbour search (LASER xsim, margin absolute); \
@@ -260,11 +312,11 @@ mod tests {
                 },
             ),
         ]);
-        assert_eq!(s["under_5"], 1);
-        assert_eq!(s["under_10"], 1);
-        assert_eq!(s["under_20"], 2);
-        assert_eq!(s["over_50"], 1);
-        assert_eq!(s["average"], (4.5 + 10.5 + 55.0) / 3.0);
+        assert_eq!(s.under_5, 1);
+        assert_eq!(s.under_10, 1);
+        assert_eq!(s.under_20, 2);
+        assert_eq!(s.over_50, 1);
+        assert_eq!(s.average, (4.5 + 10.5 + 55.0) / 3.0);
     }
 
     /// Debug-build test on all 112 languages of the real files, with hashed-ngrams of

@@ -358,6 +358,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<XnliParams>,
     side_datasets,
     run,
+    scores: super::def::ScoresDef::of::<serde_json::Value>(),
 };
 
 /// Runs the protocol.
