@@ -137,13 +137,22 @@ pub fn run_benchmark(
         })?;
         let mut dirs = ensure_benchmark_data(bench, settings)?;
         let own = dirs.remove(&bench.dataset).unwrap_or_default();
-        (protocol.run)(&Context {
+        let outcome = (protocol.run)(&Context {
             benchmark: bench,
             dataset_dir: &own,
             side: &dirs,
             encoder,
             seed,
-        })
+        })?;
+        // The scores are the protocol's typed struct, whole (every test build checks it on
+        // every benchmark it runs): a reader that deserialises them loses nothing.
+        debug_assert_eq!(
+            (protocol.scores.reread)(&outcome.scores).as_ref(),
+            Ok(&outcome.scores),
+            "the scores of `{name}` are not protocol `{}`'s struct",
+            bench.protocol
+        );
+        Ok(outcome)
     })();
     let seconds = start.elapsed().as_secs_f64();
     let (main_metric, main_score, scores, protocol_params, notes, error, outcomes) = match outcome {
