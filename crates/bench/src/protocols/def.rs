@@ -60,6 +60,13 @@ impl ScoresDef {
     }
 }
 
+/// A score that may be undefined (a correlation of constant vectors, a mean over nothing):
+/// `None` for NaN and infinities. serde_json writes a non-finite float as `null` anyway; the
+/// typed struct says so, and reads the `null` back.
+pub fn finite(x: f64) -> Option<f64> {
+    Some(x).filter(|v| v.is_finite())
+}
+
 /// A protocol's scores read back from a result file's `scores` as its typed struct `S`;
 /// the message names the benchmark and says what to do when the file predates the struct.
 pub fn read_scores<S: DeserializeOwned>(

@@ -34,16 +34,93 @@
 //! [`crate::items::Items::headline`] gives `main_score` back (where `main_score` is NaN, an
 //! undefined set counts as 0 there).
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    finite, no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::benchmark::Benchmark;
 use crate::error::BenchError;
 use crate::items::{Correlation, Group, Items, Outcomes};
 use crate::metrics::{angular_similarity, cosine, pearson, spearman};
 use harness_data::loaders::{sick, sts12_16, sts17, stsb_multi_mt, stsbenchmark};
 use harness_data::records::{ScoredPair, Split};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// The `scores` of an `sts` result. Correlations are ×100; `None` (JSON `null`) where one is
+/// undefined (the encoder gave every pair of a set the same similarity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StsScores {
+    /// The headline's path under `scores` (`all.cosine.spearman.wmean`).
+    pub main: String,
+    /// The correlations' scale: 100.
+    pub scale: u32,
+    /// The monolingual sets' keys in the dataset's order (SentEval's); `subsets` is sorted.
+    pub order: Vec<String>,
+    /// Per monolingual set (`test`, `MSRpar`, `track3.es-es`, `de`).
+    pub subsets: BTreeMap<String, SetScores>,
+    /// Aggregates over `subsets`.
+    pub all: AllScores,
+    /// The cross-lingual sets' keys in the declaration's order (stsb-multi-mt only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_lingual_order: Option<Vec<String>>,
+    /// Per cross-lingual set (`en-de`), aggregated apart from the headline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_lingual: Option<BTreeMap<String, SetScores>>,
+    /// Aggregates over `cross_lingual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_lingual_all: Option<AllScores>,
+}
+
+/// One set's pairs and correlations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetScores {
+    /// Scored pairs.
+    pub n: usize,
+    /// Of the cosine similarity with the gold scores.
+    pub cosine: Correlations,
+    /// Of the angular similarity 1 − arccos(cos)/π with the gold scores.
+    pub angular: Correlations,
+}
+
+/// Pearson's r and Spearman's ρ, ×100.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Correlations {
+    pub pearson: Option<f64>,
+    pub spearman: Option<f64>,
+}
+
+/// Means of every correlation over sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllScores {
+    /// Sets averaged.
+    pub sets: usize,
+    /// Their pairs.
+    pub n: usize,
+    pub cosine: CorrelationMeans,
+    pub angular: CorrelationMeans,
+}
+
+/// The means of Pearson's r and of Spearman's ρ over sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorrelationMeans {
+    pub pearson: MeanScores,
+    pub spearman: MeanScores,
+}
+
+/// A plain mean over sets and one weighted by their pairs (SentEval's `all`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeanScores {
+    pub mean: Option<f64>,
+    pub wmean: Option<f64>,
+}
 
 /// The similarity of two embeddings that the headline uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -292,7 +369,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<StsParams>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<StsScores>(),
 };
 
 /// Runs an STS benchmark (module doc).
@@ -334,8 +411,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             .map(|s| s.key.as_str())
             .collect()
     };
-    let mut main_sets = Map::new();
-    let mut cross_sets = Map::new();
+    let mut main_sets = BTreeMap::new();
+    let mut cross_sets = BTreeMap::new();
     let mut main_stats = Vec::new();
     let mut cross_stats = Vec::new();
     let mut groups = Vec::with_capacity(plan.sets.len());
@@ -356,7 +433,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         } else {
             (&mut main_sets, &mut main_stats)
         };
-        map.insert(s.key.clone(), st.json());
+        map.insert(s.key.clone(), st.scores());
         stats.push(st);
         // The set's weight in the headline: cross-lingual sets are aggregated apart.
         let weight = match (s.cross, plan.aggregate) {
@@ -398,19 +475,18 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         params.similarity.name(),
         params.metric.name()
     );
-    let mut scores = Map::new();
-    scores.insert("main".into(), json!(main_path));
-    scores.insert("scale".into(), json!(100));
-    // The maps below are sorted by key; `order` keeps the dataset's order (SentEval's).
-    scores.insert("order".into(), json!(order(false)));
-    scores.insert("subsets".into(), Value::Object(main_sets));
-    scores.insert("all".into(), all.json(&main_stats));
-    if !cross_stats.is_empty() {
-        let cross_all = Aggregates::of(&cross_stats);
-        scores.insert("cross_lingual_order".into(), json!(order(true)));
-        scores.insert("cross_lingual".into(), Value::Object(cross_sets));
-        scores.insert("cross_lingual_all".into(), cross_all.json(&cross_stats));
-    }
+    let cross = !cross_stats.is_empty();
+    let scores = StsScores {
+        main: main_path,
+        scale: 100,
+        // The maps are sorted by key; `order` keeps the dataset's order (SentEval's).
+        order: order(false).into_iter().map(String::from).collect(),
+        subsets: main_sets,
+        all: all.scores(&main_stats),
+        cross_lingual_order: cross.then(|| order(true).into_iter().map(String::from).collect()),
+        cross_lingual: cross.then_some(cross_sets),
+        cross_lingual_all: cross.then(|| Aggregates::of(&cross_stats).scores(&cross_stats)),
+    };
 
     let mut notes = plan.notes;
     if params.similarity == Similarity::Angular {
@@ -436,7 +512,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: params.metric.name().to_string(),
         main_score,
-        scores: Value::Object(scores),
+        scores: ctx.scores(&scores)?,
         params: Value::Object(used),
         notes,
         items: Some(Items::mean_of(groups)),
@@ -486,12 +562,16 @@ struct SetStats {
 }
 
 impl SetStats {
-    fn json(&self) -> Value {
-        json!({
-            "n": self.n,
-            "cosine": {"pearson": self.cosine.pearson, "spearman": self.cosine.spearman},
-            "angular": {"pearson": self.angular.pearson, "spearman": self.angular.spearman},
-        })
+    fn scores(&self) -> SetScores {
+        let c = |c: Corr| Correlations {
+            pearson: finite(c.pearson),
+            spearman: finite(c.spearman),
+        };
+        SetScores {
+            n: self.n,
+            cosine: c(self.cosine),
+            angular: c(self.angular),
+        }
     }
 
     fn corr(&self, sim: Similarity) -> Corr {
@@ -563,20 +643,21 @@ impl Aggregates {
         self.means[i][j]
     }
 
-    fn json(&self, sets: &[SetStats]) -> Value {
-        let m = |x: Means| json!({"mean": x.mean, "wmean": x.wmean});
-        let sim = |s: Similarity| {
-            json!({
-                "pearson": m(self.get(s, Metric::Pearson)),
-                "spearman": m(self.get(s, Metric::Spearman)),
-            })
+    fn scores(&self, sets: &[SetStats]) -> AllScores {
+        let m = |x: Means| MeanScores {
+            mean: finite(x.mean),
+            wmean: finite(x.wmean),
         };
-        json!({
-            "sets": sets.len(),
-            "n": sets.iter().map(|s| s.n).sum::<usize>(),
-            "cosine": sim(Similarity::Cosine),
-            "angular": sim(Similarity::Angular),
-        })
+        let sim = |s: Similarity| CorrelationMeans {
+            pearson: m(self.get(s, Metric::Pearson)),
+            spearman: m(self.get(s, Metric::Spearman)),
+        };
+        AllScores {
+            sets: sets.len(),
+            n: sets.iter().map(|s| s.n).sum::<usize>(),
+            cosine: sim(Similarity::Cosine),
+            angular: sim(Similarity::Angular),
+        }
     }
 }
 
@@ -834,13 +915,15 @@ mod tests {
     }
 
     fn run_on(b: &Benchmark, dir: &Path, enc: &dyn Encoder) -> Result<Outcome, BenchError> {
-        run(&Context {
+        let o = run(&Context {
             benchmark: b,
             dataset_dir: dir,
             side: &std::collections::BTreeMap::new(),
             encoder: enc,
             seed: 1,
-        })
+        })?;
+        crate::protocols::test_support::assert_typed(&b.protocol, &o.scores);
+        Ok(o)
     }
 
     /// An STS Benchmark test file: gold scores with ties, sentence 2 determined by the score
