@@ -46,7 +46,8 @@
 //! spectra of sampled sentence graphs), not a mean of outcomes of test items.
 
 use super::def::{
-    no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
+    finite, no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
+    ScoresDef,
 };
 use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
@@ -56,8 +57,29 @@ use harness_data::loaders::multiway;
 use harness_embed::matrix::Matrix;
 use rand::seq::index::sample;
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map};
+use std::collections::BTreeMap;
+
+/// The `scores` of an `eigen-similarity` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EigenScores {
+    /// Per language pair (`eng_Latn-deu_Latn`).
+    pub pairs: BTreeMap<String, PairScores>,
+}
+
+/// Ψ of one language pair (lower is more similar).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairScores {
+    /// Mean Ψ over the samples.
+    pub psi: f64,
+    /// Its standard error over the samples; `None` with one sample.
+    pub std_error: Option<f64>,
+    /// Lines of each side.
+    pub lines: usize,
+}
 
 /// Pairwise distance between two embeddings of a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,14 +143,14 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<EigenScores>(),
 };
 
 /// The protocol's entry point.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: Params = ctx.params()?;
     let pairs = ctx.languages_or(Vec::new());
-    let mut per_pair = Map::new();
+    let mut per_pair = BTreeMap::new();
     let mut means = Vec::new();
     for pair in &pairs {
         let (src, tgt) = pair
@@ -150,14 +172,18 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         means.push(psi.mean);
         per_pair.insert(
             pair.clone(),
-            json!({"psi": psi.mean, "std_error": psi.std_error, "lines": a.len()}),
+            PairScores {
+                psi: psi.mean,
+                std_error: finite(psi.std_error),
+                lines: a.len(),
+            },
         );
     }
     let main_score = means.iter().sum::<f64>() / means.len() as f64;
     Ok(Outcome {
         main_metric: "eigen_similarity".into(),
         main_score,
-        scores: json!({ "pairs": per_pair }),
+        scores: ctx.scores(&EigenScores { pairs: per_pair })?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes: vec![
             "lower is more similar (0 = isospectral); main score = mean Ψ over the pairs; \

@@ -30,7 +30,9 @@
 //! too). The languages are the declaration's list; `all` (or no list) means every language
 //! with a file in the folder.
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::benchmark::Benchmark;
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
@@ -38,8 +40,29 @@ use crate::knn::{top_k, KnnError, KnnOptions, Metric};
 use harness_data::loaders::multiway::{list_dir, read_aligned};
 use harness_data::text;
 use harness_embed::matrix::Matrix;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The `scores` of a `multiway-search` result: error rates in %.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MultiwayScores {
+    /// The languages, in the matrix's order.
+    pub languages: Vec<String>,
+    /// Lines per language.
+    pub lines: usize,
+    /// Ordered language pairs searched.
+    pub pairs: usize,
+    /// Source row → target column.
+    pub error_rate: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per source language, the mean over its targets.
+    pub row_average: BTreeMap<String, f64>,
+    /// Per target language, the mean over its sources.
+    pub column_average: BTreeMap<String, f64>,
+    /// The mean over every ordered pair: the headline.
+    pub average: f64,
+}
 
 /// `params:` of a `multiway-search` benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -166,7 +189,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<MultiwayParams>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<MultiwayScores>(),
 };
 
 /// The `multiway-search` protocol.
@@ -223,35 +246,35 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 
     let n = langs.len();
     let off = (n - 1) as f64;
-    let mut matrix = serde_json::Map::new();
-    let mut rows = serde_json::Map::new();
-    let mut cols = serde_json::Map::new();
+    let mut matrix = BTreeMap::new();
+    let mut rows = BTreeMap::new();
+    let mut cols = BTreeMap::new();
     for (i, li) in langs.iter().enumerate() {
-        let row: serde_json::Map<String, serde_json::Value> = langs
+        let row: BTreeMap<String, f64> = langs
             .iter()
             .enumerate()
-            .filter_map(|(j, lj)| err[i][j].map(|e| (lj.clone(), json!(e))))
+            .filter_map(|(j, lj)| err[i][j].map(|e| (lj.clone(), e)))
             .collect();
-        matrix.insert(li.clone(), row.into());
+        matrix.insert(li.clone(), row);
         let r: f64 = err[i].iter().flatten().sum();
-        rows.insert(li.clone(), json!(r / off));
+        rows.insert(li.clone(), r / off);
         let c: f64 = err.iter().filter_map(|row| row[i]).sum();
-        cols.insert(li.clone(), json!(c / off));
+        cols.insert(li.clone(), c / off);
     }
     let total: f64 = err.iter().flatten().flatten().sum();
     let average = total / (n as f64 * off);
     Ok(Outcome {
         main_metric: "error_rate".into(),
         main_score: average,
-        scores: json!({
-            "languages": langs,
-            "lines": n_lines,
-            "pairs": n * (n - 1),
-            "error_rate": matrix,
-            "row_average": rows,
-            "column_average": cols,
-            "average": average,
-        }),
+        scores: ctx.scores(&MultiwayScores {
+            languages: langs.clone(),
+            lines: n_lines,
+            pairs: n * (n - 1),
+            error_rate: matrix,
+            row_average: rows,
+            column_average: cols,
+            average,
+        })?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes: vec![format!(
             "Error rate (%) of cosine 1-NN search, source row → target column, {} lines per \
@@ -316,8 +339,9 @@ mod tests {
             seed: 1,
         };
         let o = run(&ctx).unwrap();
+        crate::protocols::test_support::assert_typed("multiway-search", &o.scores);
         let s = &o.scores;
-        assert_eq!(s["languages"], json!(["aa", "bb", "cc"]));
+        assert_eq!(s["languages"], serde_json::json!(["aa", "bb", "cc"]));
         // aa→cc: line 3 (120°) nearest cc line is 2 (80°, 40° away; cc3 at 15° is 105°):
         // 1 error of 4. cc→aa: cc3 (15°) → aa0: 1 error. aa↔bb: none. Same for bb.
         let e = |a: &str, b: &str| s["error_rate"][a][b].as_f64().unwrap();

@@ -39,6 +39,7 @@
 
 use super::def::{
     no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
+    ScoresDef,
 };
 use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;
@@ -49,8 +50,33 @@ use harness_data::loaders::{multiway, tatoeba};
 use harness_embed::matrix::Matrix;
 use rand::seq::index::sample;
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// The `scores` of a `retrieval-p1` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalScores {
+    /// Per language pair (`fra-eng`).
+    pub pairs: BTreeMap<String, PairScores>,
+}
+
+/// P@1 (×100) of one language pair, both directions.
+// No `deny_unknown_fields`: serde does not support it beside `flatten`; the flattened map
+// takes every other key, and only numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairScores {
+    /// P@1 of each direction, keyed `src->tgt` and `tgt->src`.
+    #[serde(flatten)]
+    pub directions: BTreeMap<String, f64>,
+    /// The mean of both directions.
+    pub mean: f64,
+    /// Sentence pairs.
+    pub pairs: usize,
+    /// The true translation and its sampled distractors.
+    pub candidates_per_query: usize,
+}
 
 /// Largest score matrix (entries) computed in one piece: 16M f32 = 64 MiB.
 pub const FULL_MATRIX_LIMIT: usize = 16 << 20;
@@ -96,7 +122,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<RetrievalScores>(),
 };
 
 /// The protocol's entry point.
@@ -107,7 +133,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     if pairs.is_empty() {
         return Err(ctx.error("no language pair to evaluate"));
     }
-    let mut per_pair = Map::new();
+    let mut per_pair = BTreeMap::new();
     let mut means = Vec::new();
     let mut full_pool = Vec::new();
     let mut groups = Vec::new();
@@ -143,13 +169,12 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         means.push(mean);
         per_pair.insert(
             pair.clone(),
-            json!({
-                forward: p_fwd,
-                backward: p_bwd,
-                "mean": mean,
-                "pairs": n,
-                "candidates_per_query": k.min(n - 1) + 1,
-            }),
+            PairScores {
+                directions: BTreeMap::from([(forward, p_fwd), (backward, p_bwd)]),
+                mean,
+                pairs: n,
+                candidates_per_query: k.min(n - 1) + 1,
+            },
         );
     }
     let main_score = means.iter().sum::<f64>() / means.len() as f64;
@@ -174,7 +199,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "p_at_1".into(),
         main_score,
-        scores: json!({ "pairs": Value::Object(per_pair) }),
+        scores: ctx.scores(&RetrievalScores { pairs: per_pair })?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
         items: Some(Items::mean_of(groups)),
