@@ -50,7 +50,9 @@
 //! decimals, so it differs from `main_score` by at most 0.005 (fixed test set) or 0.01
 //! (folds: the fold accuracies are rounded before their mean is); the notes say so.
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::benchmark::Benchmark;
 use crate::classify::{
     inner_kfold_classifier, kfold_classifier, pair_features, round2, split_classifier,
@@ -60,8 +62,39 @@ use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::senteval::{load, load_mrpc, Task};
 use harness_data::records::{LabeledPair, LabeledText};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// The `scores` of a `senteval-classification` result, SentEval's keys: accuracies in %,
+/// rounded to 2 decimals as SentEval rounds them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SentEvalScores {
+    /// Validation accuracy of the chosen penalty.
+    pub devacc: f64,
+    /// Test accuracy: the headline.
+    pub acc: f64,
+    /// MRPC only: F1 of the positive class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f1: Option<f64>,
+    /// MR, CR, SUBJ, MPQA (inner k-fold): each outer fold's test accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fold_acc: Option<Vec<f64>>,
+    /// SentEval's `ndev`.
+    pub ndev: usize,
+    /// SentEval's `ntest`.
+    pub ntest: usize,
+    pub n_train: usize,
+    pub n_dev: usize,
+    pub n_test: usize,
+    /// The L2 penalties (or MLP settings) tried.
+    pub regs: Vec<f64>,
+    /// Validation accuracy of each, per outer fold.
+    pub reg_scores: Vec<Vec<f64>>,
+    /// The one chosen, per outer fold.
+    pub chosen_regs: Vec<f64>,
+}
 
 /// The benchmark's `params:` (defaults: SentEval's PyTorch path, 10 folds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -254,7 +287,7 @@ pub const DEF: ProtocolDef = ProtocolDef {
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<SentEvalScores>(),
 };
 
 /// Runs one SentEval task (see the module documentation).
@@ -274,24 +307,27 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         ndev,
         ntest,
         sizes,
-        extra,
+        f1,
+        fold_acc,
     } = match Task::from_name(&task_name) {
         Some(task) => run_single(ctx, &cfg, task)?,
         None => run_mrpc(ctx, &cfg)?,
     };
 
-    let mut scores = serde_json::Map::new();
-    scores.insert("devacc".into(), json!(result.dev_accuracy));
-    scores.insert("acc".into(), json!(result.test_accuracy));
-    scores.extend(extra);
-    scores.insert("ndev".into(), json!(ndev));
-    scores.insert("ntest".into(), json!(ntest));
-    scores.insert("n_train".into(), json!(sizes[0]));
-    scores.insert("n_dev".into(), json!(sizes[1]));
-    scores.insert("n_test".into(), json!(sizes[2]));
-    scores.insert("regs".into(), json!(decimal(&result.regs)));
-    scores.insert("reg_scores".into(), json!(result.reg_scores));
-    scores.insert("chosen_regs".into(), json!(decimal(&result.chosen_regs)));
+    let scores = SentEvalScores {
+        devacc: result.dev_accuracy,
+        acc: result.test_accuracy,
+        f1,
+        fold_acc,
+        ndev,
+        ntest,
+        n_train: sizes[0],
+        n_dev: sizes[1],
+        n_test: sizes[2],
+        regs: decimal(&result.regs),
+        reg_scores: result.reg_scores.clone(),
+        chosen_regs: decimal(&result.chosen_regs),
+    };
 
     let mut used = params.clone();
     used.task = task_name.clone();
@@ -334,7 +370,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "accuracy".into(),
         main_score: result.test_accuracy,
-        scores: serde_json::Value::Object(scores),
+        scores: ctx.scores(&scores)?,
         params: params_json,
         notes,
         items: Some(items),
@@ -376,8 +412,10 @@ struct Measured {
     ntest: usize,
     /// Train, dev and test sizes.
     sizes: [usize; 3],
-    /// Task-specific scores (MRPC's `f1`, the inner k-fold's `fold_acc`).
-    extra: serde_json::Map<String, serde_json::Value>,
+    /// MRPC's F1 of the positive class.
+    f1: Option<f64>,
+    /// The inner k-fold's outer-fold accuracies.
+    fold_acc: Option<Vec<f64>>,
 }
 
 fn classify_error(ctx: &Context, e: ClassifyError) -> BenchError {
@@ -410,15 +448,15 @@ fn run_mrpc(ctx: &Context, cfg: &SentEvalConfig) -> Result<Measured, BenchError>
     let (tx, ty) = (embed_pairs(&train)?, labels(&train));
     let (ex, ey) = (embed_pairs(&test)?, labels(&test));
     let r = kfold_classifier(&tx, &ty, &ex, &ey, 2, &with_fold_seed(cfg)).map_err(classify)?;
-    let mut extra = serde_json::Map::new();
-    extra.insert("f1".into(), json!(f1_positive(&ey, &r.test_predictions)));
+    let f1 = Some(f1_positive(&ey, &r.test_predictions));
     Ok(Measured {
         result: r,
         truth: ey,
         ndev: train.len(),
         ntest: test.len(),
         sizes: [train.len(), 0, test.len()],
-        extra,
+        f1,
+        fold_acc: None,
     })
 }
 
@@ -445,11 +483,11 @@ fn run_single(ctx: &Context, cfg: &SentEvalConfig, task: Task) -> Result<Measure
     let sizes = [data.train.len(), data.dev.len(), data.test.len()];
     let x = ctx.embed(&texts(&data.train))?;
     let y = labels(&data.train)?;
-    let mut extra = serde_json::Map::new();
+    let mut fold_acc = None;
     let (result, truth, ndev, ntest) = match task {
         Task::Mr | Task::Cr | Task::Subj | Task::Mpqa => {
             let r = inner_kfold_classifier(&x, &y, n_classes, cfg).map_err(classify)?;
-            extra.insert("fold_acc".into(), json!(r.fold_test_accuracies));
+            fold_acc = Some(r.fold_test_accuracies.clone());
             (r, y, sizes[0], sizes[0])
         }
         Task::Trec => {
@@ -475,7 +513,8 @@ fn run_single(ctx: &Context, cfg: &SentEvalConfig, task: Task) -> Result<Measure
         ndev,
         ntest,
         sizes,
-        extra,
+        f1: None,
+        fold_acc,
     })
 }
 
@@ -522,13 +561,15 @@ mod tests {
     }
 
     fn run_on(bench: &Benchmark, dir: &Path, encoder: &dyn Encoder) -> Result<Outcome, BenchError> {
-        run(&Context {
+        let o = run(&Context {
             benchmark: bench,
             dataset_dir: dir,
             side: &std::collections::BTreeMap::new(),
             encoder,
             seed: 1,
-        })
+        })?;
+        crate::protocols::test_support::assert_typed(&bench.protocol, &o.scores);
+        Ok(o)
     }
 
     /// Keywords with a dimension each; every other token adds a little hashed noise.
