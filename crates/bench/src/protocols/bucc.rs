@@ -1051,11 +1051,7 @@ mod tests {
         for (r, o) in &r.outcomes {
             let cv = &s.modes[r.name()].cross_validated;
             let f1 = 100.0 * o.metric(None);
-            assert!(
-                (f1 - cv.f1).abs() < 1e-9,
-                "{}",
-                r.name()
-            );
+            assert!((f1 - cv.f1).abs() < 1e-9, "{}", r.name());
             assert_eq!(o.len(), 4);
         }
     }

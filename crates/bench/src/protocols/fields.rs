@@ -53,7 +53,9 @@ fn steps(path: &str) -> Option<Vec<Step>> {
 /// at the first step that does not resolve.
 pub fn check_path(schema: &Value, protocol: &str, path: &str) -> Result<(), String> {
     let Some(steps) = steps(path) else {
-        return Err(format!("`{path}` is not a field path (`a.b.c`, `a.b[0][1]`)"));
+        return Err(format!(
+            "`{path}` is not a field path (`a.b.c`, `a.b[0][1]`)"
+        ));
     };
     match steps.split_first() {
         Some((Step::Key(k), [])) if TOP_LEVEL_NUMBERS.contains(&k.as_str()) => Ok(()),
@@ -108,7 +110,10 @@ fn deref<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
     match node.get("$ref").and_then(Value::as_str) {
         Some(r) => r
             .strip_prefix("#/")
-            .map(|p| p.split('/').fold(Some(root), |v, k| v.and_then(|v| v.get(k))))
+            .map(|p| {
+                p.split('/')
+                    .fold(Some(root), |v, k| v.and_then(|v| v.get(k)))
+            })
             .and_then(|v| v)
             .map(|v| deref(root, v))
             .unwrap_or(node),
@@ -173,7 +178,10 @@ fn walk(root: &Value, node: &Value, steps: &[Step], done: usize, deepest: &mut D
                 .unwrap_or_default();
             let what = if !names.is_empty() {
                 format!("the fields {}", names.join(", "))
-            } else if node.get("additionalProperties").is_some_and(Value::is_object) {
+            } else if node
+                .get("additionalProperties")
+                .is_some_and(Value::is_object)
+            {
                 "an object keyed by name".to_string()
             } else if admits(node, "array") {
                 "a list (index it: `[0]`)".to_string()
@@ -242,17 +250,20 @@ mod tests {
         assert!(e.contains("under `scores` it writes the fields"), "{e}");
         assert!(e.contains("average"), "{e}");
         let e = check("scores.subsets.fr.spearman").unwrap_err();
-        assert!(e.contains("under `scores.subsets.fr` it writes the fields"), "{e}");
+        assert!(
+            e.contains("under `scores.subsets.fr` it writes the fields"),
+            "{e}"
+        );
         assert!(e.contains("pearson"), "{e}");
         for bad in [
-            "scores.subsets.fr",  // an object, not a number
-            "scores.names[0]",    // a string
-            "scores.pair[0]",     // a string
-            "scores.matrix[0]",   // a list
-            "scores.average.x",   // below a number
-            "score.average",      // not `scores`
-            "scores..average",    // malformed
-            "scores.matrix[x]",   // malformed
+            "scores.subsets.fr", // an object, not a number
+            "scores.names[0]",   // a string
+            "scores.pair[0]",    // a string
+            "scores.matrix[0]",  // a list
+            "scores.average.x",  // below a number
+            "score.average",     // not `scores`
+            "scores..average",   // malformed
+            "scores.matrix[x]",  // malformed
         ] {
             assert!(check(bad).is_err(), "{bad}");
         }

@@ -38,8 +38,7 @@
 //! (its own line on a hit, else the best-scoring distractor; `-1` when none has a score).
 
 use super::def::{
-    no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef,
-    ScoresDef,
+    no_side_datasets, parses_as, stream_of, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
 };
 use crate::benchmark::Benchmark;
 use crate::classify::mlp::seeded_rng;

@@ -72,6 +72,10 @@ pub mod tables;
 use crate::error::ReportError;
 use crate::runs::{self, ResultFile, SystemRuns};
 use harness_bench::items::{read_items, Items, Outcomes};
+use harness_bench::protocols::def::read_scores;
+use harness_bench::protocols::multiway::MultiwayScores;
+use harness_bench::protocols::sts::StsScores;
+use harness_bench::protocols::tatoeba::TatoebaScores;
 use harness_core::outdir::{Foreign, OutDir};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -389,7 +393,11 @@ pub fn convert(file: &ResultFile) -> Result<Mapping, ReportError> {
     match (r.protocol.as_str(), r.dataset.as_str()) {
         ("sts", "stsbenchmark") => stsbenchmark(file),
         ("sts", "sick") => {
-            let n = sts_set_counts(&file.json)
+            let scores: StsScores = match typed(file) {
+                Ok(s) => s,
+                Err(why) => return Ok(Mapping::Skip(why)),
+            };
+            let n = sts_set_counts(&scores)
                 .iter()
                 .map(|(_, n)| n)
                 .sum::<usize>();
@@ -420,45 +428,44 @@ pub fn skip_reason(protocol: &str, dataset: &str) -> String {
     }
 }
 
+/// The result's scores as its protocol's struct `S`, or why not (a skip reason: a result
+/// file of another harness version).
+fn typed<S: serde::de::DeserializeOwned>(file: &ResultFile) -> Result<S, String> {
+    read_scores(
+        &file.result.benchmark,
+        &file.result.protocol,
+        &file.result.scores,
+    )
+}
+
 /// (set key, pairs) of an sts result, in the result's order.
-fn sts_set_counts(json: &Value) -> Vec<(String, usize)> {
-    let scores = &json["scores"];
-    let order: Vec<String> = scores["order"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    order
-        .into_iter()
-        .map(|k| {
-            let n = scores["subsets"][&k]["n"].as_u64().unwrap_or(0) as usize;
-            (k, n)
-        })
+fn sts_set_counts(scores: &StsScores) -> Vec<(String, usize)> {
+    scores
+        .order
+        .iter()
+        .map(|k| (k.clone(), scores.subsets.get(k).map_or(0, |s| s.n)))
         .collect()
 }
 
 /// One STS entry from a set of the result's `scores.subsets` (cosine, ×100 → [-1, 1]), or why
 /// not.
 fn sts_entry(
-    json: &Value,
+    scores: &StsScores,
     key: &str,
     split: &str,
     hf_subset: &str,
     languages: &[&str],
     expected: usize,
 ) -> Result<Entry, String> {
-    let set = &json["scores"]["subsets"][key];
-    let n = set["n"].as_u64().unwrap_or(0) as usize;
+    let set = scores.subsets.get(key);
+    let n = set.map_or(0, |s| s.n);
     if n != expected {
         return Err(format!(
             "`{key}` has {n} pairs, MTEB's {hf_subset} {split} {expected}"
         ));
     }
-    let spearman = set["cosine"]["spearman"].as_f64();
-    let pearson = set["cosine"]["pearson"].as_f64();
+    let spearman = set.and_then(|s| s.cosine.spearman);
+    let pearson = set.and_then(|s| s.cosine.pearson);
     entry_of(
         split,
         hf_subset,
@@ -522,8 +529,12 @@ fn stsbenchmark(file: &ResultFile) -> Result<Mapping, ReportError> {
         }
     };
     let key = param_str(file, "split").unwrap_or_default();
+    let scores: StsScores = match typed(file) {
+        Ok(s) => s,
+        Err(why) => return Ok(Mapping::Skip(why)),
+    };
     Ok(
-        match sts_entry(&file.json, key, split, "default", &["eng-Latn"], expected) {
+        match sts_entry(&scores, key, split, "default", &["eng-Latn"], expected) {
             Ok(e) => contribution(
                 STSB,
                 file,
@@ -595,16 +606,20 @@ fn sts12_16(file: &ResultFile) -> Result<Mapping, ReportError> {
 }
 
 fn sts17(file: &ResultFile) -> Result<Mapping, ReportError> {
+    let scores: StsScores = match typed(file) {
+        Ok(s) => s,
+        Err(why) => return Ok(Mapping::Skip(why)),
+    };
     let mut entries = Vec::new();
     let mut left_out = Vec::new();
-    for (key, _) in sts_set_counts(&file.json) {
+    for (key, _) in sts_set_counts(&scores) {
         let id = key
             .strip_prefix("track")
             .and_then(|k| k.split('.').next())
             .unwrap_or_default();
         match tables::STS17.iter().find(|(t, ..)| *t == id) {
             Some((_, subset, langs, n)) => {
-                match sts_entry(&file.json, &key, "test", subset, langs, *n) {
+                match sts_entry(&scores, &key, "test", subset, langs, *n) {
                     Ok(e) => entries.push(e),
                     Err(why) => left_out.push(why),
                 }
@@ -641,10 +656,14 @@ fn stsb_multi(file: &ResultFile) -> Result<Mapping, ReportError> {
     };
     let mut entries = Vec::new();
     let mut left_out = Vec::new();
-    for (key, _) in sts_set_counts(&file.json) {
+    let scores: StsScores = match typed(file) {
+        Ok(s) => s,
+        Err(why) => return Ok(Mapping::Skip(why)),
+    };
+    for (key, _) in sts_set_counts(&scores) {
         match tables::STSB_MULTI.iter().find(|(l, _)| *l == key) {
             Some((subset, lang)) => {
-                match sts_entry(&file.json, &key, split, subset, &[lang], expected) {
+                match sts_entry(&scores, &key, split, subset, &[lang], expected) {
                     Ok(e) => entries.push(e),
                     Err(why) => left_out.push(why),
                 }
@@ -652,15 +671,11 @@ fn stsb_multi(file: &ResultFile) -> Result<Mapping, ReportError> {
             None => left_out.push(format!("`{key}` (no MTEB subset)")),
         }
     }
-    if let Some(cross) = file.json["scores"]["cross_lingual_order"].as_array() {
+    if let Some(cross) = scores.cross_lingual_order.as_deref() {
         if !cross.is_empty() {
             left_out.push(format!(
                 "the cross-lingual pairs {} (no MTEB subset)",
-                cross
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                cross.join(", ")
             ));
         }
     }
@@ -685,6 +700,10 @@ fn tatoeba(file: &ResultFile) -> Result<Mapping, ReportError> {
         Ok(items) => items,
         Err(why) => return Ok(Mapping::Skip(why)),
     };
+    let scores: TatoebaScores = match typed(file) {
+        Ok(s) => s,
+        Err(why) => return Ok(Mapping::Skip(why)),
+    };
     let mut entries = Vec::new();
     let mut left_out = Vec::new();
     for g in &items.groups {
@@ -703,7 +722,13 @@ fn tatoeba(file: &ResultFile) -> Result<Mapping, ReportError> {
             *n,
         ) {
             Ok(e) => {
-                check_accuracy(file, &e, &["scores", "per_language", lang, "xx_to_eng"])?;
+                let recorded = scores.per_language.get(lang).map(|l| l.xx_to_eng);
+                check_accuracy(
+                    file,
+                    &e,
+                    recorded,
+                    &format!("scores.per_language.{lang}.xx_to_eng"),
+                )?;
                 entries.push(e)
             }
             Err(why) => left_out.push(format!("`{lang}`: {why}")),
@@ -733,6 +758,10 @@ fn flores(file: &ResultFile) -> Result<Mapping, ReportError> {
         Ok(items) => items,
         Err(why) => return Ok(Mapping::Skip(why)),
     };
+    let scores: MultiwayScores = match typed(file) {
+        Ok(s) => s,
+        Err(why) => return Ok(Mapping::Skip(why)),
+    };
     let textual = file.result.protocol_params["textual"].as_bool() == Some(true);
     let mut entries = Vec::new();
     let mut left_out = Vec::new();
@@ -750,7 +779,8 @@ fn flores(file: &ResultFile) -> Result<Mapping, ReportError> {
                 // With `textual: true` harness counts a retrieved duplicate line as right;
                 // MTEB's accuracy is by line index, so only an index search is checked.
                 if !textual {
-                    check_accuracy(file, &e, &["scores", "error_rate", x, y])?;
+                    let recorded = scores.error_rate.get(x).and_then(|row| row.get(y)).copied();
+                    check_accuracy(file, &e, recorded, &format!("scores.error_rate.{x}.{y}"))?;
                 }
                 entries.push(e)
             }
@@ -833,11 +863,13 @@ fn bitext_entry(
 
 /// The accuracy of `entry` must be 1 − the error rate (%) the result records at `path`: the
 /// sidecar and the result describe the same search.
-fn check_accuracy(file: &ResultFile, entry: &Entry, path: &[&str]) -> Result<(), ReportError> {
-    let recorded = path
-        .iter()
-        .try_fold(&file.json, |v, k| v.get(k))
-        .and_then(Value::as_f64);
+/// The items' accuracy against the error rate (%) the result records at `path` for it.
+fn check_accuracy(
+    file: &ResultFile,
+    entry: &Entry,
+    recorded: Option<f64>,
+    path: &str,
+) -> Result<(), ReportError> {
     let accuracy = entry.metrics["accuracy"];
     match recorded {
         Some(err) if (1.0 - err / 100.0 - accuracy).abs() <= 1e-9 => Ok(()),
@@ -846,7 +878,7 @@ fn check_accuracy(file: &ResultFile, entry: &Entry, path: &[&str]) -> Result<(),
             detail: format!(
                 "{}: the items give accuracy {accuracy}, the result records error {recorded:?} at {}",
                 entry.hf_subset,
-                path.join(".")
+                path
             ),
             fix: "evaluate the benchmark again so that the result and its sidecar match".into(),
         }),

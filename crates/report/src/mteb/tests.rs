@@ -36,19 +36,53 @@ fn result(bench: &str, protocol: &str, dataset: &str, scores: Value, params: Val
     }
 }
 
-/// `scores` of an sts result with these sets: (key, n, cosine spearman ×100, pearson ×100).
+/// `scores` of an sts result with these sets: (key, n, cosine spearman ×100, pearson ×100),
+/// written through the protocol's own struct.
 fn sts_scores(sets: &[(&str, usize, f64, f64)], cross: &[&str]) -> Value {
-    let mut subsets = Map::new();
-    for (k, n, s, p) in sets {
-        subsets.insert(
-            (*k).into(),
-            json!({"n": n, "cosine": {"spearman": s, "pearson": p},
-                   "angular": {"spearman": s, "pearson": p + 1.0}}),
-        );
-    }
-    let order: Vec<&str> = sets.iter().map(|s| s.0).collect();
-    json!({"main": "all.cosine.spearman.mean", "scale": 100, "order": order,
-           "subsets": subsets, "cross_lingual_order": cross})
+    use harness_bench::protocols::sts::{
+        AllScores, CorrelationMeans, Correlations, MeanScores, SetScores,
+    };
+    let subsets = sets
+        .iter()
+        .map(|&(k, n, s, p)| {
+            let c = |p: f64| Correlations {
+                spearman: Some(s),
+                pearson: Some(p),
+            };
+            let set = SetScores {
+                n,
+                cosine: c(p),
+                angular: c(p + 1.0),
+            };
+            (k.to_string(), set)
+        })
+        .collect();
+    let means = || MeanScores {
+        mean: None,
+        wmean: None,
+    };
+    let sim = || CorrelationMeans {
+        pearson: means(),
+        spearman: means(),
+    };
+    let all = AllScores {
+        sets: sets.len(),
+        n: sets.iter().map(|s| s.1).sum(),
+        cosine: sim(),
+        angular: sim(),
+    };
+    let owned = |v: Vec<&str>| v.into_iter().map(String::from).collect::<Vec<_>>();
+    serde_json::to_value(StsScores {
+        main: "all.cosine.spearman.mean".into(),
+        scale: 100,
+        order: owned(sets.iter().map(|s| s.0).collect()),
+        subsets,
+        all,
+        cross_lingual_order: (!cross.is_empty()).then(|| owned(cross.to_vec())),
+        cross_lingual: None,
+        cross_lingual_all: None,
+    })
+    .unwrap()
 }
 
 fn write(dir: &Path, r: &BenchResult) -> ResultFile {
@@ -218,6 +252,20 @@ fn sick_r_senteval_bucc_and_failed_results_are_skipped_with_a_reason() {
     failed.error = Some("out of memory".into());
     let failed = write(tmp.path(), &failed);
     assert!(skipped(convert(&failed).unwrap()).contains("out of memory"));
+    // Scores that are not the protocol's struct (a file of another version) are skipped,
+    // saying so, not read as zeros.
+    let old = write(
+        tmp.path(),
+        &result(
+            "stsb-test",
+            "sts",
+            "stsbenchmark",
+            json!({"order": ["test"], "subsets": {"test": {"n": 1379}}}),
+            json!({"split": "test"}),
+        ),
+    );
+    let why = skipped(convert(&old).unwrap());
+    assert!(why.contains("do not read as protocol `sts`'s"), "{why}");
 }
 
 #[test]
@@ -355,14 +403,20 @@ type Lang<'a> = (&'a str, usize, &'a [(usize, i64)]);
 
 /// A Tatoeba result for `langs`, with its sidecar.
 fn tatoeba_result(langs: &[Lang]) -> BenchResult {
-    let mut per_language = Map::new();
+    use harness_bench::protocols::tatoeba::{LanguageScore, TatoebaSummary};
+    let mut per_language = BTreeMap::new();
     let mut groups = Vec::new();
     for (l, n, wrong) in langs {
         let to_eng = search(*n, wrong);
         let err = 100.0 * wrong.len() as f64 / *n as f64;
         per_language.insert(
             (*l).into(),
-            json!({"pairs": n, "xx_to_eng": err, "eng_to_xx": 0.0, "mean": err / 2.0}),
+            LanguageScore {
+                pairs: *n,
+                xx_to_eng: err,
+                eng_to_xx: 0.0,
+                mean: err / 2.0,
+            },
         );
         groups.push(Group {
             name: format!("{l}/xx_to_eng"),
@@ -379,7 +433,20 @@ fn tatoeba_result(langs: &[Lang]) -> BenchResult {
         "tatoeba",
         "tatoeba-search",
         "tatoeba-laser-v1",
-        json!({"summary": {}, "per_language": per_language}),
+        serde_json::to_value(TatoebaScores {
+            summary: TatoebaSummary {
+                languages: langs.len(),
+                average: 0.0,
+                average_xx_to_eng: 0.0,
+                average_eng_to_xx: 0.0,
+                under_5: 0,
+                under_10: 0,
+                under_20: 0,
+                over_50: 0,
+            },
+            per_language,
+        })
+        .unwrap(),
         json!({}),
     );
     r.outcomes = Some(Items::error_rate_of(groups));
