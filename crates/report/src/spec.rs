@@ -515,9 +515,20 @@ impl TableSpec {
         out
     }
 
-    /// Checks the references inside the spec and against the benchmark names; every
-    /// problem is listed, prefixed with the file name.
-    pub fn check(&self, benchmarks: &[&str]) -> Vec<String> {
+    /// Checks the references inside the spec and against the benchmarks, given as (name,
+    /// protocol): a benchmark it names must exist, and every field path, filled, must be a
+    /// number the benchmark's protocol writes (its typed scores,
+    /// [`harness_bench::protocols::check_field`]). Every problem is listed, prefixed with the
+    /// file name.
+    pub fn check(&self, benchmarks: &[(&str, &str)]) -> Vec<String> {
+        let names: Vec<&str> = benchmarks.iter().map(|(n, _)| *n).collect();
+        let protocol_of = |bench: &str| benchmarks.iter().find(|(n, _)| *n == bench).map(|b| b.1);
+        // A filled path against the protocol of `bench` (an unknown bench is reported apart).
+        let field_problem = |bench: Option<&String>, path: &str| -> Option<String> {
+            let protocol = protocol_of(bench?)?;
+            harness_bench::protocols::check_field(protocol, path).err()
+        };
+        let benchmarks = &names[..];
         let mut out = Vec::new();
         let published: BTreeSet<&str> = self.published.iter().map(|p| p.key.as_str()).collect();
         if published.len() != self.published.len() {
@@ -608,8 +619,13 @@ impl TableSpec {
                         for v in &vars {
                             let mut ctx = v.clone();
                             ctx.insert("key".into(), c.key.clone());
-                            if let Err(e) = fill(f, &ctx) {
-                                out.push(format!("column `{}`: {e}", c.key));
+                            match fill(f, &ctx) {
+                                Err(e) => out.push(format!("column `{}`: {e}", c.key)),
+                                Ok(path) => {
+                                    if let Some(e) = field_problem(c.bench.as_ref(), &path) {
+                                        out.push(format!("column `{}`: {e}", c.key));
+                                    }
+                                }
                             }
                         }
                     }
@@ -706,8 +722,13 @@ impl TableSpec {
                     for (ri, r) in rows.keys.iter().enumerate() {
                         for (ci, c) in cols.keys.iter().enumerate() {
                             let t = cell_template(self, r, c).unwrap_or(field);
-                            if let Err(e) = fill(t, &matrix_vars(r, ri, c, ci)) {
-                                out.push(format!("cell {}/{}: {e}", r.key(), c.key()));
+                            match fill(t, &matrix_vars(r, ri, c, ci)) {
+                                Err(e) => out.push(format!("cell {}/{}: {e}", r.key(), c.key())),
+                                Ok(path) => {
+                                    if let Some(e) = field_problem(self.bench.as_ref(), &path) {
+                                        out.push(format!("cell {}/{}: {e}", r.key(), c.key()));
+                                    }
+                                }
                             }
                         }
                     }
@@ -784,13 +805,19 @@ pub fn load() -> Result<Vec<TableSpec>, ReportError> {
     let files = harness_core::specs::overlay(shipped, runtime);
     let registry =
         harness_bench::registry::Registry::load().map_err(|e| ReportError::Setup(e.to_string()))?;
-    parse_all(&files, &registry.names())
+    let benchmarks: Vec<(&str, &str)> = registry
+        .names()
+        .into_iter()
+        .filter_map(|n| registry.get(n).map(|b| (n, b.protocol.as_str())))
+        .collect();
+    parse_all(&files, &benchmarks)
 }
 
-/// Parses and checks spec files given as `(file name, text)`.
+/// Parses and checks spec files given as `(file name, text)` against the benchmarks, given
+/// as (name, protocol) ([`TableSpec::check`]).
 pub fn parse_all(
     files: &[(String, String)],
-    benchmarks: &[&str],
+    benchmarks: &[(&str, &str)],
 ) -> Result<Vec<TableSpec>, ReportError> {
     let mut specs = Vec::new();
     let mut problems = Vec::new();
@@ -846,7 +873,11 @@ pub fn select(specs: Vec<TableSpec>, names: &[String]) -> Result<Vec<TableSpec>,
 mod tests {
     use super::*;
 
-    const BENCH: &[&str] = &["xnli", "sib200", "stsb-test"];
+    const BENCH: &[(&str, &str)] = &[
+        ("xnli", "xnli-zero-shot"),
+        ("sib200", "mldoc"),
+        ("stsb-test", "sts"),
+    ];
 
     fn parse(text: &str) -> Result<Vec<TableSpec>, ReportError> {
         parse_all(&[("t.yaml".to_string(), text.to_string())], BENCH)
@@ -895,6 +926,33 @@ mod tests {
             "unknown placeholder `{lang}`",
             "column `fr` has neither `field` nor `na`",
             "value for unknown column `de`",
+        ] {
+            assert!(err.contains(want), "missing `{want}` in:\n{err}");
+        }
+    }
+
+    #[test]
+    fn a_field_the_benchmarks_protocol_never_writes_is_refused_with_what_it_writes() {
+        let err = parse(concat!(
+            "title: t\npaper: p\ntable: T1\nsource: s\nmetric: m\nbench: stsb-test\n",
+            "columns:\n",
+            "  - {key: ok, field: 'scores.subsets.test.cosine.spearman'}\n",
+            "  - {key: typo, field: 'scores.subsets.test.cosine.spearmen'}\n",
+            "  - {key: mean, field: 'mean(scores.all.n, scores.al.n)'}\n",
+            "  - {key: top, field: main_score}\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            !err.contains("column `ok`") && !err.contains("column `top`"),
+            "{err}"
+        );
+        for want in [
+            "column `typo`: `scores.subsets.test.cosine.spearmen` is not a number that protocol \
+             `sts` writes: under `scores.subsets.test.cosine` it writes the fields pearson, \
+             spearman",
+            "column `mean`: `scores.al.n` is not a number that protocol `sts` writes: under \
+             `scores` it writes the fields",
         ] {
             assert!(err.contains(want), "missing `{want}` in:\n{err}");
         }

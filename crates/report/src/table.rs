@@ -1059,9 +1059,12 @@ mod tests {
     }
 
     fn spec(yaml: &str) -> TableSpec {
-        parse_all(&[("t.yaml".into(), yaml.into())], &["xnli", "sib200"])
-            .unwrap()
-            .remove(0)
+        parse_all(
+            &[("t.yaml".into(), yaml.into())],
+            &[("xnli", "xnli-zero-shot"), ("sib200", "mldoc")],
+        )
+        .unwrap()
+        .remove(0)
     }
 
     fn cell<'a>(t: &'a RenderedTable, row: &str, col: &str) -> &'a CellRecord {

@@ -52,6 +52,15 @@ fn steps(path: &str) -> Option<Vec<Step>> {
 /// the protocol whose scores have `schema` can hold. The error says what the protocol writes
 /// at the first step that does not resolve.
 pub fn check_path(schema: &Value, protocol: &str, path: &str) -> Result<(), String> {
+    let path = path.trim();
+    // The report's `mean(p, q, ...)`: each path on its own.
+    if let Some(inner) = path.strip_prefix("mean(").and_then(|p| p.strip_suffix(')')) {
+        return inner
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .try_for_each(|p| check_path(schema, protocol, p));
+    }
     let Some(steps) = steps(path) else {
         return Err(format!(
             "`{path}` is not a field path (`a.b.c`, `a.b[0][1]`)"
@@ -134,6 +143,28 @@ fn admits(node: &Value, t: &str) -> bool {
 /// `node`, for the error's position.
 fn walk(root: &Value, node: &Value, steps: &[Step], done: usize, deepest: &mut Deepest) -> bool {
     let node = deref(root, node);
+    // The schema `true`, or one with no constraint (only `title`, `$schema`...), admits
+    // anything: a value whose shape is not declared (`serde_json::Value`).
+    const CONSTRAINTS: &[&str] = &[
+        "type",
+        "properties",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "enum",
+        "const",
+    ];
+    if node == &Value::Bool(true)
+        || node
+            .as_object()
+            .is_some_and(|o| !CONSTRAINTS.iter().any(|k| o.contains_key(*k)))
+    {
+        return true;
+    }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(branches) = node.get(key).and_then(Value::as_array) {
             if branches.iter().any(|b| walk(root, b, steps, done, deepest)) {
@@ -144,8 +175,10 @@ fn walk(root: &Value, node: &Value, steps: &[Step], done: usize, deepest: &mut D
     let Some((first, rest)) = steps.split_first() else {
         return admits(node, "number") || admits(node, "integer");
     };
+    // The first reading that got this far wins: with a free key tried one step long first,
+    // that is the reading where the key has no dot.
     let offer = |deepest: &mut Deepest, what: String| {
-        if done >= deepest.depth {
+        if done > deepest.depth || deepest.offer.is_empty() {
             deepest.depth = done;
             deepest.offer = what;
         }
@@ -243,6 +276,7 @@ mod tests {
             "scores.matrix[2][0]",
             "scores.pair[1]",
             "main_score",
+            "mean(scores.subsets.fr.n, scores.average)",
         ] {
             assert_eq!(check(ok), Ok(()), "{ok}");
         }
@@ -264,6 +298,7 @@ mod tests {
             "score.average",     // not `scores`
             "scores..average",   // malformed
             "scores.matrix[x]",  // malformed
+            "mean(scores.average, scores.x)",
         ] {
             assert!(check(bad).is_err(), "{bad}");
         }
@@ -283,5 +318,11 @@ mod tests {
         );
         assert_eq!(steps("a[1]x"), None);
         assert_eq!(steps("[1]"), None);
+    }
+
+    #[test]
+    fn an_undeclared_shape_admits_any_path() {
+        let schema = schemars::schema_for!(serde_json::Value).to_value();
+        assert_eq!(check_path(&schema, "p", "scores.a.b[0]"), Ok(()));
     }
 }
