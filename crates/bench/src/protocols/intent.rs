@@ -37,14 +37,16 @@
 //! with the index of the target utterance whose label it took, `-1`: none); off-diagonal
 //! cells weigh 1 and the diagonal 0 (a single language: its cell weighs 1), as the headline.
 
-use super::def::{no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    no_side_datasets, parses_as, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::error::BenchError;
 use crate::items::{Group, Items, Outcomes};
 use crate::knn::{top_k_excluding, KnnOptions, Metric};
 use harness_data::loaders::{slot_gated, xsid};
 use harness_embed::matrix::Matrix;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// `params:` of an `intent-knn` declaration.
@@ -189,13 +191,27 @@ pub fn nearest_neighbour_outcomes(
 
 impl CheckedParams for Params {}
 
+/// The `scores` of an `intent-knn` result (Acc@1 ×100).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntentScores {
+    /// Source (query) language → target (key) language → Acc@1.
+    pub matrix: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per language: its own cell (monolingual Acc@1).
+    pub diagonal: BTreeMap<String, f64>,
+    /// Per language: test utterances evaluated (after the class filter).
+    pub utterances: BTreeMap<String, usize>,
+    /// Intent classes kept.
+    pub classes: usize,
+}
+
 /// `intent-knn`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "intent-knn",
     check_params: parses_as::<Params>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<IntentScores>(),
 };
 
 /// The protocol's entry point.
@@ -215,12 +231,12 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
         embedded.insert(lang.clone(), ctx.embed(&texts)?);
     }
-    let mut matrix = Map::new();
-    let mut diagonal = Map::new();
+    let mut matrix = BTreeMap::new();
+    let mut diagonal = BTreeMap::new();
     let mut off = Vec::new();
     let mut groups = Vec::new();
     for s in &langs {
-        let mut row = Map::new();
+        let mut row = BTreeMap::new();
         for t in &langs {
             let outcomes = nearest_neighbour_outcomes(
                 &data[s],
@@ -237,22 +253,18 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                 weight,
                 outcomes,
             });
-            row.insert(t.clone(), json!(acc));
+            row.insert(t.clone(), acc);
             if s == t {
-                diagonal.insert(s.clone(), json!(acc));
+                diagonal.insert(s.clone(), acc);
             } else {
                 off.push(acc);
             }
         }
-        matrix.insert(s.clone(), Value::Object(row));
+        matrix.insert(s.clone(), row);
     }
     let (main_score, rule) = if off.is_empty() {
         (
-            diagonal
-                .values()
-                .next()
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
+            diagonal.values().next().copied().unwrap_or(0.0),
             "main score = monolingual Acc@1".to_string(),
         )
     } else {
@@ -264,10 +276,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             ),
         )
     };
-    let counts: Map<String, Value> = data
-        .iter()
-        .map(|(l, items)| (l.clone(), json!(items.len())))
-        .collect();
+    let scores = IntentScores {
+        matrix,
+        diagonal,
+        utterances: data
+            .iter()
+            .map(|(l, items)| (l.clone(), items.len()))
+            .collect(),
+        classes: kept.len(),
+    };
     let mut notes = vec![
         format!(
             "{rule}; nearest neighbour by cosine{}",
@@ -292,12 +309,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "accuracy".into(),
         main_score,
-        scores: json!({
-            "matrix": matrix,
-            "diagonal": diagonal,
-            "utterances": counts,
-            "classes": kept.len(),
-        }),
+        scores: ctx.scores(&scores)?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
         items: Some(Items::mean_of(groups)),
@@ -393,9 +405,15 @@ mod tests {
     use super::*;
     use crate::benchmark::Benchmark;
     use crate::protocols::fake_encoder::TableEncoder;
-    use crate::protocols::test_support::run_real;
+    use crate::protocols::test_support::{assert_typed, run_real};
     use harness_core::shared_datasets_dir;
     use harness_embed::Encoder;
+
+    /// The outcome's scores as [`IntentScores`], checked to be exactly the struct.
+    fn typed(o: &Outcome) -> IntentScores {
+        assert_typed(DEF.name, &o.scores);
+        serde_json::from_value(o.scores.clone()).unwrap()
+    }
 
     fn item(text: &str, label: &str, pivot: usize) -> Item {
         Item {
@@ -463,8 +481,11 @@ mod tests {
         let o = run(&ctx).unwrap();
         // en→de: a0 → d1 (B, wrong: d0 excluded); a1 → d0 (A, wrong: d1 excluded);
         // a2 → d1 (B, wrong; cos(a2,d1) = 0.11 > cos(a2,d0) = 0). 0 / 3.
-        assert_eq!(o.scores["matrix"]["en"]["de"], 0.0);
-        assert_eq!(o.scores["matrix"]["de"]["en"], 0.0);
+        let s = typed(&o);
+        assert_eq!(s.matrix["en"]["de"], 0.0);
+        assert_eq!(s.matrix["de"]["en"], 0.0);
+        assert_eq!(s.diagonal["en"], s.matrix["en"]["en"]);
+        assert_eq!((s.utterances["de"], s.classes), (3, 2));
         assert_eq!(o.main_score, 0.0);
         // Cells de-de, de-en, en-de, en-en; the neighbours are the keys named above.
         let items = o.items.as_ref().unwrap();
@@ -577,13 +598,14 @@ mod tests {
     #[test]
     fn real_xsid_with_hashed_ngrams_is_plausible_and_reproducible() {
         let (o, _, _) = run_real("xsid", "hashed-ngrams");
-        let m = &o.scores["matrix"];
-        assert_eq!(o.scores["utterances"]["ja"], 250);
-        assert_eq!(o.scores["utterances"]["en"], 500);
+        let s = typed(&o);
+        let m = &s.matrix;
+        assert_eq!(s.utterances["ja"], 250);
+        assert_eq!(s.utterances["en"], 500);
         // Monolingual nearest neighbours are far above chance (16 intents; the majority
         // class is ~20 %); cross-lingual between Latin-script languages less so.
         for l in ["en", "de", "it", "tr"] {
-            let v = m[l][l].as_f64().unwrap();
+            let v = m[l][l];
             assert!((60.0..100.0).contains(&v), "{l}: {v}");
         }
         assert!((5.0..70.0).contains(&o.main_score), "{}", o.main_score);
@@ -597,15 +619,16 @@ mod tests {
     #[test]
     fn real_atis_and_snips_with_hashed_ngrams_are_plausible_and_reproducible() {
         let (atis, _, _) = run_real("atis", "hashed-ngrams");
-        assert_eq!(atis.scores["classes"], 13, "Emu: 13 ATIS classes remain");
+        assert_eq!(typed(&atis).classes, 13, "Emu: 13 ATIS classes remain");
         assert!(
             (50.0..100.0).contains(&atis.main_score),
             "{}",
             atis.main_score
         );
         let (snips, _, _) = run_real("snips", "hashed-ngrams");
-        assert_eq!(snips.scores["utterances"]["en"], 700);
-        assert_eq!(snips.scores["classes"], 7);
+        let s = typed(&snips);
+        assert_eq!((s.utterances["en"], s.classes), (700, 7));
+        assert_eq!(s.diagonal["en"], snips.main_score);
         for o in [&atis, &snips] {
             let items = o.items.as_ref().unwrap();
             assert_eq!(items.groups.len(), 1);

@@ -29,7 +29,7 @@
 //! (the headline is their mean), every other cell 0.
 
 use super::def::{
-    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef,
+    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
 };
 use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
@@ -39,8 +39,9 @@ use harness_data::loaders::sib200;
 use harness_data::records::LabeledText;
 use harness_embed::matrix::Matrix;
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use std::collections::BTreeMap;
 
 /// Two-letter codes (MLDoc's, XNLI's and a few more) of the SIB-200 folders kept here.
 pub const SIB200_CODES: [(&str, &str); 21] = [
@@ -187,13 +188,54 @@ impl CheckedParams for MldocParams {
     }
 }
 
+/// The `scores` of an `mldoc` result (accuracies in %). Maps are keyed by the language as
+/// `params.languages` (or the benchmark's languages) name it: a two-letter code or a folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MldocScores {
+    /// The languages of the matrix (`params.languages`), in order.
+    pub languages: Vec<String>,
+    /// Their SIB-200 folders (`eng_Latn`), in the same order.
+    pub folders: Vec<String>,
+    /// Train language × test language.
+    pub matrix: MldocMatrix,
+    /// Per train language: mean of its row (every test language).
+    pub row_average: BTreeMap<String, f64>,
+    /// Per train language: mean of its row without the diagonal (the other languages).
+    pub row_transfer_average: BTreeMap<String, f64>,
+    /// Per train language: its dev accuracy at the kept epoch (null: no dev evaluation).
+    pub dev_accuracy: BTreeMap<String, Option<f64>>,
+    /// Per train language: the epoch kept.
+    pub chosen_epoch: BTreeMap<String, usize>,
+    /// The language whose classifier gives the headline.
+    pub train_language: String,
+    /// `row_transfer_average` of `train_language`: the headline.
+    pub zero_shot_average: f64,
+    /// The `train_language` classifier on the test set of every benchmark language.
+    pub train_language_on_every_language: BTreeMap<String, f64>,
+}
+
+/// The train-language × test-language accuracy matrix (%).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MldocMatrix {
+    /// What a row is: `train language`.
+    pub rows: String,
+    /// What a column is: `test language`.
+    pub columns: String,
+    /// `accuracy[i][j]`: trained on `languages[i]`, tested on `languages[j]`.
+    pub accuracy: Vec<Vec<f64>>,
+    /// Mean of every cell.
+    pub average: f64,
+}
+
 /// `mldoc`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "mldoc",
     check_params: parses_as::<MldocParams>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<MldocScores>(),
 };
 
 /// Runs the protocol.
@@ -213,7 +255,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let first = folder_of(ctx, &params.languages[0], &folders)?;
     let labels = sib200::labels(ctx.dataset_dir, &first)?;
 
-    let mut cache: std::collections::BTreeMap<String, Lang> = Default::default();
+    let mut cache: BTreeMap<String, Lang> = Default::default();
     let mut load = |code: &String| -> Result<(), BenchError> {
         if cache.contains_key(code) {
             return Ok(());
@@ -280,12 +322,12 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     };
 
     let mut matrix = Vec::new();
-    let mut row_avg = serde_json::Map::new();
-    let mut row_transfer_avg = serde_json::Map::new();
-    let mut dev = serde_json::Map::new();
-    let mut epochs = serde_json::Map::new();
+    let mut row_avg = BTreeMap::new();
+    let mut row_transfer_avg = BTreeMap::new();
+    let mut dev = BTreeMap::new();
+    let mut epochs = BTreeMap::new();
     let mut main_score = 0.0;
-    let mut pivot_all = serde_json::Map::new();
+    let mut pivot_all = BTreeMap::new();
     let mut groups = Vec::new();
     // The classifiers are independent and tiny (a 512→10→8→7 network in batches of 12, where
     // per-step overhead, not arithmetic, is the cost): one per thread. Each draws from its own
@@ -313,15 +355,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             .filter(|&(j, _)| j != i)
             .map(|(_, &a)| a)
             .collect();
-        row_avg.insert(code.clone(), json!(mean(&row)));
-        row_transfer_avg.insert(code.clone(), json!(mean(&others)));
-        dev.insert(code.clone(), json!(report.best_dev_accuracy.map(percent)));
-        epochs.insert(code.clone(), json!(report.best_epoch));
+        row_avg.insert(code.clone(), mean(&row));
+        row_transfer_avg.insert(code.clone(), mean(&others));
+        dev.insert(code.clone(), report.best_dev_accuracy.map(percent));
+        epochs.insert(code.clone(), report.best_epoch);
         if is_main {
             main_score = mean(&others);
             for t in &all_test {
                 let (acc, outcomes) = test_on(&model, t);
-                pivot_all.insert(t.clone(), json!(acc));
+                pivot_all.insert(t.clone(), acc);
                 // Cells of the matrix are recorded above already.
                 if !params.languages.contains(t) {
                     groups.push(Group {
@@ -336,23 +378,27 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     }
     let n = params.languages.len() as f64;
     let matrix_avg = matrix.iter().flatten().sum::<f64>() / (n * n);
-    let scores = json!({
-        "languages": params.languages,
-        "folders": params.languages.iter().map(|c| folder_of(ctx, c, &folders)).collect::<Result<Vec<_>, _>>()?,
-        "matrix": {
-            "rows": "train language",
-            "columns": "test language",
-            "accuracy": matrix,
-            "average": matrix_avg,
+    let scores = MldocScores {
+        languages: params.languages.clone(),
+        folders: params
+            .languages
+            .iter()
+            .map(|c| folder_of(ctx, c, &folders))
+            .collect::<Result<Vec<_>, _>>()?,
+        matrix: MldocMatrix {
+            rows: "train language".into(),
+            columns: "test language".into(),
+            accuracy: matrix,
+            average: matrix_avg,
         },
-        "row_average": row_avg,
-        "row_transfer_average": row_transfer_avg,
-        "dev_accuracy": dev,
-        "chosen_epoch": epochs,
-        "train_language": params.train_language,
-        "zero_shot_average": main_score,
-        "train_language_on_every_language": pivot_all,
-    });
+        row_average: row_avg,
+        row_transfer_average: row_transfer_avg,
+        dev_accuracy: dev,
+        chosen_epoch: epochs,
+        train_language: params.train_language.clone(),
+        zero_shot_average: main_score,
+        train_language_on_every_language: pivot_all,
+    };
     let notes = vec![
         "SIB-200 (7 topics, FLORES-200 sentences) stands in for MLDoc (4 Reuters genres): \
          the Reuters texts are licensed and absent. Numbers are not comparable to LASER Table 2."
@@ -369,7 +415,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "accuracy".into(),
         main_score,
-        scores,
+        scores: ctx.scores(&scores)?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
         items: Some(Items::mean_of(groups)),
@@ -380,6 +426,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 mod tests {
     use super::*;
     use crate::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
+    use crate::protocols::test_support::assert_typed;
     use harness_embed::cache::CachedEncoder;
     use harness_embed::hashed::HashedNgrams;
     use harness_embed::Encoder;
@@ -412,6 +459,12 @@ mod tests {
         tmp
     }
 
+    /// The outcome's scores as [`MldocScores`], checked to be exactly the struct.
+    fn typed(o: &Outcome) -> MldocScores {
+        assert_typed(DEF.name, &o.scores);
+        serde_json::from_value(o.scores.clone()).unwrap()
+    }
+
     fn run_on(dir: &Path, enc: &dyn Encoder, langs: &[&str], params: &str, seed: u64) -> Outcome {
         let b = bench("sib200", "sib200", "mldoc", langs, params);
         run(&Context {
@@ -442,18 +495,17 @@ mod tests {
             "{languages: [en, de, ja], epochs: 60, lr: 0.01}",
             3,
         );
-        assert_eq!(
-            o.scores["folders"],
-            json!(["eng_Latn", "deu_Latn", "jpn_Jpan"])
-        );
+        let s = typed(&o);
+        assert_eq!(s.folders, ["eng_Latn", "deu_Latn", "jpn_Jpan"]);
         assert_eq!(o.main_score, 100.0, "{:?}", o.scores);
-        assert_eq!(o.scores["matrix"]["average"], 100.0);
+        assert_eq!(s.zero_shot_average, o.main_score);
+        assert_eq!(s.matrix.average, 100.0);
         // The en classifier is also tested on every folder, unmapped ones by folder name.
-        assert_eq!(
-            o.scores["train_language_on_every_language"]["xyz_Latn"],
-            100.0
-        );
-        assert_eq!(o.scores["row_average"]["ja"], 100.0);
+        assert_eq!(s.train_language_on_every_language["xyz_Latn"], 100.0);
+        assert_eq!(s.train_language_on_every_language.len(), 4);
+        assert_eq!(s.row_average["ja"], 100.0);
+        assert_eq!(s.dev_accuracy["de"], Some(100.0));
+        assert!(s.chosen_epoch["en"] <= 60);
         // 3 × 3 cells (en/de and en/ja in the headline) and en on the extra folder.
         let items = o.items.as_ref().unwrap();
         assert_eq!(items.headline(), o.main_score);
@@ -501,8 +553,8 @@ mod tests {
         let items = a.items.as_ref().unwrap();
         assert!((items.headline() - a.main_score).abs() < 1e-9);
         assert_eq!((items.groups.len(), items.count()), (9, 9 * 204));
-        let m = &a.scores["matrix"]["accuracy"];
-        let en_en = m[0][0].as_f64().unwrap();
+        let s = typed(&a);
+        let en_en = s.matrix.accuracy[0][0];
         // 7 topics: chance is 14 %, the majority class about 25 %; 128-d hashed n-grams
         // and a (10, 8) network reach about 37 % in-language.
         assert!((25.0..95.0).contains(&en_en), "{:?}", a.scores);

@@ -32,7 +32,7 @@
 //! `few_shot/<target>/<fraction>` and `monolingual/<target>/<fraction>`.
 
 use super::def::{
-    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef,
+    no_side_datasets, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
 };
 use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
@@ -44,8 +44,9 @@ use harness_embed::matrix::Matrix;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use std::collections::BTreeMap;
 
 /// Parameters of `sentiment-transfer` (defaults: multilingual USE §4.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,13 +174,63 @@ impl CheckedParams for SentimentParams {
     }
 }
 
+/// The `scores` of a `sentiment-transfer` result (test accuracies in %).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SentimentScores {
+    /// Per target language: the `train_language` classifier's accuracy (Table 5).
+    pub zero_shot: BTreeMap<String, f64>,
+    /// Mean of `zero_shot` over the target languages: the headline.
+    pub zero_shot_average: f64,
+    /// The source language of the transfer.
+    pub train_language: String,
+    /// The `train_language` classifier on its own language's test set.
+    pub source_test_accuracy: f64,
+    /// Its dev accuracy at the kept epoch (null: no dev evaluation).
+    pub source_dev_accuracy: Option<f64>,
+    /// The epoch it kept.
+    pub source_best_epoch: usize,
+    /// Binary training reviews of `train_language`.
+    pub train_reviews: usize,
+    /// With `params.few_shot` not empty: Table 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub few_shot: Option<FewShotScores>,
+}
+
+/// The few-shot table: one column per fraction of `params.few_shot`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FewShotScores {
+    /// The fractions of the target language's training reviews, in % (`10.0`).
+    pub percent: Vec<f64>,
+    /// What the rows are (`100% en + X% target (few_shot), X% target alone (monolingual)`).
+    pub rows: String,
+    /// Per target language.
+    pub languages: BTreeMap<String, FewShotLanguage>,
+}
+
+/// One target language's few-shot rows, one value per fraction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FewShotLanguage {
+    /// Target-language training reviews of each fraction.
+    pub target_train_reviews: Vec<usize>,
+    /// Trained on every source review and the fraction of the target's.
+    pub few_shot: Vec<f64>,
+    /// The zero-shot accuracy, for comparison.
+    pub zero_shot: f64,
+    /// Trained on the fraction of the target's alone (with `params.monolingual`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monolingual: Option<Vec<f64>>,
+}
+
 /// `sentiment-transfer`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "sentiment-transfer",
     check_params: parses_as::<SentimentParams>,
     side_datasets: no_side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<SentimentScores>(),
 };
 
 /// Runs the protocol.
@@ -253,8 +304,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 
     let (src_train, src_dev, src_test) = load(&p.train_language)?;
     let (model, report) = fit(&src_train, "sentiment/zero-shot", &src_dev)?;
-    let mut zero_shot = serde_json::Map::new();
-    let mut few_shot = serde_json::Map::new();
+    let mut zero_shot = BTreeMap::new();
+    let mut few_shot = BTreeMap::new();
     let mut sum = 0.0;
     let mut groups = Vec::new();
     for t in &targets {
@@ -262,7 +313,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         let (acc, group) = test_acc(&model, &t_test, format!("zero_shot/{t}"), 1.0);
         groups.push(group);
         sum += acc;
-        zero_shot.insert(t.clone(), json!(acc));
+        zero_shot.insert(t.clone(), acc);
         if p.few_shot.is_empty() {
             continue;
         }
@@ -291,15 +342,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                 groups.push(group);
             }
         }
-        let mut entry = json!({
-            "target_train_reviews": rows,
-            "few_shot": mixed,
-            "zero_shot": acc,
-        });
-        if p.monolingual {
-            entry["monolingual"] = json!(mono);
-        }
-        few_shot.insert(t.clone(), entry);
+        few_shot.insert(
+            t.clone(),
+            FewShotLanguage {
+                target_train_reviews: rows,
+                few_shot: mixed,
+                zero_shot: acc,
+                monolingual: p.monolingual.then_some(mono),
+            },
+        );
     }
     let main_score = sum / targets.len() as f64;
     let (source_acc, source_group) = test_acc(
@@ -309,22 +360,23 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         0.0,
     );
     groups.push(source_group);
-    let mut scores = json!({
-        "zero_shot": zero_shot,
-        "zero_shot_average": main_score,
-        "train_language": p.train_language,
-        "source_test_accuracy": source_acc,
-        "source_dev_accuracy": report.best_dev_accuracy.map(percent),
-        "source_best_epoch": report.best_epoch,
-        "train_reviews": src_train.y.len(),
-    });
-    if !p.few_shot.is_empty() {
-        scores["few_shot"] = json!({
-            "percent": p.few_shot.iter().map(|f| 100.0 * f).collect::<Vec<_>>(),
-            "rows": format!("100% {} + X% target (few_shot), X% target alone (monolingual)", p.train_language),
-            "languages": few_shot,
-        });
-    }
+    let scores = SentimentScores {
+        zero_shot,
+        zero_shot_average: main_score,
+        train_language: p.train_language.clone(),
+        source_test_accuracy: source_acc,
+        source_dev_accuracy: report.best_dev_accuracy.map(percent),
+        source_best_epoch: report.best_epoch,
+        train_reviews: src_train.y.len(),
+        few_shot: (!p.few_shot.is_empty()).then(|| FewShotScores {
+            percent: p.few_shot.iter().map(|f| 100.0 * f).collect(),
+            rows: format!(
+                "100% {} + X% target (few_shot), X% target alone (monolingual)",
+                p.train_language
+            ),
+            languages: few_shot,
+        }),
+    };
     let mut notes = vec![
         "STAND-IN: MARC Amazon reviews (en/de/fr, stars 1-2 negative, 4-5 positive, 3 dropped; \
          review body only, 1,024 training reviews per language) replace Webis-CLS-10. Numbers \
@@ -345,7 +397,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     Ok(Outcome {
         main_metric: "accuracy".into(),
         main_score,
-        scores,
+        scores: ctx.scores(&scores)?,
         params: serde_json::to_value(&p).map_err(|e| ctx.error(e.to_string()))?,
         notes,
         items: Some(Items::mean_of(groups)),
@@ -356,6 +408,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 mod tests {
     use super::*;
     use crate::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
+    use crate::protocols::test_support::assert_typed;
     use harness_embed::cache::CachedEncoder;
     use harness_embed::hashed::HashedNgrams;
     use harness_embed::Encoder;
@@ -396,6 +449,12 @@ mod tests {
         tmp
     }
 
+    /// The outcome's scores as [`SentimentScores`], checked to be exactly the struct.
+    fn typed(o: &Outcome) -> SentimentScores {
+        assert_typed(DEF.name, &o.scores);
+        serde_json::from_value(o.scores.clone()).unwrap()
+    }
+
     fn run_on(dir: &Path, enc: &dyn Encoder, langs: &[&str], params: &str) -> Outcome {
         let b = bench(
             "sentiment",
@@ -424,12 +483,17 @@ mod tests {
             "{hidden: [16], epochs: 10, lr: 0.01, few_shot: [0.1, 1.0]}",
         );
         assert_eq!(o.main_score, 100.0, "{:?}", o.scores);
-        assert_eq!(o.scores["train_reviews"], 80);
-        let de = &o.scores["few_shot"]["languages"]["de"];
-        assert_eq!(de["target_train_reviews"], json!([8, 80]));
-        assert_eq!(de["few_shot"], json!([100.0, 100.0]));
-        assert_eq!(de["monolingual"][1], 100.0);
-        assert_eq!(o.params["lr_decay"], json!(0.9f32));
+        let s = typed(&o);
+        assert_eq!(s.train_reviews, 80);
+        assert_eq!(s.zero_shot_average, o.main_score);
+        let few_shot = s.few_shot.as_ref().unwrap();
+        assert_eq!(few_shot.percent, [10.0, 100.0]);
+        let de = &few_shot.languages["de"];
+        assert_eq!(de.target_train_reviews, [8, 80]);
+        assert_eq!(de.few_shot, [100.0, 100.0]);
+        assert_eq!(de.zero_shot, s.zero_shot["de"]);
+        assert_eq!(de.monolingual.as_ref().unwrap()[1], 100.0);
+        assert_eq!(o.params["lr_decay"], serde_json::json!(0.9f32));
         // Zero-shot de and fr (weight 1), 2 × 2 few-shot cells each, the source (weight 0).
         let items = o.items.as_ref().unwrap();
         assert!((items.headline() - o.main_score).abs() < 1e-9);
@@ -437,6 +501,34 @@ mod tests {
         assert_eq!(items.groups[0].name, "zero_shot/de");
         assert_eq!(items.groups[1].name, "few_shot/de/0.1");
         assert_eq!(items.groups[10].name, "source/en");
+    }
+
+    /// Without few-shot fractions the table is absent; without `monolingual` its rows are.
+    #[test]
+    fn the_few_shot_table_and_its_monolingual_rows_are_optional() {
+        let tmp = synthetic_dir();
+        let o = run_on(
+            tmp.path(),
+            &FakeEncoder,
+            &["en", "fr"],
+            "{hidden: [8], epochs: 2, few_shot: []}",
+        );
+        let s = typed(&o);
+        assert!(s.few_shot.is_none() && o.scores.get("few_shot").is_none());
+        assert_eq!(s.zero_shot.keys().collect::<Vec<_>>(), ["fr"]);
+        let o = run_on(
+            tmp.path(),
+            &FakeEncoder,
+            &["de", "en"],
+            "{hidden: [8], epochs: 2, few_shot: [0.3], monolingual: false, train_language: de}",
+        );
+        let s = typed(&o);
+        let en = &s.few_shot.as_ref().unwrap().languages["en"];
+        assert_eq!((en.target_train_reviews.len(), &en.monolingual), (1, &None));
+        assert!(o.scores["few_shot"]["languages"]["en"]
+            .get("monolingual")
+            .is_none());
+        assert_eq!(s.train_language, "de");
     }
 
     /// Real data, reduced: 128-d hashed n-grams, 3 epochs, 1000 test reviews, one few-shot
@@ -455,13 +547,12 @@ mod tests {
         assert_eq!(a, b);
         let items = a.items.as_ref().unwrap();
         assert!((items.headline() - a.main_score).abs() < 1e-9);
-        let en = a.scores["source_test_accuracy"].as_f64().unwrap();
+        let s = typed(&a);
+        let en = s.source_test_accuracy;
         assert!((55.0..95.0).contains(&en), "{:?}", a.scores);
         // Lexical features barely transfer: zero-shot near chance, in-language data helps.
         assert!(a.main_score > 35.0 && a.main_score < 80.0, "{:?}", a.scores);
-        let few = a.scores["few_shot"]["languages"]["de"]["few_shot"][0]
-            .as_f64()
-            .unwrap();
+        let few = s.few_shot.as_ref().unwrap().languages["de"].few_shot[0];
         assert!((50.0..95.0).contains(&few), "{:?}", a.scores);
     }
 

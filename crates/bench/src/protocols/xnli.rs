@@ -46,7 +46,9 @@
 //! the headline is their mean) and, with `matrix`, one per off-diagonal cell
 //! (`<premise language>/<hypothesis language>`, weight 0).
 
-use super::def::{params_of, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef};
+use super::def::{
+    params_of, parses_as, sub_seed, CheckedParams, Context, Outcome, ProtocolDef, ScoresDef,
+};
 use crate::benchmark::Benchmark;
 use crate::classify::{train, Activation, Mlp, MlpSpec, Selection, TieBreak, TrainConfig};
 use crate::error::BenchError;
@@ -54,8 +56,8 @@ use crate::items::{Group, Items, Outcomes};
 use harness_data::loaders::{sick, snli, xnli};
 use harness_data::records::{NliPair, Split};
 use harness_embed::matrix::Matrix;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// English NLI training sources available here.
@@ -352,26 +354,414 @@ impl CheckedParams for XnliParams {
     }
 }
 
+/// The `scores` of an `xnli-zero-shot` result (accuracies in %). The classifier's fields
+/// depend on how it was obtained: `own_head` with `params.own_head`, the training fields
+/// (`chosen_epoch` ... `train_sets`) otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct XnliScores {
+    /// Test accuracy per language (`de`), premise and hypothesis in that language.
+    pub accuracy: BTreeMap<String, f64>,
+    /// Mean of `accuracy` over the languages: the headline.
+    pub average: f64,
+    /// The evaluated split (the declaration's: `test` or `dev`).
+    pub split: String,
+    /// Language of the dev set (`params.dev_language`).
+    pub dev_language: String,
+    /// Accuracy on that dev set of the classifier used (null: the training evaluated none).
+    pub dev_accuracy: Option<f64>,
+    /// The encoder's own pair head that classified (`params.own_head`; nothing trained).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_head: Option<String>,
+    /// Trained classifier: the epoch kept (best dev accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_epoch: Option<usize>,
+    /// Trained classifier: epochs done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs_run: Option<usize>,
+    /// Trained classifier: `[epochs done, dev accuracy]` at each evaluation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_curve: Option<Vec<(usize, f64)>>,
+    /// Trained classifier: English training pairs used (after `train_fraction`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_pairs: Option<usize>,
+    /// Trained classifier: pairs read from each training set (`snli-dev`), before
+    /// `train_fraction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_sets: Option<BTreeMap<String, usize>>,
+    /// The languages read through encoders of their own, in declaration order (absent when
+    /// none is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_encoders: Option<Vec<String>>,
+    /// With own encoders and `params.unaligned`: the accuracies with each own-encoder
+    /// language read through the main encoder instead (every other language as in
+    /// `accuracy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unaligned: Option<UnalignedScores>,
+    /// With own encoders: mean L2 distances to the English sentences translated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alignment_distance: Option<AlignmentDistances>,
+    /// With `params.matrix`: every premise language × hypothesis language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<CrossLingualMatrix>,
+}
+
+/// Accuracies (%) with each own-encoder language read through the main encoder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnalignedScores {
+    /// Per language.
+    pub accuracy: BTreeMap<String, f64>,
+    /// Their mean over the languages.
+    pub average: f64,
+}
+
+/// Per own-encoder language, the mean L2 distance between its sentences' embeddings and
+/// those of the English sentences they translate (premises and hypotheses; a language whose
+/// set is not parallel to the English one is absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AlignmentDistances {
+    /// Through the language's own encoder.
+    pub aligned: BTreeMap<String, f64>,
+    /// Through the main encoder (with `params.unaligned`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unaligned: Option<BTreeMap<String, f64>>,
+}
+
+/// The cross-lingual accuracy matrix (%).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CrossLingualMatrix {
+    /// What a row is: `premise language`.
+    pub rows: String,
+    /// What a column is: `hypothesis language`.
+    pub columns: String,
+    /// The languages of the rows and of the columns, in order.
+    pub languages: Vec<String>,
+    /// `accuracy[i][j]`: premises of language `i`, hypotheses (and labels) of language `j`.
+    pub accuracy: Vec<Vec<f64>>,
+    /// Mean of every cell.
+    pub average: f64,
+}
+
 /// `xnli-zero-shot`, defined once: [`super::ALL`] lists it.
 pub const DEF: ProtocolDef = ProtocolDef {
     name: "xnli-zero-shot",
     check_params: parses_as::<XnliParams>,
     side_datasets,
     run,
-    scores: super::def::ScoresDef::of::<serde_json::Value>(),
+    scores: ScoresDef::of::<XnliScores>(),
 };
+
+/// The XNLI pairs of `language` in `split`, the first `eval_limit` only when it is not 0.
+fn load_limited(
+    ctx: &Context,
+    language: &str,
+    split: Split,
+    eval_limit: usize,
+) -> Result<Vec<NliPair>, BenchError> {
+    let mut v = xnli::load(ctx.dataset_dir, language, split)?;
+    if eval_limit > 0 {
+        v.truncate(eval_limit);
+    }
+    Ok(v)
+}
+
+/// The classifier of a run, with the dev accuracy and the notes that say how it was had.
+struct Fitted<'a> {
+    classifier: Classifier<'a>,
+    /// On the `dev_language` dev set (%).
+    dev_accuracy: Option<f64>,
+    /// How it was trained (`None`: the encoder's own head).
+    training: Option<Training>,
+    notes: Vec<String>,
+}
+
+/// What training the classifier reports.
+struct Training {
+    chosen_epoch: usize,
+    epochs_run: usize,
+    /// `(epochs done, dev accuracy %)`.
+    dev_curve: Vec<(usize, f64)>,
+    /// Pairs used, of `total` read.
+    train_pairs: usize,
+    total: usize,
+    /// Pairs read per training set.
+    train_sets: BTreeMap<String, usize>,
+}
+
+/// The encoder's own pair head `head`, scored on the dev set for information.
+fn own_head_classifier<'a>(
+    ctx: &Context,
+    params: &XnliParams,
+    head: &'a str,
+    dev: &Embedded,
+) -> Result<Fitted<'a>, BenchError> {
+    let classifier = Classifier::OwnHead(head);
+    let (dev_acc, _) = classifier.outcomes(ctx, &dev.premises, &dev.hypotheses, &dev.labels)?;
+    let note = format!(
+        "Classified by the encoder's own NLI head `{head}`, trained with it on the \
+         recipe's English NLI task (multilingual USE Table 4); no classifier is trained \
+         here. {} XNLI dev accuracy {dev_acc:.2}% (for information).",
+        params.dev_language
+    );
+    Ok(Fitted {
+        classifier,
+        dev_accuracy: Some(dev_acc),
+        training: None,
+        notes: vec![note],
+    })
+}
+
+/// LASER's classifier, trained on the English NLI sets of `params.train` with its epoch
+/// chosen on the dev set.
+fn trained_classifier(
+    ctx: &Context,
+    params: &XnliParams,
+    dev: &Embedded,
+    normalize: bool,
+) -> Result<Fitted<'static>, BenchError> {
+    // English training data.
+    let mut train_pairs = Vec::new();
+    let mut train_counts = BTreeMap::new();
+    for source in &params.train {
+        let pairs = source.load(ctx)?;
+        train_counts.insert(source.name().to_string(), pairs.len());
+        train_pairs.extend(pairs);
+    }
+    let total = train_pairs.len();
+    let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
+    train_pairs.truncate(n_train);
+    let train_set = embed_pairs(ctx, "en", true, &train_pairs, normalize)?;
+    let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
+    drop(train_pairs);
+    let x_dev = nli_features(&dev.premises, &dev.hypotheses);
+
+    let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
+    let cfg = TrainConfig {
+        lr: params.lr,
+        batch_size: params.batch_size,
+        epochs: params.epochs,
+        selection: Selection::BestOnDev {
+            ties: TieBreak::Last,
+            tenacity: None,
+        },
+        seed: sub_seed(ctx.seed, "xnli/classifier"),
+        ..TrainConfig::default()
+    };
+    let (model, report) = train(
+        &spec,
+        &cfg,
+        &x_train,
+        &train_set.labels,
+        3,
+        Some((&x_dev, &dev.labels)),
+    )
+    .map_err(|e| ctx.error(e.to_string()))?;
+    let notes = vec![
+        format!(
+            "Trained on {} English pairs ({}), NOT on MultiNLI train as LASER and XNLI do: \
+             MultiNLI (train and dev) and SNLI train are not available (datasets README, \
+             Known gaps). Numbers are not comparable to the published ones.",
+            n_train,
+            params
+                .train
+                .iter()
+                .map(|s| format!("{} {}", s.name(), train_counts[s.name()]))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        ),
+        format!(
+            "Epoch chosen by {} XNLI dev accuracy: epoch {} of {} ({:.2}%).",
+            params.dev_language,
+            report.best_epoch,
+            report.epochs_run,
+            report.best_dev_accuracy.map(percent).unwrap_or(f64::NAN)
+        ),
+    ];
+    Ok(Fitted {
+        classifier: Classifier::Trained(model),
+        dev_accuracy: report.best_dev_accuracy.map(percent),
+        training: Some(Training {
+            chosen_epoch: report.best_epoch,
+            epochs_run: report.epochs_run,
+            dev_curve: report
+                .dev_accuracy
+                .iter()
+                .map(|&(e, a)| (e, percent(a)))
+                .collect(),
+            train_pairs: n_train,
+            total,
+            train_sets: train_counts,
+        }),
+        notes,
+    })
+}
+
+/// How the run reads the test sets: the evaluated split, the pairs kept, the embeddings'
+/// normalisation, and the English set that the languages with encoders of their own are
+/// compared with.
+struct Reading<'a> {
+    split: Split,
+    eval_limit: usize,
+    normalize: bool,
+    /// The languages read by encoders of their own, in declaration order.
+    own: Vec<&'a String>,
+    /// The English set of `split` (only when `own` is not empty).
+    english: Option<Embedded>,
+}
+
+/// What the per-language evaluation measured.
+struct PerLanguage {
+    /// Accuracy (%) per language.
+    accuracy: BTreeMap<String, f64>,
+    /// Their mean: the headline.
+    average: f64,
+    /// Every language through the main encoder (`params.unaligned` with own encoders).
+    unaligned: BTreeMap<String, f64>,
+    unaligned_sum: f64,
+    /// Mean distances to English through the own encoders and through the main one.
+    distance: BTreeMap<String, f64>,
+    unaligned_distance: BTreeMap<String, f64>,
+    /// One group per language.
+    groups: Vec<Group>,
+    /// Each language's test set (kept only for the matrix).
+    embedded: Vec<Embedded>,
+}
+
+/// Each language, premise and hypothesis in that language.
+fn evaluate_languages(
+    ctx: &Context,
+    params: &XnliParams,
+    languages: &[String],
+    reading: &Reading,
+    classifier: &Classifier,
+) -> Result<PerLanguage, BenchError> {
+    let (own, english) = (&reading.own, &reading.english);
+    let mut out = PerLanguage {
+        accuracy: BTreeMap::new(),
+        average: 0.0,
+        unaligned: BTreeMap::new(),
+        unaligned_sum: 0.0,
+        distance: BTreeMap::new(),
+        unaligned_distance: BTreeMap::new(),
+        groups: Vec::new(),
+        embedded: Vec::new(),
+    };
+    let mut sum = 0.0;
+    for lang in languages {
+        let pairs = load_limited(ctx, lang, reading.split, reading.eval_limit)?;
+        let e = embed_pairs(ctx, lang, true, &pairs, reading.normalize)?;
+        let (acc, outcomes) = classifier.outcomes(ctx, &e.premises, &e.hypotheses, &e.labels)?;
+        if let Some(en) = english.as_ref().filter(|_| own.contains(&lang)) {
+            if let Some(d) = mean_distance(&e, en) {
+                out.distance.insert(lang.clone(), d);
+            }
+        }
+        if let Some(en) = english.as_ref().filter(|_| params.unaligned) {
+            let before = if own.contains(&lang) {
+                let b = embed_pairs(ctx, lang, false, &pairs, reading.normalize)?;
+                if let Some(d) = mean_distance(&b, en) {
+                    out.unaligned_distance.insert(lang.clone(), d);
+                }
+                classifier
+                    .outcomes(ctx, &b.premises, &b.hypotheses, &b.labels)?
+                    .0
+            } else {
+                acc
+            };
+            out.unaligned.insert(lang.clone(), before);
+            out.unaligned_sum += before;
+        }
+        out.groups.push(Group {
+            name: lang.clone(),
+            weight: 1.0,
+            outcomes,
+        });
+        sum += acc;
+        out.accuracy.insert(lang.clone(), acc);
+        if params.matrix {
+            out.embedded.push(e);
+        }
+    }
+    out.average = if languages.is_empty() {
+        0.0
+    } else {
+        sum / languages.len() as f64
+    };
+    Ok(out)
+}
+
+/// Every premise language × hypothesis language (labels are aligned), with a group per
+/// off-diagonal cell appended to `groups`.
+fn cross_lingual_matrix(
+    ctx: &Context,
+    languages: &[String],
+    embedded: &[Embedded],
+    classifier: &Classifier,
+    groups: &mut Vec<Group>,
+) -> Result<CrossLingualMatrix, BenchError> {
+    // Rows: premise language; columns: hypothesis language (labels are aligned).
+    let mut rows = Vec::with_capacity(languages.len());
+    for (i, p) in embedded.iter().enumerate() {
+        let mut row = Vec::with_capacity(languages.len());
+        for (j, h) in embedded.iter().enumerate() {
+            if p.premises.rows != h.hypotheses.rows {
+                return Err(ctx.error("XNLI test sets of different sizes cannot be crossed"));
+            }
+            let (acc, outcomes) =
+                classifier.outcomes(ctx, &p.premises, &h.hypotheses, &h.labels)?;
+            row.push(acc);
+            // The diagonal holds the same items as the language's own group.
+            if i != j {
+                groups.push(Group {
+                    name: format!("{}/{}", languages[i], languages[j]),
+                    weight: 0.0,
+                    outcomes,
+                });
+            }
+        }
+        rows.push(row);
+    }
+    let n = languages.len() as f64;
+    let average = rows.iter().flatten().sum::<f64>() / (n * n).max(1.0);
+    Ok(CrossLingualMatrix {
+        rows: "premise language".into(),
+        columns: "hypothesis language".into(),
+        languages: languages.to_vec(),
+        accuracy: rows,
+        average,
+    })
+}
+
+/// The note on the languages read through encoders of their own.
+fn own_encoders_note(ctx: &Context, params: &XnliParams, own: &[&String]) -> String {
+    format!(
+        "{} read through encoders of their own (the run's `model.languages`), every other \
+         language through the main encoder.{} `alignment_distance`: mean L2 distance \
+         between the {} embeddings of each language's sentences and of the English \
+         sentences they translate (XNLI Figure 2's alignment loss without its negative \
+         terms).",
+        own.iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if params.unaligned {
+            " `unaligned` reads each of them through the main (English) encoder instead: \
+             the target encoder as it starts alignment, a copy of the English one."
+        } else {
+            ""
+        },
+        ctx.benchmark.split
+    )
+}
 
 /// Runs the protocol.
 pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let params: XnliParams = ctx.params()?;
     let languages = ctx.languages_or(xnli::LANGUAGES.iter().map(|s| s.to_string()).collect());
 
-    let limit = |mut v: Vec<NliPair>| {
-        if params.eval_limit > 0 {
-            v.truncate(params.eval_limit);
-        }
-        v
-    };
     // The own head reads the vectors it was trained on: unnormalised.
     let normalize = params.normalize && params.own_head.is_none();
     let split = match ctx.benchmark.split.as_str() {
@@ -383,102 +773,14 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             )))
         }
     };
-    let dev_pairs = limit(xnli::load(
-        ctx.dataset_dir,
-        &params.dev_language,
-        Split::Dev,
-    )?);
+    let dev_pairs = load_limited(ctx, &params.dev_language, Split::Dev, params.eval_limit)?;
     let dev = embed_pairs(ctx, &params.dev_language, true, &dev_pairs, normalize)?;
 
-    let mut scores = json!({});
-    let mut notes = Vec::new();
-    let (classifier, n_train, total) = match &params.own_head {
-        Some(head) => {
-            let classifier = Classifier::OwnHead(head);
-            let (dev_acc, _) =
-                classifier.outcomes(ctx, &dev.premises, &dev.hypotheses, &dev.labels)?;
-            scores["own_head"] = json!(head);
-            scores["dev_language"] = json!(params.dev_language);
-            scores["dev_accuracy"] = json!(dev_acc);
-            notes.push(format!(
-                "Classified by the encoder's own NLI head `{head}`, trained with it on the \
-                 recipe's English NLI task (multilingual USE Table 4); no classifier is trained \
-                 here. {} XNLI dev accuracy {dev_acc:.2}% (for information).",
-                params.dev_language
-            ));
-            (classifier, 0, 0)
-        }
-        None => {
-            // English training data.
-            let mut train_pairs = Vec::new();
-            let mut train_counts = BTreeMap::new();
-            for source in &params.train {
-                let pairs = source.load(ctx)?;
-                train_counts.insert(source.name().to_string(), pairs.len());
-                train_pairs.extend(pairs);
-            }
-            let total = train_pairs.len();
-            let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
-            train_pairs.truncate(n_train);
-            let train_set = embed_pairs(ctx, "en", true, &train_pairs, normalize)?;
-            let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
-            drop(train_pairs);
-            let x_dev = nli_features(&dev.premises, &dev.hypotheses);
-
-            let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
-            let cfg = TrainConfig {
-                lr: params.lr,
-                batch_size: params.batch_size,
-                epochs: params.epochs,
-                selection: Selection::BestOnDev {
-                    ties: TieBreak::Last,
-                    tenacity: None,
-                },
-                seed: sub_seed(ctx.seed, "xnli/classifier"),
-                ..TrainConfig::default()
-            };
-            let (model, report) = train(
-                &spec,
-                &cfg,
-                &x_train,
-                &train_set.labels,
-                3,
-                Some((&x_dev, &dev.labels)),
-            )
-            .map_err(|e| ctx.error(e.to_string()))?;
-            scores["dev_language"] = json!(params.dev_language);
-            scores["dev_accuracy"] = json!(report.best_dev_accuracy.map(percent));
-            scores["chosen_epoch"] = json!(report.best_epoch);
-            scores["epochs_run"] = json!(report.epochs_run);
-            scores["dev_curve"] = json!(report
-                .dev_accuracy
-                .iter()
-                .map(|&(e, a)| json!([e, percent(a)]))
-                .collect::<Vec<_>>());
-            scores["train_pairs"] = json!(n_train);
-            scores["train_sets"] = json!(train_counts);
-            notes.push(format!(
-                "Trained on {} English pairs ({}), NOT on MultiNLI train as LASER and XNLI do: \
-                 MultiNLI (train and dev) and SNLI train are not available (datasets README, \
-                 Known gaps). Numbers are not comparable to the published ones.",
-                n_train,
-                params
-                    .train
-                    .iter()
-                    .map(|s| format!("{} {}", s.name(), train_counts[s.name()]))
-                    .collect::<Vec<_>>()
-                    .join(" + ")
-            ));
-            notes.push(format!(
-                "Epoch chosen by {} XNLI dev accuracy: epoch {} of {} ({:.2}%).",
-                params.dev_language,
-                report.best_epoch,
-                report.epochs_run,
-                report.best_dev_accuracy.map(percent).unwrap_or(f64::NAN)
-            ));
-            (Classifier::Trained(model), n_train, total)
-        }
+    let fitted = match &params.own_head {
+        Some(head) => own_head_classifier(ctx, &params, head, &dev)?,
+        None => trained_classifier(ctx, &params, &dev, normalize)?,
     };
+    let mut notes = fitted.notes;
 
     // Languages read by encoders of their own (the XNLI alignment baselines): each is also
     // measured through the main (English) encoder, the target encoder as it was before
@@ -490,127 +792,44 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let english = if own.is_empty() {
         None
     } else {
-        let pairs = limit(xnli::load(ctx.dataset_dir, "en", split)?);
+        let pairs = load_limited(ctx, "en", split, params.eval_limit)?;
         Some(embed_pairs(ctx, "en", true, &pairs, normalize)?)
     };
-    let mut unaligned = serde_json::Map::new();
-    let mut unaligned_sum = 0.0;
-    let mut distance = serde_json::Map::new();
-    let mut unaligned_distance = serde_json::Map::new();
-
-    // Each language, premise and hypothesis in that language.
-    let mut per_language = serde_json::Map::new();
-    let mut embedded: Vec<Embedded> = Vec::new();
-    let mut sum = 0.0;
-    let mut groups = Vec::new();
-    for lang in &languages {
-        let pairs = limit(xnli::load(ctx.dataset_dir, lang, split)?);
-        let e = embed_pairs(ctx, lang, true, &pairs, normalize)?;
-        let (acc, outcomes) = classifier.outcomes(ctx, &e.premises, &e.hypotheses, &e.labels)?;
-        if let Some(en) = english.as_ref().filter(|_| own.contains(&lang)) {
-            if let Some(d) = mean_distance(&e, en) {
-                distance.insert(lang.clone(), json!(d));
-            }
-        }
-        if let Some(en) = english.as_ref().filter(|_| params.unaligned) {
-            let before = if own.contains(&lang) {
-                let b = embed_pairs(ctx, lang, false, &pairs, normalize)?;
-                if let Some(d) = mean_distance(&b, en) {
-                    unaligned_distance.insert(lang.clone(), json!(d));
-                }
-                classifier
-                    .outcomes(ctx, &b.premises, &b.hypotheses, &b.labels)?
-                    .0
-            } else {
-                acc
-            };
-            unaligned.insert(lang.clone(), json!(before));
-            unaligned_sum += before;
-        }
-        groups.push(Group {
-            name: lang.clone(),
-            weight: 1.0,
-            outcomes,
-        });
-        sum += acc;
-        per_language.insert(lang.clone(), json!(acc));
-        if params.matrix {
-            embedded.push(e);
-        }
-    }
-    let average = if languages.is_empty() {
-        0.0
-    } else {
-        sum / languages.len() as f64
+    let reading = Reading {
+        split,
+        eval_limit: params.eval_limit,
+        normalize,
+        own,
+        english,
     };
-    scores["accuracy"] = json!(per_language);
-    scores["average"] = json!(average);
-    scores["split"] = json!(ctx.benchmark.split);
-    if !own.is_empty() {
-        scores["own_encoders"] = json!(own);
-    }
-    if english.is_some() {
-        let mut d = json!({ "aligned": distance });
+
+    let per = evaluate_languages(ctx, &params, &languages, &reading, &fitted.classifier)?;
+    let mut groups = per.groups;
+    let (mut unaligned, mut alignment_distance) = (None, None);
+    if reading.english.is_some() {
         if params.unaligned {
-            scores["unaligned"] = json!({
-                "accuracy": unaligned,
-                "average": unaligned_sum / languages.len().max(1) as f64,
+            unaligned = Some(UnalignedScores {
+                accuracy: per.unaligned,
+                average: per.unaligned_sum / languages.len().max(1) as f64,
             });
-            d["unaligned"] = json!(unaligned_distance);
         }
-        scores["alignment_distance"] = d;
-        notes.push(format!(
-            "{} read through encoders of their own (the run's `model.languages`), every other \
-             language through the main encoder.{} `alignment_distance`: mean L2 distance \
-             between the {} embeddings of each language's sentences and of the English \
-             sentences they translate (XNLI Figure 2's alignment loss without its negative \
-             terms).",
-            own.iter()
-                .map(|l| l.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if params.unaligned {
-                " `unaligned` reads each of them through the main (English) encoder instead: \
-                 the target encoder as it starts alignment, a copy of the English one."
-            } else {
-                ""
-            },
-            ctx.benchmark.split
-        ));
-    }
-    if params.matrix {
-        // Rows: premise language; columns: hypothesis language (labels are aligned).
-        let mut rows = Vec::with_capacity(languages.len());
-        for (i, p) in embedded.iter().enumerate() {
-            let mut row = Vec::with_capacity(languages.len());
-            for (j, h) in embedded.iter().enumerate() {
-                if p.premises.rows != h.hypotheses.rows {
-                    return Err(ctx.error("XNLI test sets of different sizes cannot be crossed"));
-                }
-                let (acc, outcomes) =
-                    classifier.outcomes(ctx, &p.premises, &h.hypotheses, &h.labels)?;
-                row.push(acc);
-                // The diagonal holds the same items as the language's own group.
-                if i != j {
-                    groups.push(Group {
-                        name: format!("{}/{}", languages[i], languages[j]),
-                        weight: 0.0,
-                        outcomes,
-                    });
-                }
-            }
-            rows.push(row);
-        }
-        let n = languages.len() as f64;
-        let mean = rows.iter().flatten().sum::<f64>() / (n * n).max(1.0);
-        scores["matrix"] = json!({
-            "rows": "premise language",
-            "columns": "hypothesis language",
-            "languages": languages,
-            "accuracy": rows,
-            "average": mean,
+        alignment_distance = Some(AlignmentDistances {
+            aligned: per.distance,
+            unaligned: params.unaligned.then_some(per.unaligned_distance),
         });
+        notes.push(own_encoders_note(ctx, &params, &reading.own));
     }
+    let matrix = if params.matrix {
+        Some(cross_lingual_matrix(
+            ctx,
+            &languages,
+            &per.embedded,
+            &fitted.classifier,
+            &mut groups,
+        )?)
+    } else {
+        None
+    };
 
     if params.eval_limit > 0 {
         notes.push(format!(
@@ -618,16 +837,35 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             params.eval_limit
         ));
     }
-    if n_train < total {
+    let training = fitted.training;
+    if let Some(t) = training.as_ref().filter(|t| t.train_pairs < t.total) {
         notes.push(format!(
-            "Only the first {n_train} of {total} training pairs were used (train_fraction {}).",
-            params.train_fraction
+            "Only the first {} of {} training pairs were used (train_fraction {}).",
+            t.train_pairs, t.total, params.train_fraction
         ));
     }
+    let scores = XnliScores {
+        accuracy: per.accuracy,
+        average: per.average,
+        split: ctx.benchmark.split.clone(),
+        dev_language: params.dev_language.clone(),
+        dev_accuracy: fitted.dev_accuracy,
+        own_head: params.own_head.clone(),
+        chosen_epoch: training.as_ref().map(|t| t.chosen_epoch),
+        epochs_run: training.as_ref().map(|t| t.epochs_run),
+        train_pairs: training.as_ref().map(|t| t.train_pairs),
+        dev_curve: training.as_ref().map(|t| t.dev_curve.clone()),
+        train_sets: training.map(|t| t.train_sets),
+        own_encoders: (!reading.own.is_empty())
+            .then(|| reading.own.iter().map(|l| l.to_string()).collect()),
+        unaligned,
+        alignment_distance,
+        matrix,
+    };
     Ok(Outcome {
         main_metric: "accuracy".into(),
-        main_score: average,
-        scores,
+        main_score: scores.average,
+        scores: ctx.scores(&scores)?,
         params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
         notes,
         items: Some(Items::mean_of(groups)),
@@ -638,6 +876,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 mod tests {
     use super::*;
     use crate::protocols::fake_encoder::{bench, declared_params, write, FakeEncoder};
+    use crate::protocols::test_support::assert_typed;
     use harness_embed::cache::CachedEncoder;
     use harness_embed::hashed::HashedNgrams;
     use harness_embed::Encoder;
@@ -693,6 +932,12 @@ mod tests {
             .map(|d| (d.to_string(), dir.join(d)))
             .into_iter()
             .collect()
+    }
+
+    /// The outcome's scores as [`XnliScores`], checked to be exactly the struct.
+    fn typed(o: &Outcome) -> XnliScores {
+        assert_typed(DEF.name, &o.scores);
+        serde_json::from_value(o.scores.clone()).unwrap()
     }
 
     fn run_on(
@@ -760,21 +1005,33 @@ mod tests {
             "{hidden: [32, 16], epochs: 40, batch_size: 16, lr: 0.01, dropout: 0.1, matrix: true}",
             7,
         );
-        assert_eq!(o.scores["train_pairs"], 300);
+        let s = typed(&o);
+        assert_eq!(s.train_pairs, Some(300));
+        assert_eq!(s.train_sets.as_ref().unwrap()["snli-dev"], 240);
         assert!(o.main_score > 95.0, "{:?}", o.scores);
+        assert_eq!(s.average, o.main_score);
         for l in langs {
-            assert!(o.scores["accuracy"][l].as_f64().unwrap() > 95.0);
+            assert!(s.accuracy[l] > 95.0);
         }
-        assert!(o.scores["matrix"]["average"].as_f64().unwrap() > 95.0);
+        // One dev evaluation per epoch, the kept one among them.
+        let curve = s.dev_curve.as_ref().unwrap();
+        assert_eq!((curve.len(), s.epochs_run), (40, Some(40)));
+        let chosen = s.chosen_epoch.unwrap();
+        assert_eq!(Some(curve[chosen - 1].1), s.dev_accuracy);
+        assert_eq!(o.scores["dev_curve"][0][0], 1);
+        assert!(s.own_head.is_none() && s.own_encoders.is_none() && s.unaligned.is_none());
+        let matrix = s.matrix.as_ref().unwrap();
+        assert!(matrix.average > 95.0);
+        assert_eq!(matrix.languages, langs);
         assert!(o.notes[0].contains("NOT on MultiNLI"));
-        assert_eq!(o.params["hidden"], json!([32, 16]));
+        assert_eq!(o.params["hidden"], serde_json::json!([32, 16]));
         // Three languages (weight 1) and six cross-lingual cells (weight 0) of 90 pairs.
         let items = o.items.as_ref().unwrap();
         assert!((items.headline() - o.main_score).abs() < 1e-9);
         assert_eq!((items.groups.len(), items.count()), (9, 9 * 90));
         assert_eq!(items.groups[3].name, "en/de");
         let cell = items.groups[3].outcomes.metric(None) * 100.0;
-        assert!((cell - o.scores["matrix"]["accuracy"][0][1].as_f64().unwrap()).abs() < 1e-9);
+        assert!((cell - matrix.accuracy[0][1]).abs() < 1e-9);
     }
 
     /// [`FakeEncoder`] with a hand-written NLI head `nli` over its vectors: contradiction
@@ -844,12 +1101,14 @@ mod tests {
             seed: 1,
         };
         let o = run(&ctx(&WithNliHead)).unwrap();
+        let s = typed(&o);
         for l in langs {
-            assert_eq!(o.scores["accuracy"][l], 100.0, "{:?}", o.scores);
+            assert_eq!(s.accuracy[l], 100.0, "{:?}", o.scores);
         }
-        assert_eq!(o.scores["matrix"]["average"], 100.0);
-        assert_eq!(o.scores["own_head"], "nli");
-        assert_eq!(o.scores["dev_accuracy"], 100.0);
+        assert_eq!(s.matrix.unwrap().average, 100.0);
+        assert_eq!(s.own_head.as_deref(), Some("nli"));
+        assert_eq!(s.dev_accuracy, Some(100.0));
+        assert_eq!((s.train_pairs, s.dev_curve), (None, None));
         assert!(o.scores.get("train_pairs").is_none());
         assert!(o.notes[0].contains("own NLI head `nli`"), "{:?}", o.notes);
         // An encoder without that head: an error saying what to do.
@@ -918,18 +1177,20 @@ mod tests {
             seed: 1,
         })
         .unwrap();
-        let s = &o.scores;
-        assert_eq!(s["accuracy"]["en"], 100.0, "{s:?}");
-        assert_eq!(s["accuracy"]["de"], 100.0, "{s:?}");
-        assert_eq!(s["own_encoders"], json!(["de"]));
-        assert_eq!(s["unaligned"]["accuracy"]["en"], 100.0);
-        let before = s["unaligned"]["accuracy"]["de"].as_f64().unwrap();
+        let s = typed(&o);
+        assert_eq!(s.accuracy["en"], 100.0, "{s:?}");
+        assert_eq!(s.accuracy["de"], 100.0, "{s:?}");
+        assert_eq!(s.own_encoders, Some(vec!["de".to_string()]));
+        let unaligned = s.unaligned.as_ref().unwrap();
+        assert_eq!(unaligned.accuracy["en"], 100.0);
+        let before = unaligned.accuracy["de"];
         assert!((before - 100.0 / 3.0).abs() < 1e-9, "{before}");
-        let avg = s["unaligned"]["average"].as_f64().unwrap();
+        let avg = unaligned.average;
         assert!((avg - (100.0 + 100.0 / 3.0) / 2.0).abs() < 1e-9, "{avg}");
-        assert_eq!(s["alignment_distance"]["aligned"]["de"], 0.0);
-        assert!(s["alignment_distance"]["unaligned"]["de"].as_f64().unwrap() > 0.5);
-        assert_eq!(s["split"], "test");
+        let distance = s.alignment_distance.as_ref().unwrap();
+        assert_eq!(distance.aligned["de"], 0.0);
+        assert!(distance.unaligned.as_ref().unwrap()["de"] > 0.5);
+        assert_eq!(s.split, "test");
         // The dev split: 60 pairs per language, 20 of each label.
         b.split = "dev".into();
         let o = run(&Context {
@@ -940,9 +1201,28 @@ mod tests {
             seed: 1,
         })
         .unwrap();
-        let before = o.scores["unaligned"]["accuracy"]["de"].as_f64().unwrap();
+        let s = typed(&o);
+        let before = s.unaligned.unwrap().accuracy["de"];
         assert!((before - 100.0 / 3.0).abs() < 1e-9, "{before}");
-        assert_eq!(o.scores["split"], "dev");
+        assert_eq!(s.split, "dev");
+        // Without `unaligned`: the own encoders' distances alone.
+        b.split = "test".into();
+        b.params
+            .insert("unaligned".into(), serde_yaml::Value::Bool(false));
+        let o = run(&Context {
+            benchmark: &b,
+            dataset_dir: &dir,
+            side: &none,
+            encoder: &Routed,
+            seed: 1,
+        })
+        .unwrap();
+        let s = typed(&o);
+        assert!(s.unaligned.is_none() && o.scores.get("unaligned").is_none());
+        let distance = s.alignment_distance.unwrap();
+        assert_eq!((distance.aligned["de"], distance.unaligned), (0.0, None));
+        assert!(o.scores["alignment_distance"].get("unaligned").is_none());
+        assert_eq!(s.own_encoders, Some(vec!["de".to_string()]));
         b.split = "train".into();
         let e = run(&Context {
             benchmark: &b,
@@ -995,11 +1275,12 @@ mod tests {
         let a = run_on(&data, &enc, &langs, params, 1);
         let b = run_on(&data, &enc, &langs, params, 1);
         assert_eq!(a, b);
-        assert_eq!(a.scores["train_pairs"], 2416);
+        let s = typed(&a);
+        assert_eq!(s.train_pairs, Some(2416));
         let items = a.items.as_ref().unwrap();
         assert!((items.headline() - a.main_score).abs() < 1e-9);
         assert_eq!(items.count(), 3000);
-        let en = a.scores["accuracy"]["en"].as_f64().unwrap();
+        let en = s.accuracy["en"];
         assert!((36.0..70.0).contains(&en), "{:?}", a.scores);
         assert!(a.main_score > 33.0 && a.main_score < 65.0, "{:?}", a.scores);
     }
