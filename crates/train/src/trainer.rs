@@ -1104,7 +1104,7 @@ train: {train}
     fn plan(r: &Recipe, n: usize, dir: &Path) -> Plan {
         let loaded = corpora(n);
         let tok = tokenizer_for(r, &loaded, &dir.join("tokenizer.json")).unwrap();
-        compile_plan(r, &tok, &loaded).unwrap()
+        compile_plan(r, &tok, &loaded, crate::objectives::ALL).unwrap()
     }
 
     fn opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {
@@ -1643,7 +1643,7 @@ stages:
             crate::objectives::ObjectiveDef::trainable::<Critic>();
         let mut defs = crate::objectives::ALL.to_vec();
         defs.push(&CRITIC);
-        crate::plan::compile_plan_with(&r, &tok, &loaded, &defs).unwrap()
+        crate::plan::compile_plan(&r, &tok, &loaded, &defs).unwrap()
     }
 
     fn critic_opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {
