@@ -13,7 +13,7 @@
 //! products per step instead of burn's eight. Gate order in the fused weights: input, forget, cell, output
 //! (PyTorch's order).
 
-use crate::lstm_fused::{fused_layer, LayerInput};
+use crate::fused::lstm::{fused_layer, LayerInput};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
@@ -99,8 +99,8 @@ impl<B: Backend> MaskedLstm<B> {
     ///
     /// Every step's input projection is one product over all steps; the recurrence runs as
     /// one fused operation with its own backward pass on the CPU backend
-    /// ([`crate::lstm_fused`]), as kernels of our own with their own backward pass on the GPU
-    /// backends (`lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
+    /// ([`crate::fused::lstm`]), as kernels of our own with their own backward pass on the GPU
+    /// backends (`fused/lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
     /// ops on any other backend.
     pub fn forward_tm(
         &self,
@@ -134,7 +134,7 @@ impl<B: Backend> MaskedLstm<B> {
             Err(input) => input,
         };
         #[cfg(any(feature = "wgpu", feature = "cuda"))]
-        let input = match crate::lstm_cube::cube_layer(input, self.reverse) {
+        let input = match crate::fused::lstm_cube::cube_layer(input, self.reverse) {
             Ok(hs) => return hs,
             Err(input) => input,
         };
@@ -143,7 +143,7 @@ impl<B: Backend> MaskedLstm<B> {
 
     /// Both directions of a BiLSTM layer (`self` forward, `rev` reverse) over time-major
     /// `x` and `mask`, concatenated (`[time, batch, 2·d_hidden]`), in one recurrence on a GPU
-    /// backend ([`crate::lstm_cube`]); `None` on any other backend, where the caller runs
+    /// backend ([`crate::fused::lstm_cube`]); `None` on any other backend, where the caller runs
     /// the directions one after the other.
     pub fn forward_bi_tm(
         &self,
@@ -157,7 +157,7 @@ impl<B: Backend> MaskedLstm<B> {
             if time == 0 || batch == 0 || self.d_hidden == 0 || self.d_hidden != rev.d_hidden {
                 return None;
             }
-            let input = crate::lstm_cube::BiInput {
+            let input = crate::fused::lstm_cube::BiInput {
                 x,
                 w_ih: [self.input.weight.val(), rev.input.weight.val()],
                 bias: [
@@ -167,7 +167,7 @@ impl<B: Backend> MaskedLstm<B> {
                 w_hh: [self.hidden.weight.val(), rev.hidden.weight.val()],
                 mask,
             };
-            crate::lstm_cube::bi_layer(input)
+            crate::fused::lstm_cube::bi_layer(input)
         }
         #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
         {
@@ -394,11 +394,11 @@ mod tests {
     }
 }
 
-/// The GPU kernels (`lstm_cube.rs`) against the generic step-by-step recurrence here.
+/// The GPU kernels (`fused/lstm_cube.rs`) against the generic step-by-step recurrence here.
 #[cfg(all(test, feature = "wgpu"))]
 mod cube_tests {
     use super::*;
-    use crate::lstm_cube::cube_layer;
+    use crate::fused::lstm_cube::cube_layer;
     use burn::backend::Autodiff;
     use burn::tensor::{Distribution, TensorData};
 

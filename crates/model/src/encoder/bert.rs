@@ -513,13 +513,13 @@ pub struct BertIntermediate<B: Backend> {
 }
 
 impl HiddenAct {
-    /// Applies the activation. `Gelu` is the exact erf form: [`crate::gelu_fused`] (the
+    /// Applies the activation. `Gelu` is the exact erf form: [`crate::fused::gelu`] (the
     /// vectorised host GELU, with its own backward pass) on burn's CPU backend and its
     /// autodiff, burn's `gelu` elsewhere.
     // https://github.com/huggingface/transformers/blob/cd4584e3c809bb9e1392ccd3fe38b40daba5519a/src/transformers/activations.py#L213
     pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
-            HiddenAct::Gelu => crate::gelu_fused::gelu(x),
+            HiddenAct::Gelu => crate::fused::gelu::gelu(x),
             HiddenAct::GeluTanh => gelu_approximate(x),
             HiddenAct::Relu => relu(x),
         }
@@ -625,7 +625,7 @@ pub struct Bert<B: Backend> {
     pub vocab_size: usize,
     pub pad_token_id: usize,
     /// Every LayerNorm's ε (burn keeps a LayerNorm's own private); the CPU path
-    /// ([`crate::bert_fused`]) normalises with it.
+    /// ([`crate::fused::bert`]) normalises with it.
     pub layer_norm_eps: f64,
 }
 
@@ -679,13 +679,13 @@ impl<B: Backend> Bert<B> {
     }
 
     // `Bert::forward`, which picks the host path, these fused operations or the generic
-    // path, is defined beside the host path (`bert_fused.rs`), which reads this file.
+    // path, is defined beside the host path (`fused/bert.rs`), which reads this file.
 
     /// [`Bert::forward_generic`] through harness's fused CPU operations, each with its own
     /// backward pass, on the `[batch·seq, hidden]` matrix: the linear layers
-    /// ([`crate::linear_fused`]), the attention core with the queries, keys and values side
-    /// by side ([`crate::attention_fused`]), LayerNorm ([`crate::layer_norm_fused`]) and GELU
-    /// ([`crate::gelu_fused`]); the reshapes copy nothing ([`crate::reshape_fused`]). This is
+    /// ([`crate::fused::linear`]), the attention core with the queries, keys and values side
+    /// by side ([`crate::fused::attention`]), LayerNorm ([`crate::fused::layer_norm`]) and GELU
+    /// ([`crate::fused::gelu`]); the reshapes copy nothing ([`crate::fused::reshape`]). This is
     /// what fine-tuning differentiates on burn's CPU autodiff backend, where burn's own
     /// operations copied transposed operands, built a node per element-wise step and took
     /// GELU's erf in f64 (most of a step outside the GEMM). `None` (nothing computed) where
@@ -696,9 +696,9 @@ impl<B: Backend> Bert<B> {
         input_ids: Tensor<B, 2, Int>,
         attention_mask: &Tensor<B, 2>,
     ) -> Option<Tensor<B, 3>> {
-        use crate::layer_norm_fused::layer_norm;
-        use crate::linear_fused::linear;
-        use crate::reshape_fused::reshape;
+        use crate::fused::layer_norm::layer_norm;
+        use crate::fused::linear::linear;
+        use crate::fused::reshape::reshape;
         let [batch, seq] = input_ids.dims();
         let d = self.hidden_size;
         let heads = self.heads();
@@ -708,7 +708,7 @@ impl<B: Backend> Bert<B> {
             .convert::<f32>()
             .into_vec::<f32>()
             .ok()?;
-        let shape = crate::attention_fused::Shape {
+        let shape = crate::fused::attention::Shape {
             batch,
             time: seq,
             heads,
@@ -727,7 +727,7 @@ impl<B: Backend> Bert<B> {
                 1,
             );
             let context =
-                crate::attention_fused::fused_attention(qkv, &key_mask, shape, &mut None, 0.0)
+                crate::fused::attention::fused_attention(qkv, &key_mask, shape, &mut None, 0.0)
                     .ok()?;
             let out = &layer.attention.output;
             let attended = layer_norm(&out.layer_norm, linear(&out.dense, context) + h, eps);

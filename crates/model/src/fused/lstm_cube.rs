@@ -31,7 +31,7 @@
 //! compare outputs and every gradient.
 //! On any other backend the functions here decline and the caller takes another path.
 
-use crate::lstm_fused::LayerInput;
+use crate::fused::lstm::LayerInput;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;

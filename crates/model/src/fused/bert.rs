@@ -38,8 +38,8 @@
 //! blocks.
 
 use crate::encoder::bert::{Bert, HiddenAct};
-use crate::layer_norm_fused::layer_norm_rows;
-use crate::lstm_fused::host_values;
+use crate::fused::layer_norm::layer_norm_rows;
+use crate::fused::lstm::host_values;
 use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::NdArray;
 use burn::module::Param;
@@ -78,7 +78,7 @@ impl<B: Backend> Bert<B> {
         if let Some(hidden) = host_forward(self, &input_ids, &attention_mask) {
             return hidden;
         }
-        if crate::attention_fused::supported::<B>() {
+        if crate::fused::attention::supported::<B>() {
             if let Some(hidden) = self.forward_fused_ops(input_ids.clone(), &attention_mask) {
                 return hidden;
             }
