@@ -273,7 +273,7 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
 /// only with the reason in the commit.
 const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // Measured 2026-12-02 (lavapipe; the larger of the two steps) + 0.5 %: 360, 661, 602
-    // (the LSTM recurrence's own kernels, lstm_cube.rs; before them 2423, 4797, 3585), 67,
+    // (the LSTM recurrence's own kernels, fused/lstm_cube.rs; before them 2423, 4797, 3585), 67,
     // 477, 2058, 420 (a BiLSTM too; before 2484). Without fusion: 9311, 18457, 13885, 165,
     // 819, 4303, 9397.
     // The attention cases vary between runs with autotune's choice of matmul variant for

@@ -119,12 +119,12 @@ impl<B: Backend> Mlp<B> {
         };
         let n = self.layers.len();
         for (i, layer) in self.layers.iter().enumerate() {
-            x = crate::linear_fused::linear(layer, dropout(&mut noise, x, self.dropout));
+            x = crate::fused::linear::linear(layer, dropout(&mut noise, x, self.dropout));
             if i + 1 < n || self.projection {
                 x = if self.activation == "relu" {
                     relu(x)
                 } else {
-                    // burn's tanh, not `tanh_fused`: with the fused one the tiny
+                    // burn's tanh, not `fused::tanh`: with the fused one the tiny
                     // response-ranking test of the trainer no longer converges (a sensitivity
                     // not yet understood; the heads are small next to the n-gram layer).
                     tanh(x)

@@ -13,7 +13,7 @@
 //! products per step instead of burn's eight. Gate order in the fused weights: input, forget, cell, output
 //! (PyTorch's order).
 
-use crate::lstm_fused::{fused_layer, LayerInput};
+use crate::fused::lstm::{fused_layer, LayerInput};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
@@ -99,8 +99,8 @@ impl<B: Backend> MaskedLstm<B> {
     ///
     /// Every step's input projection is one product over all steps; the recurrence runs as
     /// one fused operation with its own backward pass on the CPU backend
-    /// ([`crate::lstm_fused`]), as kernels of our own with their own backward pass on the GPU
-    /// backends (`lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
+    /// ([`crate::fused::lstm`]), as kernels of our own with their own backward pass on the GPU
+    /// backends (`fused/lstm_cube.rs`, features `wgpu`/`cuda`), and step by step through burn's
     /// ops on any other backend.
     pub fn forward_tm(
         &self,
@@ -134,7 +134,7 @@ impl<B: Backend> MaskedLstm<B> {
             Err(input) => input,
         };
         #[cfg(any(feature = "wgpu", feature = "cuda"))]
-        let input = match crate::lstm_cube::cube_layer(input, self.reverse) {
+        let input = match crate::fused::lstm_cube::cube_layer(input, self.reverse) {
             Ok(hs) => return hs,
             Err(input) => input,
         };
@@ -143,7 +143,7 @@ impl<B: Backend> MaskedLstm<B> {
 
     /// Both directions of a BiLSTM layer (`self` forward, `rev` reverse) over time-major
     /// `x` and `mask`, concatenated (`[time, batch, 2·d_hidden]`), in one recurrence on a GPU
-    /// backend ([`crate::lstm_cube`]); `None` on any other backend, where the caller runs
+    /// backend ([`crate::fused::lstm_cube`]); `None` on any other backend, where the caller runs
     /// the directions one after the other.
     pub fn forward_bi_tm(
         &self,
@@ -152,7 +152,23 @@ impl<B: Backend> MaskedLstm<B> {
         mask: Tensor<B, 2>,
     ) -> Option<Tensor<B, 3>> {
         #[cfg(any(feature = "wgpu", feature = "cuda"))]
-        return crate::lstm_cube::bi_layer(self, rev, x, mask);
+        {
+            let [time, batch, _] = x.dims();
+            if time == 0 || batch == 0 || self.d_hidden == 0 || self.d_hidden != rev.d_hidden {
+                return None;
+            }
+            let input = crate::fused::lstm_cube::BiInput {
+                x,
+                w_ih: [self.input.weight.val(), rev.input.weight.val()],
+                bias: [
+                    self.input.bias.as_ref().map(|b| b.val()),
+                    rev.input.bias.as_ref().map(|b| b.val()),
+                ],
+                w_hh: [self.hidden.weight.val(), rev.hidden.weight.val()],
+                mask,
+            };
+            crate::fused::lstm_cube::bi_layer(input)
+        }
         #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
         {
             let _ = (rev, x, mask);
@@ -375,5 +391,215 @@ mod tests {
             sp.hidden.into_data().to_vec::<f32>().unwrap(),
             s.hidden.into_data().to_vec::<f32>().unwrap()
         );
+    }
+}
+
+/// The GPU kernels (`fused/lstm_cube.rs`) against the generic step-by-step recurrence here.
+#[cfg(all(test, feature = "wgpu"))]
+mod cube_tests {
+    use super::*;
+    use crate::fused::lstm_cube::cube_layer;
+    use burn::backend::Autodiff;
+    use burn::tensor::{Distribution, TensorData};
+
+    type G = Autodiff<burn::backend::Wgpu<f32, i32>>;
+
+    /// cubecl's caches in a temporary folder, not a `target/` beside this crate (its
+    /// default).
+    fn setup() {
+        crate::gpu::configure(&std::env::temp_dir().join("harness-lstm-cube-cubecl"));
+    }
+
+    fn mask_of(lens: &[usize], time: usize) -> Tensor<G, 2> {
+        let v: Vec<f32> = (0..time)
+            .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
+            .collect();
+        Tensor::from_data(TensorData::new(v, [time, lens.len()]), &Default::default())
+    }
+
+    fn host<const D: usize>(t: Tensor<burn::backend::Wgpu<f32, i32>, D>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().expect("f32 data")
+    }
+
+    /// The largest difference, checked against `tol` (absolute, scaled by the magnitude).
+    fn close(a: Vec<f32>, b: Vec<f32>, tol: f32, what: &str) -> f32 {
+        assert_eq!(a.len(), b.len(), "{what}");
+        let mut worst = 0.0f32;
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            let diff = (x - y).abs();
+            assert!(diff <= tol * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
+            worst = worst.max(diff);
+        }
+        println!("{what}: largest difference {worst:e}");
+        worst
+    }
+
+    fn uniform<const D: usize>(shape: [usize; D], r: f64) -> Tensor<G, D> {
+        Tensor::random(shape, Distribution::Uniform(-r, r), &Default::default())
+    }
+
+    fn layer(d_in: usize, h: usize, reverse: bool, seed: u64) -> MaskedLstm<G> {
+        crate::random::init_uniform(
+            MaskedLstmConfig::new(d_in, h)
+                .with_reverse(reverse)
+                .init::<G>(&Default::default()),
+            seed,
+            0.5,
+        )
+    }
+
+    /// One direction through the cube kernels against the generic step-by-step layer
+    /// on the same weights: outputs, and the gradients of a loss that reads every output,
+    /// for both directions, padding of varying lengths, a context and initial states that
+    /// take their own gradients.
+    #[test]
+    fn cube_layer_equals_the_generic_layer_with_gradients() {
+        setup();
+        let (time, batch, d_in, h) = (6, 5, 3, 4);
+        let lens = [6, 2, 4, 1, 5];
+        for reverse in [false, true] {
+            let layer = layer(d_in, h, reverse, 7);
+            let x = uniform([time, batch, d_in], 1.0).require_grad();
+            let ctx = uniform([batch, 4 * h], 0.5).require_grad();
+            let h0 = uniform([batch, h], 0.5).require_grad();
+            let c0 = uniform([batch, h], 0.5).require_grad();
+            let weights = uniform([time, batch, h], 1.0);
+            let mask = mask_of(&lens, time);
+            let run = |cube: bool| {
+                let input = LayerInput {
+                    x: x.clone(),
+                    w_ih: layer.input.weight.val(),
+                    bias: layer.input.bias.as_ref().map(|b| b.val()),
+                    context: Some(ctx.clone()),
+                    w_hh: layer.hidden.weight.val(),
+                    mask: mask.clone(),
+                    h0: h0.clone(),
+                    c0: c0.clone(),
+                };
+                let hs = if cube {
+                    cube_layer(input, reverse)
+                        .ok()
+                        .expect("wgpu takes the cube path")
+                } else {
+                    layer.steps_tm(input)
+                };
+                let loss = (hs.clone() * weights.clone()).sum();
+                let grads = loss.backward();
+                let g = |t: &Tensor<G, 2>| host(t.grad(&grads).expect("a gradient"));
+                let bias = layer.input.bias.as_ref().expect("a bias").val();
+                vec![
+                    host(hs.inner()),
+                    host(x.grad(&grads).expect("dx")),
+                    g(&ctx),
+                    g(&h0),
+                    g(&c0),
+                    g(&layer.hidden.weight.val()),
+                    g(&layer.input.weight.val()),
+                    host(bias.grad(&grads).expect("dbias")),
+                ]
+            };
+            let a = run(true);
+            let b = run(false);
+            let names = [
+                "outputs", "dx", "dcontext", "dh0", "dc0", "dW_hh", "dW_ih", "dbias",
+            ];
+            for ((a, b), name) in a.into_iter().zip(b).zip(names) {
+                close(a, b, 1e-5, &format!("{name} (reverse {reverse})"));
+            }
+        }
+    }
+
+    /// Both directions of a BiLSTM layer in one recurrence against the two generic layers
+    /// run one after the other and concatenated: outputs and every weight's gradient.
+    #[test]
+    fn bi_layer_equals_two_generic_layers_with_gradients() {
+        setup();
+        let (time, batch, d_in, h) = (7, 4, 3, 5);
+        let lens = [7, 3, 1, 5];
+        let fwd = layer(d_in, h, false, 11);
+        let rev = layer(d_in, h, true, 12);
+        let x = uniform([time, batch, d_in], 1.0).require_grad();
+        let weights = uniform([time, batch, 2 * h], 1.0);
+        let mask = mask_of(&lens, time);
+        let run = |cube: bool| {
+            let out = if cube {
+                fwd.forward_bi_tm(&rev, x.clone(), mask.clone())
+                    .expect("wgpu takes the cube path")
+            } else {
+                let input = |l: &MaskedLstm<G>| LayerInput {
+                    x: x.clone(),
+                    w_ih: l.input.weight.val(),
+                    bias: l.input.bias.as_ref().map(|b| b.val()),
+                    context: None,
+                    w_hh: l.hidden.weight.val(),
+                    mask: mask.clone(),
+                    h0: Tensor::zeros([batch, h], &Default::default()),
+                    c0: Tensor::zeros([batch, h], &Default::default()),
+                };
+                Tensor::cat(
+                    vec![fwd.steps_tm(input(&fwd)), rev.steps_tm(input(&rev))],
+                    2,
+                )
+            };
+            let loss = (out.clone() * weights.clone()).sum();
+            let grads = loss.backward();
+            let mut got = vec![host(out.inner()), host(x.grad(&grads).expect("dx"))];
+            for l in [&fwd, &rev] {
+                got.push(host(l.hidden.weight.val().grad(&grads).expect("dW_hh")));
+                got.push(host(l.input.weight.val().grad(&grads).expect("dW_ih")));
+                let bias = l.input.bias.as_ref().expect("a bias").val();
+                got.push(host(bias.grad(&grads).expect("dbias")));
+            }
+            got
+        };
+        let a = run(true);
+        let b = run(false);
+        let names = [
+            "outputs",
+            "dx",
+            "dW_hh fwd",
+            "dW_ih fwd",
+            "dbias fwd",
+            "dW_hh rev",
+            "dW_ih rev",
+            "dbias rev",
+        ];
+        for ((a, b), name) in a.into_iter().zip(b).zip(names) {
+            close(a, b, 1e-5, name);
+        }
+    }
+
+    /// Inference (no autodiff) takes the kernels too, with the generic layer's outputs.
+    #[test]
+    fn inference_equals_the_generic_layer() {
+        type P = burn::backend::Wgpu<f32, i32>;
+        setup();
+        let dev = Default::default();
+        let layer = crate::random::init_uniform(
+            MaskedLstmConfig::new(3, 4)
+                .with_reverse(true)
+                .init::<P>(&dev),
+            3,
+            0.5,
+        );
+        let x = Tensor::<P, 3>::random([7, 3, 3], Distribution::Uniform(-1.0, 1.0), &dev);
+        let v: Vec<f32> = (0..7)
+            .flat_map(|t| [7, 3, 5].map(|l| if t < l { 1.0 } else { 0.0 }))
+            .collect();
+        let mask = Tensor::<P, 2>::from_data(TensorData::new(v, [7, 3]), &dev);
+        let input = || LayerInput {
+            x: x.clone(),
+            w_ih: layer.input.weight.val(),
+            bias: layer.input.bias.as_ref().map(|b| b.val()),
+            context: None,
+            w_hh: layer.hidden.weight.val(),
+            mask: mask.clone(),
+            h0: Tensor::zeros([3, 4], &dev),
+            c0: Tensor::zeros([3, 4], &dev),
+        };
+        let cube = cube_layer(input(), true)
+            .ok()
+            .expect("wgpu takes the cube path");
+        close(host(cube), host(layer.steps_tm(input())), 1e-5, "outputs");
     }
 }

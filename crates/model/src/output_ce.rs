@@ -86,7 +86,7 @@ impl Backward<Cpu, 3> for OutputCeBackward {
 
     fn backward(self, ops: Ops<Saved, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let s = ops.state;
-        let g = crate::lstm_fused::host_values(&grads.consume::<Cpu>(&ops.node))[0];
+        let g = crate::fused::lstm::host_values(&grads.consume::<Cpu>(&ops.node))[0];
         let (rows, h, v) = (s.gold.len(), s.hidden, s.vocab);
         let eps = s.smoothing;
         let scale = g / s.count;
@@ -156,9 +156,9 @@ fn autodiff_ce(input: OutputCe<CpuAd>) -> Tensor<CpuAd, 1> {
         .tensor();
     let hs = input.hidden.into_primitive().tensor();
     let w = input.weight.into_primitive().tensor();
-    let h_all = crate::lstm_fused::host_values(&hs.primitive);
-    let w_host = crate::lstm_fused::host_values(&w.primitive);
-    let mask = crate::lstm_fused::host_values(&input.mask.inner().into_primitive().tensor());
+    let h_all = crate::fused::lstm::host_values(&hs.primitive);
+    let w_host = crate::fused::lstm::host_values(&w.primitive);
+    let mask = crate::fused::lstm::host_values(&input.mask.inner().into_primitive().tensor());
     let targets: Vec<i64> = input
         .targets
         .inner()
@@ -179,7 +179,7 @@ fn autodiff_ce(input: OutputCe<CpuAd>) -> Tensor<CpuAd, 1> {
         .collect();
     let mut logits = vec![0.0f32; rows * vocab];
     if has_bias {
-        let b = crate::lstm_fused::host_values(&bias.primitive);
+        let b = crate::fused::lstm::host_values(&bias.primitive);
         for row in logits.chunks_exact_mut(vocab.max(1)) {
             row.copy_from_slice(&b);
         }

@@ -325,7 +325,7 @@ struct Values(Vec<burn::tensor::TensorData>);
 
 impl<B: Backend> burn::module::ModuleVisitor<B> for Values {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        self.0.push(crate::lstm_fused::tensor_data(param.val()));
+        self.0.push(crate::fused::lstm::tensor_data(param.val()));
     }
 }
 

@@ -190,6 +190,13 @@ pub struct Point {
     pub sets: Vec<String>,
 }
 
+/// A file name for an alias (`layers=3 seed=2` → `layers_3_seed_2`): a point's log and its
+/// `runs/` link in the sweep directory; [`Grid::expand`] refuses a grid two of whose points
+/// get one name.
+pub fn link_name(alias: &str) -> String {
+    harness_core::rundir::safe_name(&alias.replace(' ', "_")).replace("__", "_")
+}
+
 /// A grid expanded.
 #[derive(Debug, Clone)]
 pub struct Expansion {
@@ -728,7 +735,7 @@ impl Grid {
         })
     }
 
-    /// Points whose aliases make one file name ([`crate::run::link_name`]: `a/b` and `a_b`
+    /// Points whose aliases make one file name ([`link_name`]: `a/b` and `a_b`
     /// both `a_b`) would share a log and a `runs/` link in the sweep directory: refused, one
     /// problem per pair of configurations, at the grid key whose values tell them apart.
     fn name_clashes(&self, configs: &[Config], points: &[Point]) -> Vec<Problem> {
@@ -736,7 +743,7 @@ impl Grid {
         let mut reported: Vec<(usize, usize)> = Vec::new();
         let mut out = Vec::new();
         for (j, p) in points.iter().enumerate() {
-            let name = crate::run::link_name(&p.alias);
+            let name = link_name(&p.alias);
             let Some(&i) = first.get(&name) else {
                 first.insert(name, j);
                 continue;
@@ -1110,5 +1117,11 @@ mod tests {
             "{}",
             err[0]
         );
+    }
+
+    #[test]
+    fn link_names_are_plain_file_names() {
+        assert_eq!(link_name("layers=3 seed=2"), "layers_3_seed_2");
+        assert_eq!(link_name("baseline"), "baseline");
     }
 }

@@ -305,7 +305,7 @@ pub fn render(
         .map(|p| {
             PathBuf::from(format!(
                 "{}={}",
-                crate::run::link_name(&p.point.alias),
+                crate::grid::link_name(&p.point.alias),
                 p.run_dir.display()
             ))
         })

@@ -10,6 +10,7 @@
 //! from its newest checkpoint. Ctrl-C stops launching, lets the children (which get the
 //! terminal's SIGINT and write a checkpoint) end, and records them as interrupted.
 
+use crate::grid::link_name;
 use crate::ledger::{Entry, Ledger, LedgerError, Session, State};
 use crate::plan::{PlannedPoint, Progress, Sweep};
 use std::io::Write;
@@ -149,12 +150,6 @@ impl SweepDir {
             _lock: lock,
         })
     }
-}
-
-/// A file name for an alias (`layers=3 seed=2` → `layers_3_seed_2`); [`crate::Grid::expand`]
-/// refuses a grid two of whose points get one name.
-pub fn link_name(alias: &str) -> String {
-    harness_core::rundir::safe_name(&alias.replace(' ', "_")).replace("__", "_")
 }
 
 fn points_json(sweep: &Sweep) -> String {
@@ -519,11 +514,5 @@ mod tests {
         );
         assert_eq!(pick(Only::Missing), ["pending", "running", "interrupted"]);
         assert_eq!(pick(Only::Failed), ["failed"]);
-    }
-
-    #[test]
-    fn link_names_are_plain_file_names() {
-        assert_eq!(link_name("layers=3 seed=2"), "layers_3_seed_2");
-        assert_eq!(link_name("baseline"), "baseline");
     }
 }

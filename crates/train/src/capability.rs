@@ -23,17 +23,7 @@ pub const TOKENIZERS: &[TokenizerKind] = &[
 /// Head kinds it builds.
 pub const HEADS: &[&str] = &["mlp", "l2_softmax", "centers", "discriminator"];
 /// Datasets `corpora` loads as training corpora.
-pub const CORPUS_DATASETS: &[&str] = &[
-    "parallel-pairs",
-    "wmt-news-parallel",
-    "snli",
-    "sick",
-    "conversation-pairs",
-    "monolingual-sentences",
-    "xsid",
-    "atis",
-    "snips",
-];
+pub use crate::corpora::CORPUS_DATASETS;
 
 fn key(s: &str) -> Seg {
     Seg::Key(s.to_string())

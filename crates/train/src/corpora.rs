@@ -3,7 +3,7 @@
 //! contamination filter) and capped, with counts of what was kept and removed
 //! (`corpora.json`, and `harness corpora`).
 
-use crate::data::cap_pairs;
+use crate::data::{cap_pairs, ExampleKind};
 use crate::TrainError;
 use harness_bench::registry::Registry;
 use harness_core::settings::Settings;
@@ -14,6 +14,20 @@ use harness_recipe::schema::{Corpus, CorpusKind};
 use harness_recipe::Recipe;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Datasets [`load_corpus`] loads as training corpora (`harness validate` checks recipes
+/// against this list: `capability.rs`).
+pub const CORPUS_DATASETS: &[&str] = &[
+    "parallel-pairs",
+    "wmt-news-parallel",
+    "snli",
+    "sick",
+    "conversation-pairs",
+    "monolingual-sentences",
+    "xsid",
+    "atis",
+    "snips",
+];
 
 /// The evaluation datasets behind a corpus's `exclude:` list (benchmark names or groups).
 pub fn excluded_datasets(
@@ -104,24 +118,24 @@ pub enum Loaded {
     },
     /// The user's own files, found and stamped: read while binarizing
     /// ([`crate::binarize`]), never whole into memory.
-    Files(Box<crate::binarize::FilesCorpus>),
+    Files(Box<crate::files_corpus::FilesCorpus>),
 }
 
 impl Loaded {
     /// The examples this corpus gives.
-    pub fn kind(&self) -> crate::objectives::ExampleKind {
+    pub fn kind(&self) -> ExampleKind {
         match self {
-            Loaded::Parallel(_) => crate::objectives::ExampleKind::Pairs,
-            Loaded::Nli(_) => crate::objectives::ExampleKind::Nli,
-            Loaded::Conversation(_) => crate::objectives::ExampleKind::Conversation,
-            Loaded::Text(_) => crate::objectives::ExampleKind::RunningText,
-            Loaded::Labelled { .. } => crate::objectives::ExampleKind::Labelled,
+            Loaded::Parallel(_) => ExampleKind::Pairs,
+            Loaded::Nli(_) => ExampleKind::Nli,
+            Loaded::Conversation(_) => ExampleKind::Conversation,
+            Loaded::Text(_) => ExampleKind::RunningText,
+            Loaded::Labelled { .. } => ExampleKind::Labelled,
             Loaded::Files(f) => match f.kind {
-                CorpusKind::Pairs => crate::objectives::ExampleKind::Pairs,
-                CorpusKind::Nli => crate::objectives::ExampleKind::Nli,
-                CorpusKind::Conversation => crate::objectives::ExampleKind::Conversation,
-                CorpusKind::Text => crate::objectives::ExampleKind::RunningText,
-                CorpusKind::Labelled => crate::objectives::ExampleKind::Labelled,
+                CorpusKind::Pairs => ExampleKind::Pairs,
+                CorpusKind::Nli => ExampleKind::Nli,
+                CorpusKind::Conversation => ExampleKind::Conversation,
+                CorpusKind::Text => ExampleKind::RunningText,
+                CorpusKind::Labelled => ExampleKind::Labelled,
             },
         }
     }
@@ -146,7 +160,7 @@ impl Loaded {
                 .collect(),
             Loaded::Text(docs) => docs.iter().flatten().map(String::as_str).collect(),
             Loaded::Labelled { items, .. } => items.iter().map(|(s, _)| s.as_str()).collect(),
-            // Sampled from the files ([`crate::binarize::FilesCorpus::sample`]).
+            // Sampled from the files ([`crate::files_corpus::FilesCorpus::sample`]).
             Loaded::Files(_) => Vec::new(),
         }
     }
@@ -441,14 +455,14 @@ fn files_corpus(
     base: &std::path::Path,
     registry: &Registry,
     settings: &Settings,
-) -> Result<crate::binarize::FilesCorpus, TrainError> {
+) -> Result<crate::files_corpus::FilesCorpus, TrainError> {
     let paths = harness_data::user_corpus::resolve_files(corpus, base)
         .map_err(|e| TrainError::Data(e.into()))?;
     let files = paths
         .iter()
-        .map(|p| crate::binarize::FileStamp::of(p))
+        .map(|p| crate::files_corpus::FileStamp::of(p))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(crate::binarize::FilesCorpus {
+    Ok(crate::files_corpus::FilesCorpus {
         name: name.to_string(),
         spec: corpus.clone(),
         kind: harness_data::user_corpus::kind_of(corpus),
@@ -548,10 +562,7 @@ pub fn load_corpus(
                 return Err(TrainError::recipe(
                     format!("data.corpora.{name}.dataset"),
                     format!("`{other}` cannot be a training corpus in this build"),
-                    format!(
-                        "use one of {}",
-                        crate::capability::CORPUS_DATASETS.join(", ")
-                    ),
+                    format!("use one of {}", CORPUS_DATASETS.join(", ")),
                 ))
             }
         };

@@ -7,8 +7,9 @@
 //! within `train.batch_tokens`; each epoch visits every batch once in an order drawn from
 //! `(seed, task, epoch)`. So the batch of a task at position (epoch, cursor) depends on
 //! nothing else, and a resumed run sees exactly the batches an uninterrupted one would.
+//! The type that holds a task's batches, in memory or in shards ([`crate::streamed`]), is
+//! [`crate::task_data::TaskData`].
 
-use crate::TrainError;
 use harness_data::records::Bitext;
 use harness_data::tokenize::Tokens;
 use rand::seq::SliceRandom;
@@ -94,6 +95,34 @@ impl Examples {
     }
 }
 
+/// The training examples an objective reads (its task's corpus must give them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExampleKind {
+    /// Translation pairs (a parallel corpus).
+    Pairs,
+    /// Premise, hypothesis and label (an NLI corpus).
+    Nli,
+    /// An input and its response (a conversation corpus).
+    Conversation,
+    /// A sentence with its neighbours in running text (previous, sentence, next).
+    RunningText,
+    /// A sentence and its class (intent classes, languages).
+    Labelled,
+}
+
+impl ExampleKind {
+    /// How messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ExampleKind::Pairs => "translation pairs (a parallel corpus)",
+            ExampleKind::Nli => "NLI triples (an NLI corpus)",
+            ExampleKind::Conversation => "conversation turns (input, response)",
+            ExampleKind::RunningText => "running text (previous, sentence, next)",
+            ExampleKind::Labelled => "labelled sentences",
+        }
+    }
+}
+
 /// Where a task is in its data: epoch and batch index within the epoch's order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Position {
@@ -126,7 +155,8 @@ pub enum Batch<'a> {
 }
 
 impl Batch<'_> {
-    fn owned(examples: Examples) -> Self {
+    /// A batch of all of `examples` (those decoded from shards for it).
+    pub(crate) fn owned(examples: Examples) -> Self {
         let index = (0..examples.len() as u32).collect();
         Batch::Owned(examples, index)
     }
@@ -189,107 +219,6 @@ pub fn batch_full(
         }
 }
 
-/// A task's tokenised examples and their batches.
-#[derive(Debug, Clone)]
-pub struct TaskData {
-    pub examples: Examples,
-    /// Hard negatives of each example (indices of the examples whose targets are its
-    /// negatives), when the task's objective asks for them (`hard_negatives.rs`).
-    pub negatives: Option<Vec<Vec<u32>>>,
-    /// Each batch is a list of example indices.
-    pub batches: Vec<Vec<u32>>,
-    /// Seed of this task's epoch orders.
-    pub seed: u64,
-    /// The binarized shards the task reads its batches from (every task but one whose hard
-    /// negatives are mined, which holds its examples decoded in memory); then `examples` and
-    /// `batches` are empty.
-    pub shards: Option<crate::streamed::ShardedExamples>,
-}
-
-impl TaskData {
-    /// Buckets `examples` into batches of at most `batch_tokens` padded tokens (or exactly
-    /// `batch_size` examples when given), deterministically from `seed`.
-    pub fn new(
-        examples: Examples,
-        batch_tokens: Option<usize>,
-        batch_size: Option<usize>,
-        seed: u64,
-    ) -> Self {
-        let costs: Vec<usize> = (0..examples.len()).map(|i| examples.cost(i)).collect();
-        let batches = bucket(&costs, batch_tokens, batch_size, seed);
-        TaskData {
-            examples,
-            negatives: None,
-            batches,
-            seed,
-            shards: None,
-        }
-    }
-
-    /// Its examples (in memory or in its shards).
-    pub fn len(&self) -> u64 {
-        match &self.shards {
-            Some(s) => s.len(),
-            None => self.examples.len() as u64,
-        }
-    }
-
-    /// True when it has none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Batches of one epoch.
-    pub fn batches_per_epoch(&self) -> u64 {
-        match &self.shards {
-            Some(s) => s.batches_per_epoch(),
-            None => self.batches.len() as u64,
-        }
-    }
-
-    /// The batch at `pos`, and the position after it.
-    pub fn batch_at(&self, pos: Position) -> Result<(Batch<'_>, Position), TrainError> {
-        if let Some(s) = &self.shards {
-            let (examples, next) = s.batch_at(pos)?;
-            return Ok((Batch::owned(examples), next));
-        }
-        let n = self.batches.len().max(1) as u64;
-        let (epoch, cursor) = (pos.epoch + pos.cursor / n, pos.cursor % n);
-        let order = self.epoch_order(epoch);
-        let b = &self.batches[order[cursor as usize] as usize];
-        Ok((
-            Batch::Borrowed(&self.examples, b),
-            Position::after(epoch, cursor, n),
-        ))
-    }
-
-    /// A batch drawn at random for inner update `i` of global step `step` (an inner loop
-    /// samples its own batches, Emu Algorithm 1); a function of `(seed, step, i)` only, so a
-    /// resumed run draws the same ones.
-    pub fn inner_batch(&self, step: u64, i: u32) -> Result<Batch<'_>, TrainError> {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x1a2b_3c4d_5e6f_7081);
-        rng.set_stream(step.wrapping_mul(1 << 16).wrapping_add(i as u64));
-        if let Some(s) = &self.shards {
-            // Drawn as a usize, as below: the same draw gives the same batch.
-            let n = s.batches_per_epoch().max(1) as usize;
-            return Ok(Batch::owned(s.nth_batch(rng.random_range(0..n) as u64)?));
-        }
-        let n = self.batches.len().max(1);
-        Ok(Batch::Borrowed(
-            &self.examples,
-            &self.batches[rng.random_range(0..n)],
-        ))
-    }
-
-    fn epoch_order(&self, epoch: u64) -> Vec<u32> {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        rng.set_stream(epoch + 1);
-        let mut order: Vec<u32> = (0..self.batches.len() as u32).collect();
-        order.shuffle(&mut rng);
-        order
-    }
-}
-
 /// Which way each translation pair is trained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Directions {
@@ -335,94 +264,6 @@ pub fn cap_pairs(corpora: &mut [(String, String, Vec<Bitext>)], max: usize, seed
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pairs(lens: &[(usize, usize)]) -> Examples {
-        Examples::Pairs(
-            lens.iter()
-                .map(|&(a, b)| PairExample {
-                    src: Tokens::from_ids(vec![7; a]),
-                    tgt: Tokens::from_ids(vec![8; b]),
-                    src_lang: 0,
-                    tgt_lang: 1,
-                    origin: 0,
-                    forward: true,
-                })
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn batches_respect_the_token_budget_and_cover_every_example() {
-        let lens: Vec<(usize, usize)> = (0..200).map(|i| (1 + i % 17, 1 + (i * 7) % 23)).collect();
-        let data = TaskData::new(pairs(&lens), Some(60), None, 3);
-        let mut seen: Vec<u32> = data.batches.iter().flatten().copied().collect();
-        seen.sort();
-        assert_eq!(seen, (0..200).collect::<Vec<_>>());
-        for b in &data.batches {
-            let widest = b
-                .iter()
-                .map(|&i| data.examples.cost(i as usize))
-                .max()
-                .unwrap();
-            assert!(
-                b.len() == 1 || b.len() * widest <= 60,
-                "{} × {widest}",
-                b.len()
-            );
-        }
-        // Bucketing: batches are much more uniform than the data.
-        let spread: usize = data
-            .batches
-            .iter()
-            .map(|b| {
-                let c: Vec<usize> = b.iter().map(|&i| data.examples.cost(i as usize)).collect();
-                c.iter().max().unwrap() - c.iter().min().unwrap()
-            })
-            .max()
-            .unwrap();
-        // (the data's own spread is 22)
-        assert!(spread <= 5, "{spread}");
-    }
-
-    #[test]
-    fn positions_walk_epochs_deterministically() {
-        let lens: Vec<(usize, usize)> = (0..50).map(|i| (1 + i % 5, 2)).collect();
-        let data = TaskData::new(pairs(&lens), None, Some(10), 9);
-        assert_eq!(data.batches.len(), 5);
-        let mut pos = Position::default();
-        let mut first_epoch = Vec::new();
-        for _ in 0..5 {
-            let (b, next) = data.batch_at(pos).unwrap();
-            first_epoch.push(b.parts().1.to_vec());
-            pos = next;
-        }
-        assert_eq!(
-            pos,
-            Position {
-                epoch: 1,
-                cursor: 0
-            }
-        );
-        let mut all: Vec<u32> = first_epoch.iter().flatten().copied().collect();
-        all.sort();
-        assert_eq!(all.len(), 50);
-        all.dedup();
-        assert_eq!(all.len(), 50, "an epoch visits every batch once");
-        // The same position gives the same batch; another epoch another order.
-        let again = data
-            .batch_at(Position {
-                epoch: 0,
-                cursor: 3,
-            })
-            .unwrap()
-            .0
-            .parts()
-            .1
-            .to_vec();
-        assert_eq!(again, first_epoch[3]);
-        let orders: Vec<Vec<u32>> = (0..4).map(|e| data.epoch_order(e)).collect();
-        assert!(orders.windows(2).any(|w| w[0] != w[1]));
-    }
 
     #[test]
     fn capping_is_balanced_across_language_pairs() {

@@ -31,15 +31,6 @@ use std::path::Path;
 /// Opens a mining encoder by its `--encoder` spec.
 pub type OpenMiner<'a> = dyn Fn(&str) -> Result<Box<dyn Encoder>, TrainError> + 'a;
 
-/// What an objective asks of the miner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HardNegatives {
-    /// Negatives per example.
-    pub k: usize,
-    /// The mining encoder, in `--encoder` syntax.
-    pub encoder: String,
-}
-
 /// The cache file's content.
 #[derive(Debug, Serialize, Deserialize)]
 struct Cached {

@@ -19,6 +19,7 @@ pub mod data;
 pub mod error;
 pub mod export;
 pub mod export_st;
+pub mod files_corpus;
 pub mod fused_adam;
 pub mod hard_negatives;
 pub mod mixture;
@@ -31,6 +32,7 @@ pub mod plan;
 pub mod session;
 pub mod step;
 pub mod streamed;
+pub mod task_data;
 pub mod tokenizer;
 pub mod trainer;
 

@@ -25,7 +25,6 @@
 //! resets the collective, which turns every other peer's pending or next `all_reduce` into an
 //! error, so no peer stays blocked; the run then reports the failing peer's own error.
 
-use crate::trainer::{Options, Outcome};
 use crate::TrainError;
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
@@ -351,16 +350,16 @@ pub fn check_plan(plan: &crate::plan::Plan) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// Trains `plan` data-parallel on `devices` (one peer each; at least two), resuming from
-/// the newest checkpoint like [`crate::trainer::train`]. `opts` is peer 0's (its
-/// evaluation, progress bar and run directory); the other peers get `follower` options of
-/// their own (no evaluation, no progress bar).
-pub fn train<B: AutodiffBackend>(
+/// Trains `plan` data-parallel on `devices` (one peer each; at least two): `lead` is peer
+/// 0's training (its evaluation, progress bar and run directory), `follow` each other
+/// peer's. Both are the trainer's one-peer loop (`trainer::train_peer`), handed in by the
+/// caller: the training step uses this module, so it names no trainer.
+pub fn train<B: AutodiffBackend, T: Send>(
     plan: &crate::plan::Plan,
     devices: &[B::Device],
-    opts: Options<'_, B>,
-    follower: impl Fn() -> Options<'static, B> + Sync,
-) -> Result<Outcome, TrainError>
+    lead: impl FnOnce(Peer) -> Result<T, TrainError>,
+    follow: impl Fn(Peer) -> Result<T, TrainError> + Sync,
+) -> Result<T, TrainError>
 where
     B::Device: Sync,
 {
@@ -371,12 +370,7 @@ where
          ranking losses rank against the whole batch's vectors, gathered from every device"
     );
     let config = CollectiveConfig::default().with_num_devices(peers);
-    together::<B::InnerBackend, _>(
-        devices,
-        config,
-        |peer| crate::trainer::train_peer(plan, &devices[0], opts, Some(peer)),
-        |peer| crate::trainer::train_peer(plan, &devices[peer.rank], follower(), Some(peer)),
-    )
+    together::<B::InnerBackend, _>(devices, config, lead, follow)
 }
 
 /// Runs one peer per device: `lead` as peer 0 on this thread (its closure need not be

@@ -5,9 +5,10 @@
 use crate::batch::FirstToken;
 use crate::binarize::{binarize, PairSettings, Source};
 use crate::corpora::Loaded;
-use crate::data::TaskData;
+use crate::data::ExampleKind;
 use crate::mixture::Mixture;
-use crate::objectives::{self, ExampleKind, ObjectiveDef};
+use crate::objectives::definition::{self, HardNegatives, ObjectiveDef, Prepared};
+use crate::task_data::TaskData;
 use crate::TrainError;
 use harness_data::tokenize::TextTokenizer;
 use harness_model::system::{Group, SystemConfig};
@@ -36,10 +37,10 @@ pub struct TaskPlan {
     /// Its inner loop, with its parameter groups resolved.
     pub inner: Option<InnerPlan>,
     /// The hard negatives its objective reads (mined by `hard_negatives::mine`).
-    pub hard_negatives: Option<objectives::HardNegatives>,
+    pub hard_negatives: Option<HardNegatives>,
 }
 
-/// A task's inner loop ([`objectives::InnerLoop`]) with its groups resolved.
+/// A task's inner loop ([`crate::objectives::InnerLoop`]) with its groups resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InnerPlan {
     /// Inner updates per main update.
@@ -307,33 +308,13 @@ fn head_classes(
     Ok(out.into_iter().map(|(k, (n, _))| (k, n)).collect())
 }
 
-/// [`compile_plan_with`] the objectives of this build ([`objectives::ALL`]).
-pub fn compile_plan(
-    recipe: &Recipe,
-    tokenizer: &TextTokenizer,
-    loaded: &BTreeMap<String, Loaded>,
-) -> Result<Plan, TrainError> {
-    compile_plan_with(recipe, tokenizer, loaded, objectives::ALL)
-}
-
-/// [`compile_plan`] for a run whose `pretrained` encoders start from `start` (a published
-/// model or a trained run, whose architecture they then take).
-pub fn compile_plan_from(
-    recipe: &Recipe,
-    tokenizer: &TextTokenizer,
-    loaded: &BTreeMap<String, Loaded>,
-    start: Option<harness_model::pretrained::PretrainedStart>,
-) -> Result<Plan, TrainError> {
-    compile(recipe, tokenizer, loaded, objectives::ALL, start)
-}
-
 /// The definition of a task's objective among `defs`, if this build trains it.
 fn trainable_def(
     defs: &[&'static ObjectiveDef],
     task: &harness_recipe::schema::Task,
 ) -> Result<&'static ObjectiveDef, TrainError> {
     let key = format!("tasks.{}.objective", task.name);
-    match objectives::find(defs, task.objective.name()) {
+    match definition::find(defs, task.objective.name()) {
         Some(d) if d.trainable => Ok(d),
         Some(d) => Err(TrainError::recipe(
             key,
@@ -357,14 +338,27 @@ fn trainable_def(
 
 /// Compiles the training plan: the model configuration, each task's tokenised and
 /// bucketed examples, the joint losses, the mixture and the number of steps. `defs` are the
-/// objectives tasks may name.
-pub fn compile_plan_with(
+/// objectives tasks may name (this build's: [`crate::objectives::ALL`]; handed in, so that
+/// the plan needs only the objectives' definitions, never their losses).
+pub fn compile_plan(
     recipe: &Recipe,
     tokenizer: &TextTokenizer,
     loaded: &BTreeMap<String, Loaded>,
     defs: &[&'static ObjectiveDef],
 ) -> Result<Plan, TrainError> {
     compile(recipe, tokenizer, loaded, defs, None)
+}
+
+/// [`compile_plan`] for a run whose `pretrained` encoders start from `start` (a published
+/// model or a trained run, whose architecture they then take).
+pub fn compile_plan_from(
+    recipe: &Recipe,
+    tokenizer: &TextTokenizer,
+    loaded: &BTreeMap<String, Loaded>,
+    defs: &[&'static ObjectiveDef],
+    start: Option<harness_model::pretrained::PretrainedStart>,
+) -> Result<Plan, TrainError> {
+    compile(recipe, tokenizer, loaded, defs, start)
 }
 
 fn compile(
@@ -579,7 +573,7 @@ impl TaskCorpus<'_> {
     fn data(
         &self,
         def: &ObjectiveDef,
-        prepared: &dyn objectives::Prepared,
+        prepared: &dyn Prepared,
     ) -> Result<(TaskData, crate::binarize::Binarized), TrainError> {
         let task = &self.recipe.tasks[self.ti];
         let Some(loaded) = self.loaded.get(&task.corpus) else {

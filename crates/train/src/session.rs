@@ -51,7 +51,7 @@ pub fn prepare(
         }
         None => tokenizer_for(recipe, &loaded, &tok_path)?,
     };
-    let mut plan = compile_plan_from(recipe, &tokenizer, &loaded, start)?;
+    let mut plan = compile_plan_from(recipe, &tokenizer, &loaded, crate::objectives::ALL, start)?;
     // Corpora of files are counted while binarizing.
     for c in &plan.corpus_counts {
         if let Some(old) = counts.iter_mut().find(|o| o.corpus == c.corpus) {
@@ -532,14 +532,19 @@ where
     }
     trainer::install_interrupt_handler();
     let options = |progress| Options {
-        objectives: crate::objectives::registry(),
+        objectives: crate::objectives::registry::<B>(),
         run_dir: run_dir.to_path_buf(),
         stop_after,
         progress,
         keep: 2,
         evaluate: None,
     };
-    crate::parallel::train::<B>(plan, devices, options(true), || options(false))
+    crate::parallel::train::<B, _>(
+        plan,
+        devices,
+        |peer| trainer::train_peer(plan, &devices[0], options(true), Some(peer)),
+        |peer| trainer::train_peer(plan, &devices[peer.rank], options(false), Some(peer)),
+    )
 }
 
 /// [`train`] as one rank of an MPI job (`mpirun -np N harness train …`, `srun`), on the

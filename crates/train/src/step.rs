@@ -83,7 +83,7 @@ struct OwnBatch<'a, B: AutodiffBackend> {
 
 /// A frozen encoder's encodings (no dropout, no gradient). A BERT encodes on the inner
 /// backend, as at inference, and its outputs enter the graph as constants: on the CPU that
-/// is the fused inference path (`harness_model::bert_fused`), which an Emu critic's inner
+/// is the fused inference path (`harness_model::fused::bert`), which an Emu critic's inner
 /// updates run four times per step on a frozen encoder. Other encoders run as they are
 /// (the same values; their training paths are what their tests pin).
 fn frozen_forward<B: AutodiffBackend>(

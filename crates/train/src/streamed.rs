@@ -10,8 +10,9 @@
 //! - epoch `e` permutes the shards (seeded by `(seed, e)`) and cuts the permutation into
 //!   windows; a set of at most [`WINDOW_SHARDS`] shards is one window in every epoch;
 //! - a window's batches are [`crate::data::bucket`]'s over its examples, in an order drawn
-//!   per epoch — for a one-window set exactly what [`TaskData::new`] gives the same
-//!   examples in memory, so a small corpus trains the same from shards as from memory;
+//!   per epoch — for a one-window set exactly what [`crate::task_data::TaskData::new`]
+//!   gives the same examples in memory, so a small corpus trains the same from shards as
+//!   from memory;
 //! - the number of batches of every window is computed from the manifest's cost histograms
 //!   without reading a shard, so a position maps to its window at once.
 //!
@@ -350,7 +351,7 @@ impl ShardedExamples {
 
     /// Every example, in shard order: for a task that needs them all at hand (hard
     /// negatives are mined over the whole corpus). Only a set of one window: its examples
-    /// bucketed by [`crate::data::TaskData::new`] give the batches this set gives.
+    /// bucketed by [`crate::task_data::TaskData::new`] give the batches this set gives.
     pub fn all(&self) -> Result<Examples, TrainError> {
         if !self.single() {
             return Err(TrainError::recipe(
@@ -495,14 +496,17 @@ fn split(counts: &[u64], cursor: u64) -> (usize, u64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::data::TaskData;
     use harness_data::shards::{Layout, ShardWriter};
     use harness_data::tokenize::Tokens;
 
     /// `n` pair examples of varied lengths, written into shards of `per_shard`.
-    fn sharded(n: u32, per_shard: usize, dir: &Path) -> (Vec<PairExample>, ShardedExamples) {
+    pub(crate) fn sharded(
+        n: u32,
+        per_shard: usize,
+        dir: &Path,
+    ) -> (Vec<PairExample>, ShardedExamples) {
         let layout = Layout {
             rows: 2,
             ngrams: false,
@@ -531,27 +535,6 @@ mod tests {
         match e {
             Examples::Pairs(v) => v.iter().map(|x| x.origin).collect(),
             _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn one_window_gives_the_batches_of_the_same_examples_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let (examples, s) = sharded(300, 100, dir.path());
-        let memory = TaskData::new(Examples::Pairs(examples.clone()), Some(60), None, 11);
-        assert_eq!(s.batches_per_epoch(), memory.batches.len() as u64);
-        let mut pos = Position::default();
-        for _ in 0..(2 * memory.batches.len() + 3) {
-            let (a, next_a) = memory.batch_at(pos).unwrap();
-            let (b, next_b) = s.batch_at(pos).unwrap();
-            let (ea, ia) = a.parts();
-            let Examples::Pairs(ea) = ea else { panic!() };
-            let Examples::Pairs(eb) = &b else { panic!() };
-            let want: Vec<&PairExample> = ia.iter().map(|&i| &ea[i as usize]).collect();
-            let got: Vec<&PairExample> = eb.iter().collect();
-            assert_eq!(want, got);
-            assert_eq!(next_a, next_b);
-            pos = next_a;
         }
     }
 

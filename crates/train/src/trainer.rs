@@ -11,7 +11,7 @@ use crate::optim::{
     clip_global_norm, clip_global_norm_on_device, learning_rate, scale_gradients, AnyOptimizer,
 };
 use crate::parallel::{shard_weight, Peer};
-use crate::plan::{InnerPlan, Plan};
+use crate::plan::{InnerPlan, Plan, StagePlan};
 use crate::step::Step;
 use crate::TrainError;
 use burn::module::AutodiffModule;
@@ -404,21 +404,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let plan = self.plan;
         let started = Instant::now();
         let step = self.state.step;
-        let stage = plan.stage_at(step);
-        if step == stage.start && stage.start > 0 {
-            self.optim = AnyOptimizer::from_spec(&self.spec);
-        }
-        self.state.stage = stage.number;
-        // The stage's copies happen before its first update (a run resumed from the
-        // checkpoint at the end of the previous stage makes them here too).
-        if step == stage.start {
-            for &(target, source) in &stage.init {
-                self.model = self.model.take().map(|m| m.copy_encoder(target, source));
-            }
-        }
-        if plan.freezes() {
-            self.model = self.model.take().map(|m| m.with_frozen(&stage.frozen));
-        }
+        let stage = self.enter_stage(step);
         let local = step - stage.start;
         let t = stage.mixture.pick(local);
         let task = &plan.tasks[t];
@@ -429,39 +415,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 "report this as a bug",
             )
         })?;
-        // The inner loops (the drawn task's, then those of the tasks joint with it) run
-        // first, each alone on its groups (Emu Algorithm 1: the critic before the encoder).
-        let inner_loops: Vec<usize> = std::iter::once(t)
-            .chain(task.joint.iter().copied())
-            .filter(|&k| plan.tasks[k].inner.is_some())
-            .collect();
-        for &k in &inner_loops {
-            let inner = plan.tasks[k].inner.as_ref().expect("filtered above");
-            self.inner_loop(t, k, inner, device)?;
-        }
+        let inner_loops = self.run_inner_loops(t, device)?;
         let position =
             |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
         let (batch, next) = data.batch_at(position(&self.state, &task.name))?;
         let (examples, index) = batch.parts();
         let whole = index;
-        // A data-parallel peer computes its shard of the batch (every peer sees the same
-        // batch, so all refuse one too small alike, before any all-reduce).
-        let index = match self.peer {
-            None => index,
-            Some(p) if index.len() < p.peers => {
-                return Err(TrainError::recipe(
-                    "train.batch_tokens",
-                    format!(
-                        "step {step}: a batch of task `{}` holds {} examples, fewer than the {} devices",
-                        task.name,
-                        index.len(),
-                        p.peers
-                    ),
-                    "raise `train.batch_tokens` (or the task's `batch_size`) or list fewer devices",
-                ));
-            }
-            Some(p) => crate::parallel::shard(index, p.rank, p.peers),
-        };
+        let index = self.peer_shard(index, &task.name, step)?;
         // Joint tasks that draw batches of their own take their next one.
         let own: Vec<(usize, crate::data::Batch, crate::data::Position)> = task
             .joint
@@ -592,13 +552,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         for (j, _, n) in own {
             self.state.positions.insert(plan.tasks[j].name.clone(), n);
         }
-        self.state.step += 1;
-        self.state.tokens += tokens as u64;
-        let secs = started.elapsed().as_secs_f64();
-        self.state.seconds += secs;
-        self.session.session_steps += 1;
-        self.session.session_tokens += tokens as u64;
-        self.session.session_seconds += secs;
+        self.count_step(tokens, started);
         Ok(Stepped {
             step,
             task: t,
@@ -612,6 +566,81 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             seconds: self.state.seconds,
             tokens_per_s: self.session.tokens_per_second(),
         })
+    }
+
+    /// Enters the stage of step `step`: a fresh optimizer at the first step of every stage
+    /// but the first, the stage's encoder copies before its first update, and its frozen
+    /// groups out of training.
+    fn enter_stage(&mut self, step: u64) -> &'p StagePlan {
+        let plan = self.plan;
+        let stage = plan.stage_at(step);
+        if step == stage.start && stage.start > 0 {
+            self.optim = AnyOptimizer::from_spec(&self.spec);
+        }
+        self.state.stage = stage.number;
+        // The stage's copies happen before its first update (a run resumed from the
+        // checkpoint at the end of the previous stage makes them here too).
+        if step == stage.start {
+            for &(target, source) in &stage.init {
+                self.model = self.model.take().map(|m| m.copy_encoder(target, source));
+            }
+        }
+        if plan.freezes() {
+            self.model = self.model.take().map(|m| m.with_frozen(&stage.frozen));
+        }
+        stage
+    }
+
+    /// The inner loops of a step of task `t`: the task's own, then those of the tasks joint
+    /// with it, each alone on its groups (Emu Algorithm 1: the critic before the encoder).
+    /// Returns the tasks that have one, in that order.
+    fn run_inner_loops(&mut self, t: usize, device: &B::Device) -> Result<Vec<usize>, TrainError> {
+        let plan = self.plan;
+        let inner_loops: Vec<usize> = std::iter::once(t)
+            .chain(plan.tasks[t].joint.iter().copied())
+            .filter(|&k| plan.tasks[k].inner.is_some())
+            .collect();
+        for &k in &inner_loops {
+            let inner = plan.tasks[k].inner.as_ref().expect("filtered above");
+            self.inner_loop(t, k, inner, device)?;
+        }
+        Ok(inner_loops)
+    }
+
+    /// The examples of a batch (`index`, of task `task` at step `step`) that this loop
+    /// computes: all of them on one device, a data-parallel peer's shard otherwise. Every
+    /// peer sees the same batch, so all refuse one too small alike, before any all-reduce.
+    fn peer_shard<'b>(
+        &self,
+        index: &'b [u32],
+        task: &str,
+        step: u64,
+    ) -> Result<&'b [u32], TrainError> {
+        match self.peer {
+            None => Ok(index),
+            Some(p) if index.len() < p.peers => Err(TrainError::recipe(
+                "train.batch_tokens",
+                format!(
+                    "step {step}: a batch of task `{task}` holds {} examples, fewer than the {} devices",
+                    index.len(),
+                    p.peers
+                ),
+                "raise `train.batch_tokens` (or the task's `batch_size`) or list fewer devices",
+            )),
+            Some(p) => Ok(crate::parallel::shard(index, p.rank, p.peers)),
+        }
+    }
+
+    /// Counts a step done, of `tokens` tokens, begun at `started`: in the run's state (saved
+    /// with its checkpoints) and in this session's throughput.
+    fn count_step(&mut self, tokens: usize, started: Instant) {
+        self.state.step += 1;
+        self.state.tokens += tokens as u64;
+        let secs = started.elapsed().as_secs_f64();
+        self.state.seconds += secs;
+        self.session.session_steps += 1;
+        self.session.session_tokens += tokens as u64;
+        self.session.session_seconds += secs;
     }
 
     /// Reads back the loss and norm of every pending step in one transfer, stops at the
@@ -1104,7 +1133,7 @@ train: {train}
     fn plan(r: &Recipe, n: usize, dir: &Path) -> Plan {
         let loaded = corpora(n);
         let tok = tokenizer_for(r, &loaded, &dir.join("tokenizer.json")).unwrap();
-        compile_plan(r, &tok, &loaded).unwrap()
+        compile_plan(r, &tok, &loaded, crate::objectives::ALL).unwrap()
     }
 
     fn opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {
@@ -1643,7 +1672,7 @@ stages:
             crate::objectives::ObjectiveDef::trainable::<Critic>();
         let mut defs = crate::objectives::ALL.to_vec();
         defs.push(&CRITIC);
-        crate::plan::compile_plan_with(&r, &tok, &loaded, &defs).unwrap()
+        crate::plan::compile_plan(&r, &tok, &loaded, &defs).unwrap()
     }
 
     fn critic_opts(dir: &Path, stop_after: Option<u64>) -> Options<'static, B> {

@@ -13,7 +13,7 @@ use harness_train::corpora::Loaded;
 use harness_train::objectives::{
     self, check::param, CheckContext, ExampleKind, Loss, Objective, ObjectiveDef,
 };
-use harness_train::plan::compile_plan_with;
+use harness_train::plan::compile_plan;
 use harness_train::step::{Side, Step};
 use harness_train::tokenizer::tokenizer_for;
 use harness_train::trainer::{train, Options};
@@ -146,7 +146,7 @@ fn a_test_objective_trains() {
     let tok = tokenizer_for(&recipe, &loaded, &dir.path().join("tokenizer.json")).unwrap();
     let mut defs = objectives::ALL.to_vec();
     defs.push(&MIRROR);
-    let plan = compile_plan_with(&recipe, &tok, &loaded, &defs).unwrap();
+    let plan = compile_plan(&recipe, &tok, &loaded, &defs).unwrap();
     let opts = Options::<B> {
         objectives: objectives::registry().with::<Mirror>(),
         run_dir: dir.path().to_path_buf(),

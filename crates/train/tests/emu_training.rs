@@ -8,6 +8,7 @@ use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
 use harness_train::checkpoint;
 use harness_train::corpora::Loaded;
+use harness_train::objectives;
 use harness_train::optim::AnyOptimizer;
 use harness_train::plan::{compile_plan, Plan};
 use harness_train::tokenizer::tokenizer_for;
@@ -82,7 +83,7 @@ train: {{steps: 3, batch_size: 4, max_len: 12, checkpoint_every: 1}}
 fn plan(r: &harness_recipe::Recipe, dir: &Path) -> Plan {
     let loaded = corpora();
     let tok = tokenizer_for(r, &loaded, &dir.join("tokenizer.json")).unwrap();
-    compile_plan(r, &tok, &loaded).unwrap()
+    compile_plan(r, &tok, &loaded, objectives::ALL).unwrap()
 }
 
 fn run(r: &harness_recipe::Recipe, dir: &Path, steps: u64) -> Plan {
@@ -259,7 +260,7 @@ fn emu_parallel_critic_reads_translation_pairs_only() {
         let mut base = corpora();
         base.insert("pairs".into(), pairs());
         let tok = tokenizer_for(&r, &base, &d.path().join("tokenizer.json")).unwrap();
-        let p = compile_plan(&r, &tok, &loaded).unwrap();
+        let p = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
         let opts = Options::<B> {
             objectives: harness_train::objectives::registry(),
             run_dir: d.path().to_path_buf(),
@@ -286,7 +287,9 @@ fn emu_parallel_critic_reads_translation_pairs_only() {
     r.tasks[2].corpus = "other".into();
     let loaded = corpora();
     let tok = tokenizer_for(&r, &loaded, &d.path().join("tokenizer.json")).unwrap();
-    let e = compile_plan(&r, &tok, &loaded).unwrap_err().to_string();
+    let e = compile_plan(&r, &tok, &loaded, objectives::ALL)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("translation pairs") && e.contains("labelled sentences"),
         "{e}"

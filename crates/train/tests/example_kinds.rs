@@ -14,7 +14,7 @@ use harness_train::data::{Examples, Position};
 use harness_train::objectives::l2_similarity::l2_similarity;
 use harness_train::objectives::nli_classification::classification_ce;
 use harness_train::objectives::{self, ExampleKind, Loss, Objective, ObjectiveDef};
-use harness_train::plan::compile_plan_with;
+use harness_train::plan::compile_plan;
 use harness_train::step::{Side, Step};
 use harness_train::tokenizer::tokenizer_for;
 use harness_train::trainer::{train, Options};
@@ -156,7 +156,7 @@ fn conversation_running_text_and_labelled_sentences_train() {
     let tok = tokenizer_for(&r, &loaded, &dir.path().join("tokenizer.json")).unwrap();
     let mut defs = objectives::ALL.to_vec();
     defs.extend(DEFS.iter());
-    let plan = compile_plan_with(&r, &tok, &loaded, &defs).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded, &defs).unwrap();
     // 300 sentences of one document give 298 (previous, sentence, next) examples.
     let n = |t: usize| plan.tasks[t].data.as_ref().unwrap().len();
     assert_eq!(n(1), 298);
@@ -177,7 +177,7 @@ fn conversation_running_text_and_labelled_sentences_train() {
     // An objective that reads translation pairs, on a conversation corpus: refused, naming
     // both kinds.
     let wrong = recipe(classes.len(), "l2_similarity");
-    let e = compile_plan_with(&wrong, &tok, &loaded, &defs).unwrap_err();
+    let e = compile_plan(&wrong, &tok, &loaded, &defs).unwrap_err();
     assert!(
         e.to_string().contains("translation pairs") && e.to_string().contains("conversation"),
         "{e}"
@@ -248,8 +248,8 @@ fn conversation_running_text_and_labelled_files_give_the_shipped_datasets_batche
     let tok = tokenizer_for(&shipped, &loaded, &dir.path().join("tokenizer.json")).unwrap();
     let mut defs = objectives::ALL.to_vec();
     defs.extend(DEFS.iter());
-    let a = compile_plan_with(&shipped, &tok, &loaded, &defs).unwrap();
-    let b = compile_plan_with(&own, &tok, &own_loaded, &defs).unwrap();
+    let a = compile_plan(&shipped, &tok, &loaded, &defs).unwrap();
+    let b = compile_plan(&own, &tok, &own_loaded, &defs).unwrap();
     assert_eq!(a.head_classes, b.head_classes);
     for t in 0..3 {
         let (da, db) = (

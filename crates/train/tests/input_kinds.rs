@@ -13,7 +13,7 @@ use harness_recipe::Recipe;
 use harness_train::corpora::load_corpora;
 use harness_train::data::Examples;
 use harness_train::objectives;
-use harness_train::plan::compile_plan_with;
+use harness_train::plan::compile_plan;
 use harness_train::tokenizer::tokenizer_for;
 use harness_train::trainer::{train, Options};
 use std::path::PathBuf;
@@ -84,7 +84,7 @@ fn every_encoder_kind_trains_on_words_with_char_ngrams() {
         assert_eq!(tok.char_ngram_buckets(), Some(4000));
         // 300 kept words after the specials and language tokens, then 50 OOV buckets.
         let base = tok.vocab_size() - 50;
-        let plan = compile_plan_with(&r, &tok, &loaded, objectives::ALL).unwrap();
+        let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
         let data = plan.tasks[0].data.as_ref().unwrap();
         // Its examples as the shards hold them (n-grams included).
         let all = data.shards.as_ref().unwrap().all().unwrap();

@@ -112,12 +112,12 @@ fn a_tab_separated_file_gives_the_batches_the_same_pairs_give_in_memory_and_trai
     let run = tempfile::tempdir().unwrap();
     let tok_path = run.path().join("tokenizer.json");
     let tok = tokenizer_for(&memory_recipe, &loaded, &tok_path).unwrap();
-    let memory = compile_plan(&memory_recipe, &tok, &loaded).unwrap();
+    let memory = compile_plan(&memory_recipe, &tok, &loaded, objectives::ALL).unwrap();
 
     let r = recipe("{files: [mine.*.tsv], format: tsv}");
     let (user, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     assert!(matches!(user["pairs"], Loaded::Files(_)));
-    let from_files = compile_plan(&r, &tok, &user).unwrap();
+    let from_files = compile_plan(&r, &tok, &user, objectives::ALL).unwrap();
     let shards = from_files.tasks[0]
         .data
         .as_ref()
@@ -177,7 +177,7 @@ fn moses_gzip_and_json_lines_train_and_their_shards_are_reused_until_a_file_chan
         let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
         let tok = tokenizer_for(&r, &loaded, &run.path().join("tokenizer.json")).unwrap();
         assert!(tok.language_index("de").is_some(), "{corpus}");
-        let plan = compile_plan(&r, &tok, &loaded).unwrap();
+        let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
         let used = plan.corpus_counts[0].used;
         assert_eq!(used, expected, "{corpus}");
         let dir = |p: &Plan| {
@@ -188,7 +188,7 @@ fn moses_gzip_and_json_lines_train_and_their_shards_are_reused_until_a_file_chan
         assert_eq!(out.steps, 6, "{corpus}");
         // A second plan reuses the shards (the manifest is the same file, not rewritten).
         let (again, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
-        let plan2 = compile_plan(&r, &tok, &again).unwrap();
+        let plan2 = compile_plan(&r, &tok, &again, objectives::ALL).unwrap();
         assert_eq!(dir(&plan2), first, "{corpus}");
     }
     let shard_sets = || {
@@ -216,7 +216,7 @@ fn moses_gzip_and_json_lines_train_and_their_shards_are_reused_until_a_file_chan
     let run = tempfile::tempdir().unwrap();
     let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     let tok = tokenizer_for(&r, &loaded, &run.path().join("tokenizer.json")).unwrap();
-    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
     assert_eq!(plan.corpus_counts[0].used, 701);
     // The old set of the changed file can never be used again: removed. The Moses set stays.
     assert_eq!(shard_sets(), 2);
@@ -246,7 +246,7 @@ fn the_contamination_filter_removes_a_planted_test_sentence_from_a_users_file() 
     let run = tempfile::tempdir().unwrap();
     let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     let tok = tokenizer_for(&r, &loaded, &run.path().join("tokenizer.json")).unwrap();
-    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
     let counts = &plan.corpus_counts[0];
     let (kept, removed) = counts.parts["deu-eng"];
     assert!(removed >= 1, "{counts:?}");
@@ -284,7 +284,7 @@ fn a_run_stopped_mid_epoch_resumes_from_the_shards_as_if_never_stopped() {
     let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     let whole = tempfile::tempdir().unwrap();
     let tok = tokenizer_for(&r, &loaded, &whole.path().join("tokenizer.json")).unwrap();
-    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
     assert!(plan.steps_per_epoch > 8, "{}", plan.steps_per_epoch);
     let run = |dir: &Path, stop_after: Option<u64>| {
         let opts = Options::<B> {
@@ -326,7 +326,7 @@ fn shards_whose_writer_died_before_the_manifest_are_never_taken_as_complete() {
     let run = tempfile::tempdir().unwrap();
     let (loaded, _) = load_corpora_in(&r, files.path(), &settings).unwrap();
     let tok = tokenizer_for(&r, &loaded, &run.path().join("tokenizer.json")).unwrap();
-    let plan = compile_plan(&r, &tok, &loaded).unwrap();
+    let plan = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
     let shards = plan.tasks[0]
         .data
         .as_ref()
@@ -352,7 +352,7 @@ fn shards_whose_writer_died_before_the_manifest_are_never_taken_as_complete() {
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let again = compile_plan(&r, &tok, &loaded).unwrap();
+    let again = compile_plan(&r, &tok, &loaded, objectives::ALL).unwrap();
     let rebuilt = again.tasks[0]
         .data
         .as_ref()

@@ -513,13 +513,13 @@ pub struct BertIntermediate<B: Backend> {
 }
 
 impl HiddenAct {
-    /// Applies the activation. `Gelu` is the exact erf form: [`crate::gelu_fused`] (the
+    /// Applies the activation. `Gelu` is the exact erf form: [`crate::fused::gelu`] (the
     /// vectorised host GELU, with its own backward pass) on burn's CPU backend and its
     /// autodiff, burn's `gelu` elsewhere.
     // https://github.com/huggingface/transformers/blob/cd4584e3c809bb9e1392ccd3fe38b40daba5519a/src/transformers/activations.py#L213
     pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {
-            HiddenAct::Gelu => crate::gelu_fused::gelu(x),
+            HiddenAct::Gelu => crate::fused::gelu::gelu(x),
             HiddenAct::GeluTanh => gelu_approximate(x),
             HiddenAct::Relu => relu(x),
         }
@@ -625,7 +625,7 @@ pub struct Bert<B: Backend> {
     pub vocab_size: usize,
     pub pad_token_id: usize,
     /// Every LayerNorm's ε (burn keeps a LayerNorm's own private); the CPU path
-    /// ([`crate::bert_fused`]) normalises with it.
+    /// ([`crate::fused::bert`]) normalises with it.
     pub layer_norm_eps: f64,
 }
 
@@ -678,37 +678,14 @@ impl<B: Backend> Bert<B> {
         cut_sorted(order, len, fits)
     }
 
-    /// The last hidden state, `[batch, seq, hidden]`, of a padded batch: `input_ids`
-    /// `[batch, seq]`, `attention_mask` `[batch, seq]` (1 real token, 0 padding). Rows of
-    /// padded positions are computed but meaningless; [`mean_pool`] leaves them out.
-    ///
-    /// `seq` must not exceed `max_position_embeddings` and every id must be below
-    /// `vocab_size`; [`BertBatch::new`] checks both.
-    ///
-    /// On burn's plain CPU backend (`NdArray<f32>`, not its autodiff) this runs the fused
-    /// host path of [`crate::bert_fused`]; everywhere else, [`Bert::forward_generic`]. The
-    /// two agree up to float rounding.
-    pub fn forward(
-        &self,
-        input_ids: Tensor<B, 2, Int>,
-        attention_mask: Tensor<B, 2>,
-    ) -> Tensor<B, 3> {
-        if let Some(hidden) = crate::bert_fused::forward(self, &input_ids, &attention_mask) {
-            return hidden;
-        }
-        if crate::attention_fused::supported::<B>() {
-            if let Some(hidden) = self.forward_fused_ops(input_ids.clone(), &attention_mask) {
-                return hidden;
-            }
-        }
-        self.forward_generic(input_ids, attention_mask)
-    }
+    // `Bert::forward`, which picks the host path, these fused operations or the generic
+    // path, is defined beside the host path (`fused/bert.rs`), which reads this file.
 
     /// [`Bert::forward_generic`] through harness's fused CPU operations, each with its own
     /// backward pass, on the `[batch·seq, hidden]` matrix: the linear layers
-    /// ([`crate::linear_fused`]), the attention core with the queries, keys and values side
-    /// by side ([`crate::attention_fused`]), LayerNorm ([`crate::layer_norm_fused`]) and GELU
-    /// ([`crate::gelu_fused`]); the reshapes copy nothing ([`crate::reshape_fused`]). This is
+    /// ([`crate::fused::linear`]), the attention core with the queries, keys and values side
+    /// by side ([`crate::fused::attention`]), LayerNorm ([`crate::fused::layer_norm`]) and GELU
+    /// ([`crate::fused::gelu`]); the reshapes copy nothing ([`crate::fused::reshape`]). This is
     /// what fine-tuning differentiates on burn's CPU autodiff backend, where burn's own
     /// operations copied transposed operands, built a node per element-wise step and took
     /// GELU's erf in f64 (most of a step outside the GEMM). `None` (nothing computed) where
@@ -719,9 +696,9 @@ impl<B: Backend> Bert<B> {
         input_ids: Tensor<B, 2, Int>,
         attention_mask: &Tensor<B, 2>,
     ) -> Option<Tensor<B, 3>> {
-        use crate::layer_norm_fused::layer_norm;
-        use crate::linear_fused::linear;
-        use crate::reshape_fused::reshape;
+        use crate::fused::layer_norm::layer_norm;
+        use crate::fused::linear::linear;
+        use crate::fused::reshape::reshape;
         let [batch, seq] = input_ids.dims();
         let d = self.hidden_size;
         let heads = self.heads();
@@ -731,7 +708,7 @@ impl<B: Backend> Bert<B> {
             .convert::<f32>()
             .into_vec::<f32>()
             .ok()?;
-        let shape = crate::attention_fused::Shape {
+        let shape = crate::fused::attention::Shape {
             batch,
             time: seq,
             heads,
@@ -750,7 +727,7 @@ impl<B: Backend> Bert<B> {
                 1,
             );
             let context =
-                crate::attention_fused::fused_attention(qkv, &key_mask, shape, &mut None, 0.0)
+                crate::fused::attention::fused_attention(qkv, &key_mask, shape, &mut None, 0.0)
                     .ok()?;
             let out = &layer.attention.output;
             let attended = layer_norm(&out.layer_norm, linear(&out.dense, context) + h, eps);
@@ -1108,7 +1085,7 @@ fn preview(items: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #[test]
     fn encoding_batches_are_cut_where_the_padded_size_stops_fitting() {
         let order = [3, 0, 2, 1];
@@ -1125,10 +1102,10 @@ mod tests {
     use super::*;
     use burn::backend::NdArray;
 
-    type B = NdArray<f32>;
+    pub(crate) type B = NdArray<f32>;
 
     /// A 2-layer model small enough to build in a test, with random weights.
-    fn tiny_config() -> BertConfig {
+    pub(crate) fn tiny_config() -> BertConfig {
         BertConfig {
             vocab_size: 50,
             hidden_size: 16,
@@ -1141,7 +1118,7 @@ mod tests {
         }
     }
 
-    fn values(t: Tensor<B, 2>) -> Vec<f32> {
+    pub(crate) fn values(t: Tensor<B, 2>) -> Vec<f32> {
         t.into_data().to_vec::<f32>().unwrap()
     }
 
@@ -1268,7 +1245,7 @@ mod tests {
 
     /// A 2-layer model wide enough that every GEMM of a 40-sentence batch crosses
     /// `harness_kernels::gemm`'s threshold for splitting into parallel blocks.
-    fn wider_config(act: HiddenAct) -> BertConfig {
+    pub(crate) fn wider_config(act: HiddenAct) -> BertConfig {
         BertConfig {
             vocab_size: 97,
             hidden_size: 64,
@@ -1281,7 +1258,7 @@ mod tests {
     }
 
     /// `n` sentences of 1 to `longest` tokens with varied ids below `vocab`.
-    fn sentences(n: usize, vocab: u32, longest: usize) -> Vec<Vec<u32>> {
+    pub(crate) fn sentences(n: usize, vocab: u32, longest: usize) -> Vec<Vec<u32>> {
         (0..n)
             .map(|i| {
                 let len = 1 + (i * 7 + 3) % longest;
@@ -1290,74 +1267,6 @@ mod tests {
                     .collect()
             })
             .collect()
-    }
-
-    #[test]
-    fn the_cpu_path_equals_the_generic_path() {
-        let device = Default::default();
-        for config in [
-            tiny_config(),
-            wider_config(HiddenAct::Gelu),
-            wider_config(HiddenAct::GeluTanh),
-            wider_config(HiddenAct::Relu),
-        ] {
-            let model = config.init::<B>(&device);
-            let longest = config.max_position_embeddings.min(31);
-            let batch = BertBatch::new(&model, &sentences(40, 12, longest), &device).unwrap();
-            let (ids, mask) = (batch.input_ids.clone(), batch.attention_mask.clone());
-            let fused = crate::bert_fused::forward(&model, &ids, &mask)
-                .expect("the CPU path serves NdArray<f32>");
-            let generic = model.forward_generic(ids.clone(), mask.clone());
-            let [b, t, h] = fused.dims();
-            assert_eq!([b, t, h], generic.dims());
-            // Every position, padded ones included (both paths compute them the same way).
-            let (f, g) = (
-                values(fused.reshape([b * t, h])),
-                values(generic.reshape([b * t, h])),
-            );
-            let worst = f
-                .iter()
-                .zip(&g)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0f32, f32::max);
-            eprintln!(
-                "{:?}, hidden {}: max |fused − generic| = {worst:e}",
-                config.hidden_act, config.hidden_size
-            );
-            assert!(
-                worst <= 1e-5,
-                "{:?}: max |fused − generic| = {worst:e}",
-                config.hidden_act
-            );
-            // Not vacuous: the hidden states are LayerNorm outputs of unit scale.
-            assert!(g.iter().map(|x| x.abs()).fold(0.0f32, f32::max) > 0.5);
-            // `forward` takes the CPU path on this backend.
-            assert_eq!(values(model.forward(ids, mask).reshape([b * t, h])), f);
-        }
-    }
-
-    #[test]
-    fn the_cpu_path_declines_what_the_generic_path_treats_differently() {
-        let device = Default::default();
-        let model = tiny_config().init::<B>(&device);
-        let ids =
-            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 2, 3, 4], [2, 2]), &device);
-        let mask = |m: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(m, [2, 2]), &device);
-        let run = |m| crate::bert_fused::forward(&model, &ids, &mask(m));
-        assert!(run(vec![1.0, 1.0, 1.0, 0.0]).is_some());
-        // A sentence without a real token, a fractional mask value.
-        assert!(run(vec![1.0, 1.0, 0.0, 0.0]).is_none());
-        assert!(run(vec![1.0, 0.5, 1.0, 1.0]).is_none());
-        // An id outside the vocabulary.
-        let bad =
-            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 50, 3, 4], [2, 2]), &device);
-        assert!(crate::bert_fused::forward(&model, &bad, &mask(vec![1.0; 4])).is_none());
-        // Autodiff (fine-tuning) is not served here: `Bert::forward_fused_ops` serves it.
-        type Ad = burn::backend::Autodiff<B>;
-        let trainable = tiny_config().init::<Ad>(&device);
-        let ids = Tensor::<Ad, 2, Int>::from_data(TensorData::new(vec![1i64, 2], [1, 2]), &device);
-        let ones = Tensor::<Ad, 2>::ones([1, 2], &device);
-        assert!(crate::bert_fused::forward(&trainable, &ids, &ones).is_none());
     }
 
     /// Fine-tuning's path (`forward_fused_ops` on the CPU autodiff backend, which `forward`

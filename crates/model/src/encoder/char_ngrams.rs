@@ -15,7 +15,8 @@
 //! Adding an input kind: its tensors in `crate::input::Padded`, what the tokenizer gives per
 //! token in `harness_data::tokenize::Tokens`, and its module and arm here.
 
-use crate::gather_fused::{self, gather_rows, Gather};
+use crate::fused;
+use crate::fused::gather::{gather_rows, Gather};
 use crate::input::Padded;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
@@ -67,10 +68,10 @@ impl<B: Backend> CharNgrams<B> {
         let [_, d] = self.table.weight.dims();
         let device = self.table.weight.device();
         let sums = match &input.ngrams {
-            Some(g) if g.count > 0 && gather_fused::supported::<B>() => {
+            Some(g) if g.count > 0 && fused::gather::supported::<B>() => {
                 let gather = Gather {
-                    index: gather_fused::host_indices(&g.ids),
-                    position: Some(gather_fused::host_indices(&g.positions)),
+                    index: fused::gather::host_indices(&g.ids),
+                    position: Some(fused::gather::host_indices(&g.positions)),
                     rows: batch * time,
                 };
                 gather_rows(&self.table.weight.val(), &gather).expect("a supported backend")
@@ -89,8 +90,8 @@ impl<B: Backend> CharNgrams<B> {
             }
             _ => Tensor::<B, 2>::zeros([batch * time, d], &device),
         };
-        let y = crate::tanh_fused::tanh(crate::linear_fused::linear(&self.layer, sums));
-        crate::reshape_fused::reshape(y, [batch, time, d])
+        let y = crate::fused::tanh::tanh(crate::fused::linear::linear(&self.layer, sums));
+        crate::fused::reshape::reshape(y, [batch, time, d])
     }
 }
 
@@ -102,16 +103,16 @@ pub fn embed_tokens<B: Backend>(
     ngrams: Option<&CharNgrams<B>>,
     input: &Padded<B>,
 ) -> Tensor<B, 3> {
-    let w = if gather_fused::supported::<B>() {
+    let w = if fused::gather::supported::<B>() {
         let [batch, time] = input.ids.dims();
         let [_, d] = words.weight.dims();
         let gather = Gather {
-            index: gather_fused::host_indices(&input.ids),
+            index: fused::gather::host_indices(&input.ids),
             position: None,
             rows: batch * time,
         };
         let w = gather_rows(&words.weight.val(), &gather).expect("a supported backend");
-        crate::reshape_fused::reshape(w, [batch, time, d])
+        crate::fused::reshape::reshape(w, [batch, time, d])
     } else {
         words.forward(input.ids.clone())
     };

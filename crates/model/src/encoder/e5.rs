@@ -30,7 +30,7 @@ pub const E5_SMALL: &str = "multilingual-e5-small";
 pub const E5_BIN: &str = "e5-small-q4.bin";
 
 /// Bumped when this file (or the BERT it builds) changes what vectors it produces (part of
-/// the fingerprint; 2: GELU in f32 on the CPU; 3: the fused CPU forward pass, `bert_fused`).
+/// the fingerprint; 2: GELU in f32 on the CPU; 3: the fused CPU forward pass, `fused::bert`).
 const VERSION: u32 = 3;
 
 /// multilingual-e5-small on burn: dequantised weights, unigram tokenizer, prefix.

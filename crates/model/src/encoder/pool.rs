@@ -28,7 +28,7 @@ pub fn pool<B: Backend>(
             }
         }
         Pool::Cls => states.slice([0..batch, 0..1, 0..d]).reshape([batch, d]),
-        // One fused pass on the CPU backend (`maxpool_fused`), burn's ops elsewhere.
-        Pool::Max => crate::maxpool_fused::max_pool(states, mask),
+        // One fused pass on the CPU backend (`fused::maxpool`), burn's ops elsewhere.
+        Pool::Max => crate::fused::maxpool::max_pool(states, mask),
     }
 }

@@ -42,7 +42,7 @@ pub const MINILM: &str = "all-MiniLM-L6-v2";
 
 /// Version of the encoding rule (tokenisation, pooling, normalisation) in the fingerprint;
 /// bump it whenever the output for the same files changes (2: GELU in f32 on the CPU; 3: the
-/// fused CPU forward pass, `bert_fused`).
+/// fused CPU forward pass, `fused::bert`).
 const VERSION: u32 = 3;
 
 /// Sentences per forward pass unless [`SentenceTransformer::with_batch_size`] says otherwise

@@ -46,16 +46,14 @@
 //! LayerNorm gains and biases are then reset to 1 and 0 ([`TransformerEncoder::reset_norms`]),
 //! the identity they start from in every transformer.
 
-use crate::attention_fused;
 use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
 use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
+use crate::fused;
+use crate::fused::relu::relu;
+use crate::fused::reshape::reshape;
 use crate::input::Padded;
-use crate::layer_norm_fused;
-use crate::linear_fused;
 use crate::random::{dropout, Noise};
-use crate::relu_fused::relu;
-use crate::reshape_fused::reshape;
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::softmax;
@@ -67,7 +65,7 @@ use harness_recipe::schema::{self, Pool};
 /// f32 for any score a real key has, and a row whose keys are all padding (an empty
 /// sentence) stays finite (uniform) instead of NaN, as it would with −∞. (−10⁴ also fits
 /// f16.)
-const MASKED: f32 = attention_fused::MASKED;
+const MASKED: f32 = fused::attention::MASKED;
 
 /// LayerNorm ε (PyTorch's and tensor2tensor's default).
 const EPSILON: f64 = 1e-5;
@@ -224,7 +222,7 @@ struct Keys<B: Backend> {
     /// `[batch, 1, 1, time]`: 0 at real keys and [`MASKED`] at padded ones (generic path).
     bias: Tensor<B, 4>,
     /// `[batch·time]` on the host, 1 at real keys: the fused CPU path
-    /// ([`crate::attention_fused`]), where the backend has it.
+    /// ([`crate::fused::attention`]), where the backend has it.
     host: Option<Vec<f32>>,
 }
 
@@ -239,16 +237,16 @@ impl<B: Backend> SelfAttention<B> {
         p: f64,
     ) -> Tensor<B, 3> {
         let [batch, time, d] = x.dims();
-        let qkv = linear_fused::linear(&self.in_proj, reshape(x, [batch * time, d]));
+        let qkv = fused::linear::linear(&self.in_proj, reshape(x, [batch * time, d]));
         let qkv = match &keys.host {
             Some(mask) => {
-                let shape = attention_fused::Shape {
+                let shape = fused::attention::Shape {
                     batch,
                     time,
                     heads,
                     d,
                 };
-                match attention_fused::fused_attention(qkv, mask, shape, noise, p) {
+                match fused::attention::fused_attention(qkv, mask, shape, noise, p) {
                     Ok(context) => {
                         return linear_rows(&self.out_proj, reshape(context, [batch, time, d]))
                     }
@@ -280,21 +278,21 @@ impl<B: Backend> SelfAttention<B> {
 }
 
 /// `linear` applied to `x: [batch, time, d_in]` as one `[batch·time, d_in]` matrix: the
-/// same values, through the fused CPU layer ([`crate::linear_fused`]) where the backend has
+/// same values, through the fused CPU layer ([`crate::fused::linear`]) where the backend has
 /// it (burn-ndarray's matmul copies its transposed operands in the backward pass), and
-/// reshaped without copies ([`crate::reshape_fused`]).
+/// reshaped without copies ([`crate::fused::reshape`]).
 fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, time, d_in] = x.dims();
-    let y = linear_fused::linear(linear, reshape(x, [batch * time, d_in]));
+    let y = fused::linear::linear(linear, reshape(x, [batch * time, d_in]));
     let [_, d_out] = y.dims();
     reshape(y, [batch, time, d_out])
 }
 
 /// `norm` applied to `x: [batch, time, d]` as one `[batch·time, d]` matrix, through the
-/// fused CPU operation ([`crate::layer_norm_fused`]) where the backend has it.
+/// fused CPU operation ([`crate::fused::layer_norm`]) where the backend has it.
 fn norm_rows<B: Backend>(norm: &LayerNorm<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [batch, time, d] = x.dims();
-    let y = layer_norm_fused::layer_norm(norm, reshape(x, [batch * time, d]), EPSILON);
+    let y = fused::layer_norm::layer_norm(norm, reshape(x, [batch * time, d]), EPSILON);
     reshape(y, [batch, time, d])
 }
 
@@ -364,7 +362,7 @@ impl<B: Backend> TransformerEncoder<B> {
             bias: (mask.clone() - 1.0)
                 .mul_scalar(-MASKED)
                 .reshape([batch, 1, 1, time]),
-            host: (self.fused && attention_fused::supported::<B>()).then(|| {
+            host: (self.fused && fused::attention::supported::<B>()).then(|| {
                 mask.clone()
                     .into_data()
                     .convert::<f32>()

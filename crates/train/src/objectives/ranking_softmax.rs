@@ -438,7 +438,7 @@ train: {{steps: 1, batch_size: 6, max_len: 12}}
         ))
         .unwrap();
         let tok = tokenizer_for(&r, &corpora(), &dir.join("tokenizer.json")).unwrap();
-        compile_plan(&r, &tok, &corpora()).unwrap()
+        compile_plan(&r, &tok, &corpora(), crate::objectives::ALL).unwrap()
     }
 
     fn hashed(_: &str) -> Result<Box<dyn Encoder>, TrainError> {

@@ -28,7 +28,7 @@
 //! [`fused_attention`] serves `burn-ndarray` (f32) and its autodiff; on any other backend it
 //! declines and the caller runs the generic path.
 
-use crate::lstm_fused::{host_values, register_grad};
+use crate::fused::lstm::{host_values, register_grad};
 use crate::random::Noise;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;

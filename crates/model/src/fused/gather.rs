@@ -18,7 +18,7 @@
 //! [`gather_rows`] serves `burn-ndarray` (f32) and its autodiff; on any other backend it
 //! returns `None` and the caller runs burn's own operations.
 
-use crate::lstm_fused::{register_grad, with_values};
+use crate::fused::lstm::{register_grad, with_values};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;

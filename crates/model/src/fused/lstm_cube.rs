@@ -27,11 +27,11 @@
 //! hands it the inner `CubeBackend` tensors and takes its outputs back. Training goes
 //! through a custom autodiff node whose backward pass is the other custom operation.
 //!
-//! Semantics are the generic path's exactly; the tests compare outputs and every gradient.
+//! Semantics are the generic path's exactly; the tests (`lstm.rs`, beside the generic path)
+//! compare outputs and every gradient.
 //! On any other backend the functions here decline and the caller takes another path.
 
-use crate::lstm::MaskedLstm;
-use crate::lstm_fused::LayerInput;
+use crate::fused::lstm::LayerInput;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -709,27 +709,10 @@ pub(crate) fn cube_layer<B: Backend>(
 }
 
 /// A BiLSTM layer's outputs, both directions concatenated (`[time, batch, 2·hidden]`), in
-/// one recurrence when `B` is a cube backend of this build; `None` otherwise.
-pub(crate) fn bi_layer<B: Backend>(
-    fwd: &MaskedLstm<B>,
-    rev: &MaskedLstm<B>,
-    x: Tensor<B, 3>,
-    mask: Tensor<B, 2>,
-) -> Option<Tensor<B, 3>> {
-    let [time, batch, _] = x.dims();
-    if time == 0 || batch == 0 || fwd.d_hidden == 0 || fwd.d_hidden != rev.d_hidden {
-        return None;
-    }
-    let input = BiInput {
-        x,
-        w_ih: [fwd.input.weight.val(), rev.input.weight.val()],
-        bias: [
-            fwd.input.bias.as_ref().map(|b| b.val()),
-            rev.input.bias.as_ref().map(|b| b.val()),
-        ],
-        w_hh: [fwd.hidden.weight.val(), rev.hidden.weight.val()],
-        mask,
-    };
+/// one recurrence when `B` is a cube backend of this build; `None` otherwise. The caller
+/// ([`crate::lstm::MaskedLstm::forward_bi_tm`]) checks that the input is not empty and that
+/// both directions are as wide.
+pub(crate) fn bi_layer<B: Backend>(input: BiInput<B>) -> Option<Tensor<B, 3>> {
     macro_rules! attempt {
         ($input:ident, $C:ty) => {
             let $input = match cast::<BiInput<B>, BiInput<Autodiff<$C>>>($input) {
@@ -753,211 +736,4 @@ pub(crate) fn bi_layer<B: Backend>(
 /// A tensor of the concrete backend back as the caller's `B` (the same type).
 fn back<C: Backend, B: Backend>(t: Tensor<C, 3>) -> Tensor<B, 3> {
     cast::<Tensor<C, 3>, Tensor<B, 3>>(t).unwrap_or_else(|_| unreachable!("the same backend type"))
-}
-
-#[cfg(all(test, feature = "wgpu"))]
-mod tests {
-    use super::*;
-    use crate::lstm::MaskedLstmConfig;
-    use burn::tensor::{Distribution, TensorData};
-
-    type G = Autodiff<burn::backend::Wgpu<f32, i32>>;
-
-    /// cubecl's caches in a temporary folder, not a `target/` beside this crate (its
-    /// default).
-    fn setup() {
-        crate::gpu::configure(&std::env::temp_dir().join("harness-lstm-cube-cubecl"));
-    }
-
-    fn mask_of(lens: &[usize], time: usize) -> Tensor<G, 2> {
-        let v: Vec<f32> = (0..time)
-            .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
-            .collect();
-        Tensor::from_data(TensorData::new(v, [time, lens.len()]), &Default::default())
-    }
-
-    fn host<const D: usize>(t: Tensor<burn::backend::Wgpu<f32, i32>, D>) -> Vec<f32> {
-        t.into_data().to_vec::<f32>().expect("f32 data")
-    }
-
-    /// The largest difference, checked against `tol` (absolute, scaled by the magnitude).
-    fn close(a: Vec<f32>, b: Vec<f32>, tol: f32, what: &str) -> f32 {
-        assert_eq!(a.len(), b.len(), "{what}");
-        let mut worst = 0.0f32;
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            let diff = (x - y).abs();
-            assert!(diff <= tol * (1.0 + y.abs()), "{what}[{i}]: {x} vs {y}");
-            worst = worst.max(diff);
-        }
-        println!("{what}: largest difference {worst:e}");
-        worst
-    }
-
-    fn uniform<const D: usize>(shape: [usize; D], r: f64) -> Tensor<G, D> {
-        Tensor::random(shape, Distribution::Uniform(-r, r), &Default::default())
-    }
-
-    fn layer(d_in: usize, h: usize, reverse: bool, seed: u64) -> MaskedLstm<G> {
-        crate::random::init_uniform(
-            MaskedLstmConfig::new(d_in, h)
-                .with_reverse(reverse)
-                .init::<G>(&Default::default()),
-            seed,
-            0.5,
-        )
-    }
-
-    /// One direction through this module's kernels against the generic step-by-step layer
-    /// on the same weights: outputs, and the gradients of a loss that reads every output,
-    /// for both directions, padding of varying lengths, a context and initial states that
-    /// take their own gradients.
-    #[test]
-    fn cube_layer_equals_the_generic_layer_with_gradients() {
-        setup();
-        let (time, batch, d_in, h) = (6, 5, 3, 4);
-        let lens = [6, 2, 4, 1, 5];
-        for reverse in [false, true] {
-            let layer = layer(d_in, h, reverse, 7);
-            let x = uniform([time, batch, d_in], 1.0).require_grad();
-            let ctx = uniform([batch, 4 * h], 0.5).require_grad();
-            let h0 = uniform([batch, h], 0.5).require_grad();
-            let c0 = uniform([batch, h], 0.5).require_grad();
-            let weights = uniform([time, batch, h], 1.0);
-            let mask = mask_of(&lens, time);
-            let run = |cube: bool| {
-                let input = LayerInput {
-                    x: x.clone(),
-                    w_ih: layer.input.weight.val(),
-                    bias: layer.input.bias.as_ref().map(|b| b.val()),
-                    context: Some(ctx.clone()),
-                    w_hh: layer.hidden.weight.val(),
-                    mask: mask.clone(),
-                    h0: h0.clone(),
-                    c0: c0.clone(),
-                };
-                let hs = if cube {
-                    cube_layer(input, reverse)
-                        .ok()
-                        .expect("wgpu takes the cube path")
-                } else {
-                    layer.steps_tm(input)
-                };
-                let loss = (hs.clone() * weights.clone()).sum();
-                let grads = loss.backward();
-                let g = |t: &Tensor<G, 2>| host(t.grad(&grads).expect("a gradient"));
-                let bias = layer.input.bias.as_ref().expect("a bias").val();
-                vec![
-                    host(hs.inner()),
-                    host(x.grad(&grads).expect("dx")),
-                    g(&ctx),
-                    g(&h0),
-                    g(&c0),
-                    g(&layer.hidden.weight.val()),
-                    g(&layer.input.weight.val()),
-                    host(bias.grad(&grads).expect("dbias")),
-                ]
-            };
-            let a = run(true);
-            let b = run(false);
-            let names = [
-                "outputs", "dx", "dcontext", "dh0", "dc0", "dW_hh", "dW_ih", "dbias",
-            ];
-            for ((a, b), name) in a.into_iter().zip(b).zip(names) {
-                close(a, b, 1e-5, &format!("{name} (reverse {reverse})"));
-            }
-        }
-    }
-
-    /// Both directions of a BiLSTM layer in one recurrence against the two generic layers
-    /// run one after the other and concatenated: outputs and every weight's gradient.
-    #[test]
-    fn bi_layer_equals_two_generic_layers_with_gradients() {
-        setup();
-        let (time, batch, d_in, h) = (7, 4, 3, 5);
-        let lens = [7, 3, 1, 5];
-        let fwd = layer(d_in, h, false, 11);
-        let rev = layer(d_in, h, true, 12);
-        let x = uniform([time, batch, d_in], 1.0).require_grad();
-        let weights = uniform([time, batch, 2 * h], 1.0);
-        let mask = mask_of(&lens, time);
-        let run = |cube: bool| {
-            let out = if cube {
-                bi_layer(&fwd, &rev, x.clone(), mask.clone()).expect("wgpu takes the cube path")
-            } else {
-                let input = |l: &MaskedLstm<G>| LayerInput {
-                    x: x.clone(),
-                    w_ih: l.input.weight.val(),
-                    bias: l.input.bias.as_ref().map(|b| b.val()),
-                    context: None,
-                    w_hh: l.hidden.weight.val(),
-                    mask: mask.clone(),
-                    h0: Tensor::zeros([batch, h], &Default::default()),
-                    c0: Tensor::zeros([batch, h], &Default::default()),
-                };
-                Tensor::cat(
-                    vec![fwd.steps_tm(input(&fwd)), rev.steps_tm(input(&rev))],
-                    2,
-                )
-            };
-            let loss = (out.clone() * weights.clone()).sum();
-            let grads = loss.backward();
-            let mut got = vec![host(out.inner()), host(x.grad(&grads).expect("dx"))];
-            for l in [&fwd, &rev] {
-                got.push(host(l.hidden.weight.val().grad(&grads).expect("dW_hh")));
-                got.push(host(l.input.weight.val().grad(&grads).expect("dW_ih")));
-                let bias = l.input.bias.as_ref().expect("a bias").val();
-                got.push(host(bias.grad(&grads).expect("dbias")));
-            }
-            got
-        };
-        let a = run(true);
-        let b = run(false);
-        let names = [
-            "outputs",
-            "dx",
-            "dW_hh fwd",
-            "dW_ih fwd",
-            "dbias fwd",
-            "dW_hh rev",
-            "dW_ih rev",
-            "dbias rev",
-        ];
-        for ((a, b), name) in a.into_iter().zip(b).zip(names) {
-            close(a, b, 1e-5, name);
-        }
-    }
-
-    /// Inference (no autodiff) takes the kernels too, with the generic layer's outputs.
-    #[test]
-    fn inference_equals_the_generic_layer() {
-        type P = burn::backend::Wgpu<f32, i32>;
-        setup();
-        let dev = Default::default();
-        let layer = crate::random::init_uniform(
-            MaskedLstmConfig::new(3, 4)
-                .with_reverse(true)
-                .init::<P>(&dev),
-            3,
-            0.5,
-        );
-        let x = Tensor::<P, 3>::random([7, 3, 3], Distribution::Uniform(-1.0, 1.0), &dev);
-        let v: Vec<f32> = (0..7)
-            .flat_map(|t| [7, 3, 5].map(|l| if t < l { 1.0 } else { 0.0 }))
-            .collect();
-        let mask = Tensor::<P, 2>::from_data(TensorData::new(v, [7, 3]), &dev);
-        let input = || LayerInput {
-            x: x.clone(),
-            w_ih: layer.input.weight.val(),
-            bias: layer.input.bias.as_ref().map(|b| b.val()),
-            context: None,
-            w_hh: layer.hidden.weight.val(),
-            mask: mask.clone(),
-            h0: Tensor::zeros([3, 4], &dev),
-            c0: Tensor::zeros([3, 4], &dev),
-        };
-        let cube = cube_layer(input(), true)
-            .ok()
-            .expect("wgpu takes the cube path");
-        close(host(cube), host(layer.steps_tm(input())), 1e-5, "outputs");
-    }
 }

@@ -6,7 +6,7 @@
 //! [`tanh`] serves burn-ndarray (f32) and its autodiff; on any other backend it is burn's own
 //! `tanh`. The test below compares values and gradients with burn's.
 
-use crate::unary_fused::{apply, Rule};
+use crate::fused::unary::{apply, Rule};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 

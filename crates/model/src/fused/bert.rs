@@ -14,7 +14,7 @@
 //! ```
 //!
 //! which is [`Bert::forward_generic`] (burn's tensor ops: the path every other backend and
-//! autodiff take) up to float rounding; the tests in `encoder/bert.rs` compare the two.
+//! autodiff take) up to float rounding; the tests below compare the two.
 //!
 //! Why: profiled on all-MiniLM-L6-v2 (STS-B, batches of 32, 2 threads), the generic path
 //! spent 37 % of its time outside the GEMM micro-kernel and its packing: copies of permuted
@@ -32,14 +32,14 @@
 //! ones out (the generic path adds their weights, exact zeros).
 //!
 //! Inference only, and only on plain `NdArray<f32>`: under `Autodiff` (fine-tuning) the
-//! generic path runs, whose gradients burn provides. [`forward`] declines (`None`) on any
+//! generic path runs, whose gradients burn provides. [`host_forward`] declines (`None`) on any
 //! other backend and on inputs the generic path handles differently: a mask value other
 //! than 0 or 1, a sentence with no real token, an id outside the vocabulary, a word table in
 //! blocks.
 
 use crate::encoder::bert::{Bert, HiddenAct};
-use crate::layer_norm_fused::layer_norm_rows;
-use crate::lstm_fused::host_values;
+use crate::fused::layer_norm::layer_norm_rows;
+use crate::fused::lstm::host_values;
 use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::NdArray;
 use burn::module::Param;
@@ -56,10 +56,41 @@ type Cpu = NdArray<f32>;
 /// Elements per rayon task of the element-wise GELU.
 const GELU_CHUNK: usize = 1 << 16;
 
+// `Bert::forward` stands here, beside the path it prefers, so that the model's own file
+// (`encoder/bert.rs`) need not know this one: this file reads the model, never the reverse.
+impl<B: Backend> Bert<B> {
+    /// The last hidden state, `[batch, seq, hidden]`, of a padded batch: `input_ids`
+    /// `[batch, seq]`, `attention_mask` `[batch, seq]` (1 real token, 0 padding). Rows of
+    /// padded positions are computed but meaningless; [`crate::encoder::bert::mean_pool`]
+    /// leaves them out.
+    ///
+    /// `seq` must not exceed `max_position_embeddings` and every id must be below
+    /// `vocab_size`; [`crate::encoder::bert::BertBatch::new`] checks both.
+    ///
+    /// On burn's plain CPU backend (`NdArray<f32>`, not its autodiff) this runs the fused
+    /// host path of this module; everywhere else, [`Bert::forward_generic`]. The
+    /// two agree up to float rounding.
+    pub fn forward(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        attention_mask: Tensor<B, 2>,
+    ) -> Tensor<B, 3> {
+        if let Some(hidden) = host_forward(self, &input_ids, &attention_mask) {
+            return hidden;
+        }
+        if crate::fused::attention::supported::<B>() {
+            if let Some(hidden) = self.forward_fused_ops(input_ids.clone(), &attention_mask) {
+                return hidden;
+            }
+        }
+        self.forward_generic(input_ids, attention_mask)
+    }
+}
+
 /// The last hidden state `[batch, seq, hidden]` of [`Bert::forward`], computed as the module
 /// documentation says, where `B` is burn's plain CPU backend and the input is one the generic
 /// path treats the same way; `None` otherwise (the caller runs the generic path).
-pub(crate) fn forward<B: Backend>(
+fn host_forward<B: Backend>(
     bert: &Bert<B>,
     input_ids: &Tensor<B, 2, Int>,
     attention_mask: &Tensor<B, 2>,
@@ -332,4 +363,79 @@ fn attention(q: &[f32], k: &[f32], v: &[f32], keys: &[bool], s: Shape) -> Vec<f3
 #[inline(always)]
 fn rows_at(m: &[f32], at: usize, len: usize) -> &[f32] {
     &m[at..at + len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoder::bert::tests::{sentences, tiny_config, values, wider_config, B};
+    use crate::encoder::bert::BertBatch;
+
+    #[test]
+    fn the_cpu_path_equals_the_generic_path() {
+        let device = Default::default();
+        for config in [
+            tiny_config(),
+            wider_config(HiddenAct::Gelu),
+            wider_config(HiddenAct::GeluTanh),
+            wider_config(HiddenAct::Relu),
+        ] {
+            let model = config.init::<B>(&device);
+            let longest = config.max_position_embeddings.min(31);
+            let batch = BertBatch::new(&model, &sentences(40, 12, longest), &device).unwrap();
+            let (ids, mask) = (batch.input_ids.clone(), batch.attention_mask.clone());
+            let fused =
+                host_forward(&model, &ids, &mask).expect("the CPU path serves NdArray<f32>");
+            let generic = model.forward_generic(ids.clone(), mask.clone());
+            let [b, t, h] = fused.dims();
+            assert_eq!([b, t, h], generic.dims());
+            // Every position, padded ones included (both paths compute them the same way).
+            let (f, g) = (
+                values(fused.reshape([b * t, h])),
+                values(generic.reshape([b * t, h])),
+            );
+            let worst = f
+                .iter()
+                .zip(&g)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            eprintln!(
+                "{:?}, hidden {}: max |fused − generic| = {worst:e}",
+                config.hidden_act, config.hidden_size
+            );
+            assert!(
+                worst <= 1e-5,
+                "{:?}: max |fused − generic| = {worst:e}",
+                config.hidden_act
+            );
+            // Not vacuous: the hidden states are LayerNorm outputs of unit scale.
+            assert!(g.iter().map(|x| x.abs()).fold(0.0f32, f32::max) > 0.5);
+            // `forward` takes the CPU path on this backend.
+            assert_eq!(values(model.forward(ids, mask).reshape([b * t, h])), f);
+        }
+    }
+
+    #[test]
+    fn the_cpu_path_declines_what_the_generic_path_treats_differently() {
+        let device = Default::default();
+        let model = tiny_config().init::<B>(&device);
+        let ids =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 2, 3, 4], [2, 2]), &device);
+        let mask = |m: Vec<f32>| Tensor::<B, 2>::from_data(TensorData::new(m, [2, 2]), &device);
+        let run = |m| host_forward(&model, &ids, &mask(m));
+        assert!(run(vec![1.0, 1.0, 1.0, 0.0]).is_some());
+        // A sentence without a real token, a fractional mask value.
+        assert!(run(vec![1.0, 1.0, 0.0, 0.0]).is_none());
+        assert!(run(vec![1.0, 0.5, 1.0, 1.0]).is_none());
+        // An id outside the vocabulary.
+        let bad =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(vec![1i64, 50, 3, 4], [2, 2]), &device);
+        assert!(host_forward(&model, &bad, &mask(vec![1.0; 4])).is_none());
+        // Autodiff (fine-tuning) is not served here: `Bert::forward_fused_ops` serves it.
+        type Ad = burn::backend::Autodiff<B>;
+        let trainable = tiny_config().init::<Ad>(&device);
+        let ids = Tensor::<Ad, 2, Int>::from_data(TensorData::new(vec![1i64, 2], [1, 2]), &device);
+        let ones = Tensor::<Ad, 2>::ones([1, 2], &device);
+        assert!(host_forward(&trainable, &ids, &ones).is_none());
+    }
 }

@@ -9,7 +9,7 @@
 //! [`relu`] serves burn-ndarray (f32) and its autodiff; on any other backend it is burn's own
 //! `relu`.
 
-use crate::unary_fused::{apply, Rule};
+use crate::fused::unary::{apply, Rule};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 

@@ -12,7 +12,7 @@
 //! (the tests below compare values and all three gradients). [`linear`] serves burn-ndarray
 //! (f32) and its autodiff; on any other backend it runs burn's own `Linear::forward`.
 
-use crate::lstm_fused::{register_grad, with_values};
+use crate::fused::lstm::{register_grad, with_values};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;

@@ -16,7 +16,7 @@
 //! [`layer_norm`] serves burn-ndarray (f32) and its autodiff; on any other backend it runs
 //! burn's own.
 
-use crate::lstm_fused::{host_values, register_grad};
+use crate::fused::lstm::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;

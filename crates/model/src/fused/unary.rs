@@ -2,9 +2,9 @@
 //! output (`tanh`: `dy·(1 − y²)`; `relu`: `dy` where `y > 0`) or only the input (GELU):
 //! dispatch on the backend, one autodiff node that saves `y` (or `x`, [`Rule::SAVES_INPUT`]),
 //! and burn's own operation on any other backend. Each operation is a [`Rule`] in its own
-//! file ([`crate::tanh_fused`], [`crate::relu_fused`], [`crate::gelu_fused`]).
+//! file ([`crate::fused::tanh`], [`crate::fused::relu`], [`crate::fused::gelu`]).
 
-use crate::lstm_fused::{host_values, register_grad};
+use crate::fused::lstm::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
