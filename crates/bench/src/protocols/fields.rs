@@ -119,11 +119,7 @@ fn deref<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
     match node.get("$ref").and_then(Value::as_str) {
         Some(r) => r
             .strip_prefix("#/")
-            .map(|p| {
-                p.split('/')
-                    .fold(Some(root), |v, k| v.and_then(|v| v.get(k)))
-            })
-            .and_then(|v| v)
+            .and_then(|p| p.split('/').try_fold(root, |v, k| v.get(k)))
             .map(|v| deref(root, v))
             .unwrap_or(node),
         None => node,

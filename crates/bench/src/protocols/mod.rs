@@ -101,6 +101,30 @@ pub fn datasets_read(benchmark: &Benchmark) -> Result<Vec<String>, BenchError> {
     Ok(all)
 }
 
+#[cfg(test)]
+mod typed_scores_tests {
+    use super::*;
+
+    /// Every protocol declares the shape of its scores: an object with named fields (or a
+    /// map of them), never the unconstrained schema of `serde_json::Value`.
+    #[test]
+    fn every_protocol_has_typed_scores() {
+        for p in ALL {
+            let schema = (p.scores.schema)();
+            let typed = schema.get("properties").is_some()
+                || schema
+                    .get("additionalProperties")
+                    .is_some_and(|v| v.is_object());
+            assert!(typed, "{}: scores untyped: {schema}", p.name);
+            assert!(
+                check_field(p.name, "scores.no_such_field_anywhere").is_err(),
+                "{}",
+                p.name
+            );
+        }
+    }
+}
+
 /// Shared by the protocols' real-data tests.
 #[cfg(test)]
 pub(crate) mod test_support {
