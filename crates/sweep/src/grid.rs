@@ -371,6 +371,31 @@ impl Grid {
         problem(&self.path, &self.text, at, message)
     }
 
+    /// The `metrics:` against the benchmarks in force, given as (name, protocol): each names
+    /// a benchmark, and its `field` is a number that benchmark's protocol writes (its typed
+    /// scores, [`harness_bench::protocols::check_field`]), so a typo fails here and not as an
+    /// empty column after the sweep.
+    pub fn check_metrics(&self, benchmarks: &[(&str, &str)]) -> Vec<Problem> {
+        let names: Vec<&str> = benchmarks.iter().map(|b| b.0).collect();
+        let mut out = Vec::new();
+        for (i, m) in self.file.metrics.iter().enumerate() {
+            let at = |k: &str| [key("metrics"), Seg::Index(i), key(k)];
+            match benchmarks.iter().find(|b| b.0 == m.bench) {
+                None if m.bench.is_empty() => {}
+                None => out.push(Problem {
+                    suggestion: harness_recipe::check::suggest(&m.bench, &names),
+                    ..self.problem(&at("bench"), format!("unknown benchmark `{}`", m.bench))
+                }),
+                Some((_, protocol)) => {
+                    if let Err(e) = harness_bench::protocols::check_field(protocol, &m.field) {
+                        out.push(self.problem(&at("field"), e));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Structural checks that need no recipe: string keys, lists of values, zip lengths,
     /// exclude and baseline keys that are axes, seeds distinct, metrics named.
     fn check_shape(&self) -> Vec<Problem> {

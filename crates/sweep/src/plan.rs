@@ -142,7 +142,12 @@ pub fn plan(
     }
     let registry = harness_bench::registry::Registry::load()
         .map_err(|e| vec![Problem::new(grid.path.clone(), None, "", e.to_string())])?;
-    let mut problems: Vec<Problem> = Vec::new();
+    let benchmarks: Vec<(&str, &str)> = registry
+        .names()
+        .into_iter()
+        .filter_map(|n| registry.get(n).map(|b| (n, b.protocol.as_str())))
+        .collect();
+    let mut problems: Vec<Problem> = grid.check_metrics(&benchmarks);
     let mut points = Vec::new();
     for point in &expansion.points {
         let opts = LoadOptions {
@@ -327,6 +332,32 @@ mod tests {
         assert_eq!(
             sweep.points[0].progress(),
             Progress::Missing { have: 0, of: 1 }
+        );
+    }
+
+    #[test]
+    fn a_metric_the_benchmarks_protocol_never_writes_is_refused_at_its_grid_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let grid = write_grid(
+            tmp.path(),
+            &format!(
+                "recipe: {}/hashed-ngrams.yaml\nset: {{evaluate: [stsb-test]}}\naxes: {{model.encoder.dim: [64]}}\nmetrics:\n  - {{bench: stsb-test, field: scores.all.cosine.spearman.wmean}}\n  - {{bench: stsb-test, field: scores.all.cosine.spearmen.wmean}}\n  - {{bench: stsb-tset}}\n",
+                recipes()
+            ),
+        );
+        let err = plan(grid, &known(), Path::new("runs"), Path::new("sweeps")).unwrap_err();
+        let lines: Vec<String> = err.iter().map(|p| p.to_string()).collect();
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(
+            lines[0].contains(":6:")
+                && lines[0].contains("metrics[1].field")
+                && lines[0]
+                    .contains("under `scores.all.cosine` it writes the fields pearson, spearman"),
+            "{lines:#?}"
+        );
+        assert!(
+            lines[1].contains(":7:") && lines[1].contains("unknown benchmark `stsb-tset`"),
+            "{lines:#?}"
         );
     }
 
