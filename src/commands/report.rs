@@ -60,6 +60,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|m| harness_report::ablation::Metric::parse(m))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow::anyhow!("--metric {e}"))?;
+        let registry = harness_bench::registry::Registry::load()?;
+        for (m, arg) in metrics.iter().zip(&args.metrics) {
+            m.check(&registry.protocols())
+                .map_err(|e| anyhow::anyhow!("--metric `{arg}`: {e}"))?;
+        }
         harness_report::render_generated(&args.run_dirs, &metrics, &out, &super::known()?)?
     };
     if !args.quiet {

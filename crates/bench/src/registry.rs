@@ -194,6 +194,15 @@ impl Registry {
         self.benchmarks.keys().map(String::as_str).collect()
     }
 
+    /// Every benchmark as (name, protocol), sorted by name: what a result-field path is
+    /// checked against ([`crate::protocols::check_field`]).
+    pub fn protocols(&self) -> Vec<(&str, &str)> {
+        self.benchmarks
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.protocol.as_str()))
+            .collect()
+    }
+
     /// Every group name (`all` included), sorted.
     pub fn group_names(&self) -> Vec<&str> {
         self.groups.keys().map(String::as_str).collect()

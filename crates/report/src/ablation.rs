@@ -29,6 +29,22 @@ pub struct Metric {
 }
 
 impl Metric {
+    /// Whether the metric names one of the benchmarks, given as (name, protocol), and a
+    /// number its protocol writes ([`harness_bench::protocols::check_field`]).
+    pub fn check(&self, benchmarks: &[(&str, &str)]) -> Result<(), String> {
+        match benchmarks.iter().find(|b| b.0 == self.bench) {
+            Some((_, protocol)) => harness_bench::protocols::check_field(protocol, &self.field),
+            None => {
+                let names: Vec<&str> = benchmarks.iter().map(|b| b.0).collect();
+                Err(format!(
+                    "unknown benchmark `{}`{}",
+                    self.bench,
+                    harness_core::suggest::did_you_mean(&self.bench, &names)
+                ))
+            }
+        }
+    }
+
     /// Parses `BENCH[:FIELD[:higher|lower]]` (`tatoeba:scores.summary.average:lower`);
     /// the field defaults to the headline score.
     pub fn parse(s: &str) -> Result<Metric, String> {
@@ -569,6 +585,17 @@ mod tests {
         let m = Metric::parse("stsb-test").unwrap();
         assert_eq!((m.field.as_str(), m.better), ("main_score", Better::Higher));
         assert!(Metric::parse("x:y:up").unwrap_err().contains("higher"));
+        let known = [("tatoeba", "tatoeba-search")];
+        let ok = Metric::parse("tatoeba:scores.summary.average:lower").unwrap();
+        assert_eq!(ok.check(&known), Ok(()));
+        let typo = Metric::parse("tatoeba:scores.summary.averag").unwrap();
+        let e = typo.check(&known).unwrap_err();
+        assert!(
+            e.contains("`scores.summary.averag`") && e.contains("average"),
+            "{e}"
+        );
+        let e = Metric::parse("tatoeb").unwrap().check(&known).unwrap_err();
+        assert!(e.contains("unknown benchmark `tatoeb`"), "{e}");
     }
 
     #[test]

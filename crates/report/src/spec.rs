@@ -805,12 +805,7 @@ pub fn load() -> Result<Vec<TableSpec>, ReportError> {
     let files = harness_core::specs::overlay(shipped, runtime);
     let registry =
         harness_bench::registry::Registry::load().map_err(|e| ReportError::Setup(e.to_string()))?;
-    let benchmarks: Vec<(&str, &str)> = registry
-        .names()
-        .into_iter()
-        .filter_map(|n| registry.get(n).map(|b| (n, b.protocol.as_str())))
-        .collect();
-    parse_all(&files, &benchmarks)
+    parse_all(&files, &registry.protocols())
 }
 
 /// Parses and checks spec files given as `(file name, text)` against the benchmarks, given

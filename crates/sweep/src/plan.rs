@@ -142,12 +142,7 @@ pub fn plan(
     }
     let registry = harness_bench::registry::Registry::load()
         .map_err(|e| vec![Problem::new(grid.path.clone(), None, "", e.to_string())])?;
-    let benchmarks: Vec<(&str, &str)> = registry
-        .names()
-        .into_iter()
-        .filter_map(|n| registry.get(n).map(|b| (n, b.protocol.as_str())))
-        .collect();
-    let mut problems: Vec<Problem> = grid.check_metrics(&benchmarks);
+    let mut problems: Vec<Problem> = grid.check_metrics(&registry.protocols());
     let mut points = Vec::new();
     for point in &expansion.points {
         let opts = LoadOptions {
