@@ -521,14 +521,19 @@ impl TableSpec {
     /// [`harness_bench::protocols::check_field`]). Every problem is listed, prefixed with the
     /// file name.
     pub fn check(&self, benchmarks: &[(&str, &str)]) -> Vec<String> {
-        let names: Vec<&str> = benchmarks.iter().map(|(n, _)| *n).collect();
-        let protocol_of = |bench: &str| benchmarks.iter().find(|(n, _)| *n == bench).map(|b| b.1);
-        // A filled path against the protocol of `bench` (an unknown bench is reported apart).
-        let field_problem = |bench: Option<&String>, path: &str| -> Option<String> {
-            let protocol = protocol_of(bench?)?;
-            harness_bench::protocols::check_field(protocol, path).err()
-        };
-        let benchmarks = &names[..];
+        let known = KnownBenchmarks(benchmarks);
+        let mut out = self.check_references();
+        known.check_name(&self.bench, &mut out);
+        match self.layout {
+            Layout::Grid => self.check_grid(&known, &mut out),
+            Layout::Matrix => self.check_matrix(&known, &mut out),
+        }
+        out
+    }
+
+    /// Published row keys unique, every `compare_to` a published row, systems listed once
+    /// and none its own baseline.
+    fn check_references(&self) -> Vec<String> {
         let mut out = Vec::new();
         let published: BTreeSet<&str> = self.published.iter().map(|p| p.key.as_str()).collect();
         if published.len() != self.published.len() {
@@ -567,175 +572,193 @@ impl TableSpec {
                 out.push(format!("system `{}` is listed twice", s.system()));
             }
         }
-        let check_bench = |b: &Option<String>, out: &mut Vec<String>| match b {
-            Some(b) if !benchmarks.contains(&b.as_str()) => out.push(format!(
-                "unknown benchmark `{b}`{}",
-                harness_core::suggest::did_you_mean(b, benchmarks)
-            )),
-            _ => {}
+        out
+    }
+
+    /// A grid's columns (keys, `mean_of`, fields filled for every variant) and the keys of
+    /// its published rows, variants and systems.
+    fn check_grid(&self, known: &KnownBenchmarks, out: &mut Vec<String>) {
+        if self.rows.is_some() || self.cols.is_some() || self.field.is_some() {
+            out.push("`rows`, `cols` and `field` belong to `layout: matrix`".into());
+        }
+        let cols = self.grid_columns();
+        if cols.is_empty() {
+            out.push("a grid needs `columns` or `columns_from`".into());
+        }
+        let keys: BTreeSet<&str> = cols.iter().map(|c| c.key.as_str()).collect();
+        if keys.len() != cols.len() {
+            out.push("two columns have the same key".into());
+        }
+        let vars: Vec<BTreeMap<String, String>> = if self.variants.is_empty() {
+            vec![BTreeMap::new()]
+        } else {
+            self.variants.iter().map(|v| v.vars.clone()).collect()
         };
-        check_bench(&self.bench, &mut out);
-        match self.layout {
-            Layout::Grid => {
-                if self.rows.is_some() || self.cols.is_some() || self.field.is_some() {
-                    out.push("`rows`, `cols` and `field` belong to `layout: matrix`".into());
-                }
-                let cols = self.grid_columns();
-                if cols.is_empty() {
-                    out.push("a grid needs `columns` or `columns_from`".into());
-                }
-                let keys: BTreeSet<&str> = cols.iter().map(|c| c.key.as_str()).collect();
-                if keys.len() != cols.len() {
-                    out.push("two columns have the same key".into());
-                }
-                let vars: Vec<BTreeMap<String, String>> = if self.variants.is_empty() {
-                    vec![BTreeMap::new()]
-                } else {
-                    self.variants.iter().map(|v| v.vars.clone()).collect()
-                };
-                for c in &cols {
-                    check_bench(&c.bench, &mut out);
-                    for m in &c.mean_of {
-                        if !keys.contains(m.as_str()) || *m == c.key {
-                            out.push(format!(
-                                "column `{}`: mean_of names `{m}`, not another column",
-                                c.key
-                            ));
-                        }
-                    }
-                    match (&c.field, &c.na) {
-                        (None, None) if !c.mean_of.is_empty() => {}
-                        (None, None) => out.push(format!(
-                            "column `{}` has neither `field` nor `na` (say why nothing fills it)",
-                            c.key
-                        )),
-                        (Some(_), _) if c.bench.is_none() => out.push(format!(
-                            "column `{}` has a field but no benchmark (set `bench`)",
-                            c.key
-                        )),
-                        _ => {}
-                    }
-                    if let Some(f) = &c.field {
-                        for v in &vars {
-                            let mut ctx = v.clone();
-                            ctx.insert("key".into(), c.key.clone());
-                            match fill(f, &ctx) {
-                                Err(e) => out.push(format!("column `{}`: {e}", c.key)),
-                                Ok(path) => {
-                                    if let Some(e) = field_problem(c.bench.as_ref(), &path) {
-                                        out.push(format!("column `{}`: {e}", c.key));
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                for p in &self.published {
-                    match &p.values {
-                        PublishedValues::Map(m) => {
-                            for k in m.keys() {
-                                if !keys.contains(k.as_str()) {
-                                    out.push(format!(
-                                        "published row `{}`: value for unknown column `{k}`",
-                                        p.key
-                                    ));
-                                }
-                            }
-                        }
-                        PublishedValues::Matrix(_) => out.push(format!(
-                            "published row `{}`: a grid row maps column keys to values",
-                            p.key
-                        )),
-                    }
-                    for k in p.status_of.keys() {
-                        if !keys.contains(k.as_str()) {
-                            out.push(format!(
-                                "published row `{}`: status for unknown column `{k}`",
-                                p.key
-                            ));
-                        }
-                    }
-                }
-                for v in &self.variants {
-                    for k in v.na.keys() {
-                        if !keys.contains(k.as_str()) {
-                            out.push(format!("variant `{}`: na for unknown column `{k}`", v.key));
-                        }
-                    }
-                }
-                for s in &self.systems {
-                    if let SystemRow::Full(f) = s {
-                        for k in f.na.keys() {
-                            if !keys.contains(k.as_str()) {
-                                out.push(format!(
-                                    "system `{}`: na for unknown column `{k}`",
-                                    f.system
-                                ));
-                            }
-                        }
-                    }
+        for c in &cols {
+            known.check_name(&c.bench, out);
+            for m in &c.mean_of {
+                if !keys.contains(m.as_str()) || *m == c.key {
+                    out.push(format!(
+                        "column `{}`: mean_of names `{m}`, not another column",
+                        c.key
+                    ));
                 }
             }
-            Layout::Matrix => {
-                let (Some(rows), Some(cols)) = (&self.rows, &self.cols) else {
-                    out.push("`layout: matrix` needs `rows` and `cols`".into());
-                    return out;
-                };
-                if self.field.is_none() && self.bench.is_some() {
-                    out.push("a matrix with a `bench` needs a `field` template".into());
-                }
-                if !self.columns.is_empty() || self.columns_from.is_some() || self.transpose {
-                    out.push("`columns`, `columns_from` and `transpose` belong to grids".into());
-                }
-                let (nr, nc) = (rows.keys.len(), cols.keys.len());
-                for p in &self.published {
-                    match &p.values {
-                        PublishedValues::Matrix(m) => {
-                            if m.len() != nr || m.iter().any(|r| r.len() != nc) {
-                                out.push(format!(
-                                    "published matrix `{}` is not {nr} × {nc}",
-                                    p.key
-                                ));
-                            }
-                        }
-                        PublishedValues::Map(_) => out.push(format!(
-                            "published row `{}`: a matrix needs a list of rows",
-                            p.key
-                        )),
-                    }
-                }
-                let cell_keys: BTreeSet<String> = rows
-                    .keys
-                    .iter()
-                    .flat_map(|r| {
-                        cols.keys
-                            .iter()
-                            .map(move |c| format!("{}/{}", r.key(), c.key()))
-                    })
-                    .collect();
-                for k in self.cells.keys() {
-                    if !cell_keys.contains(k) {
-                        out.push(format!("cells: `{k}` is not a `row/col` of the axes"));
-                    }
-                }
-                if let Some(field) = &self.field {
-                    for (ri, r) in rows.keys.iter().enumerate() {
-                        for (ci, c) in cols.keys.iter().enumerate() {
-                            let t = cell_template(self, r, c).unwrap_or(field);
-                            match fill(t, &matrix_vars(r, ri, c, ci)) {
-                                Err(e) => out.push(format!("cell {}/{}: {e}", r.key(), c.key())),
-                                Ok(path) => {
-                                    if let Some(e) = field_problem(self.bench.as_ref(), &path) {
-                                        out.push(format!("cell {}/{}: {e}", r.key(), c.key()));
-                                    }
-                                }
+            match (&c.field, &c.na) {
+                (None, None) if !c.mean_of.is_empty() => {}
+                (None, None) => out.push(format!(
+                    "column `{}` has neither `field` nor `na` (say why nothing fills it)",
+                    c.key
+                )),
+                (Some(_), _) if c.bench.is_none() => out.push(format!(
+                    "column `{}` has a field but no benchmark (set `bench`)",
+                    c.key
+                )),
+                _ => {}
+            }
+            if let Some(f) = &c.field {
+                for v in &vars {
+                    let mut ctx = v.clone();
+                    ctx.insert("key".into(), c.key.clone());
+                    match fill(f, &ctx) {
+                        Err(e) => out.push(format!("column `{}`: {e}", c.key)),
+                        Ok(path) => {
+                            if let Some(e) = known.field_problem(c.bench.as_ref(), &path) {
+                                out.push(format!("column `{}`: {e}", c.key));
                             }
                         }
                     }
                 }
             }
         }
-        out
+        for p in &self.published {
+            match &p.values {
+                PublishedValues::Map(m) => {
+                    for k in m.keys() {
+                        if !keys.contains(k.as_str()) {
+                            out.push(format!(
+                                "published row `{}`: value for unknown column `{k}`",
+                                p.key
+                            ));
+                        }
+                    }
+                }
+                PublishedValues::Matrix(_) => out.push(format!(
+                    "published row `{}`: a grid row maps column keys to values",
+                    p.key
+                )),
+            }
+            for k in p.status_of.keys() {
+                if !keys.contains(k.as_str()) {
+                    out.push(format!(
+                        "published row `{}`: status for unknown column `{k}`",
+                        p.key
+                    ));
+                }
+            }
+        }
+        for v in &self.variants {
+            for k in v.na.keys() {
+                if !keys.contains(k.as_str()) {
+                    out.push(format!("variant `{}`: na for unknown column `{k}`", v.key));
+                }
+            }
+        }
+        for s in &self.systems {
+            if let SystemRow::Full(f) = s {
+                for k in f.na.keys() {
+                    if !keys.contains(k.as_str()) {
+                        out.push(format!(
+                            "system `{}`: na for unknown column `{k}`",
+                            f.system
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A matrix's axes, published matrices' shapes, `cells` keys and every cell's field.
+    fn check_matrix(&self, known: &KnownBenchmarks, out: &mut Vec<String>) {
+        let (Some(rows), Some(cols)) = (&self.rows, &self.cols) else {
+            out.push("`layout: matrix` needs `rows` and `cols`".into());
+            return;
+        };
+        if self.field.is_none() && self.bench.is_some() {
+            out.push("a matrix with a `bench` needs a `field` template".into());
+        }
+        if !self.columns.is_empty() || self.columns_from.is_some() || self.transpose {
+            out.push("`columns`, `columns_from` and `transpose` belong to grids".into());
+        }
+        let (nr, nc) = (rows.keys.len(), cols.keys.len());
+        for p in &self.published {
+            match &p.values {
+                PublishedValues::Matrix(m) => {
+                    if m.len() != nr || m.iter().any(|r| r.len() != nc) {
+                        out.push(format!("published matrix `{}` is not {nr} × {nc}", p.key));
+                    }
+                }
+                PublishedValues::Map(_) => out.push(format!(
+                    "published row `{}`: a matrix needs a list of rows",
+                    p.key
+                )),
+            }
+        }
+        let cell_keys: BTreeSet<String> = rows
+            .keys
+            .iter()
+            .flat_map(|r| {
+                cols.keys
+                    .iter()
+                    .map(move |c| format!("{}/{}", r.key(), c.key()))
+            })
+            .collect();
+        for k in self.cells.keys() {
+            if !cell_keys.contains(k) {
+                out.push(format!("cells: `{k}` is not a `row/col` of the axes"));
+            }
+        }
+        if let Some(field) = &self.field {
+            for (ri, r) in rows.keys.iter().enumerate() {
+                for (ci, c) in cols.keys.iter().enumerate() {
+                    let t = cell_template(self, r, c).unwrap_or(field);
+                    match fill(t, &matrix_vars(r, ri, c, ci)) {
+                        Err(e) => out.push(format!("cell {}/{}: {e}", r.key(), c.key())),
+                        Ok(path) => {
+                            if let Some(e) = known.field_problem(self.bench.as_ref(), &path) {
+                                out.push(format!("cell {}/{}: {e}", r.key(), c.key()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The benchmarks a spec may name, as (name, protocol).
+struct KnownBenchmarks<'a>(&'a [(&'a str, &'a str)]);
+
+impl KnownBenchmarks<'_> {
+    /// An unknown benchmark name, with a suggestion.
+    fn check_name(&self, bench: &Option<String>, out: &mut Vec<String>) {
+        if let Some(b) = bench {
+            let names: Vec<&str> = self.0.iter().map(|(n, _)| *n).collect();
+            if !names.contains(&b.as_str()) {
+                out.push(format!(
+                    "unknown benchmark `{b}`{}",
+                    harness_core::suggest::did_you_mean(b, &names)
+                ));
+            }
+        }
+    }
+
+    /// Why a filled path is no number the protocol of `bench` writes; `None` when it is, or
+    /// when the benchmark is unknown (reported by [`Self::check_name`]).
+    fn field_problem(&self, bench: Option<&String>, path: &str) -> Option<String> {
+        let bench = bench?;
+        let (_, protocol) = self.0.iter().find(|(n, _)| *n == bench.as_str())?;
+        harness_bench::protocols::check_field(protocol, path).err()
     }
 }
 
