@@ -7,7 +7,7 @@ use super::charts::{self, Series};
 use super::runs::{resolve, run_hint, Inputs, SystemRuns};
 use super::spec::{
     cell_template, fill, matrix_vars, AxisKey, BaselineMode, Better, ChartKind, Layout, Published,
-    PublishedValues, Status, SystemRow, TableSpec, Variant,
+    PublishedValues, ResolvedColumn, Status, SystemRow, TableSpec, Variant,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -528,42 +528,9 @@ fn default_variant() -> Variant {
 fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
     let spec = ctx.spec;
     let cols = spec.grid_columns();
-    let mut rows: Vec<Row> = Vec::new();
-    let published: BTreeMap<&str, &Published> =
-        spec.published.iter().map(|p| (p.key.as_str(), p)).collect();
-    let value_of = |key: Option<&str>, col: &str| -> Option<f64> {
-        match &published.get(key?)?.values {
-            PublishedValues::Map(m) => m.get(col).copied().flatten(),
-            PublishedValues::Matrix(_) => None,
-        }
-    };
-    for p in &spec.published {
-        let label = ctx.label_with_note(&p.label, p.note.as_deref());
-        let mut cells = Vec::new();
-        for c in &cols {
-            let v = value_of(Some(&p.key), &c.key);
-            let cell = ctx.published_cell(p, &c.key, v, c.decimals);
-            let mut rec = ctx.record("published", &p.key, &p.label);
-            rec.column = c.key.clone();
-            rec.value = v;
-            rec.display = cell.text.clone();
-            rec.status = p
-                .status_of
-                .get(&c.key)
-                .copied()
-                .unwrap_or(p.status)
-                .name()
-                .into();
-            rec.note = p.note.clone().unwrap_or_default();
-            ctx.records.push(rec);
-            cells.push(cell);
-        }
-        rows.push(Row {
-            label,
-            kind: "published",
-            cells,
-        });
-    }
+    let published = PublishedGrid::of(spec);
+    let value_of = |key: Option<&str>, col: &str| published.value(key, col);
+    let mut rows = published_grid_rows(ctx, &cols, &published);
     // Series for the chart: (label, values per column).
     let mut measured_series: Vec<Series> = Vec::new();
     let variants: Vec<Variant> = if spec.variants.is_empty() {
@@ -584,32 +551,15 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
                 .or(s.compare_to())
                 .or(spec.compare_to.as_deref());
             let Some(sys) = lookup(ctx.inputs, s) else {
-                let label = ctx.not_run_label(&base_label, s.system());
-                for c in &cols {
-                    ctx.measured += 1;
-                    let mut rec = ctx.record("measured", s.system(), &base_label);
-                    rec.variant = v.key.clone();
-                    rec.column = c.key.clone();
-                    rec.status = "not run yet".into();
-                    rec.display = "not run yet".into();
-                    rec.reference = value_of(compare, &c.key);
-                    rec.note = format!("`{}`", run_hint(s.system()));
-                    ctx.records.push(rec);
-                }
-                let cells = cols
-                    .iter()
-                    .map(|_| Cell {
-                        text: "not run yet".into(),
-                        class: "notrun",
-                        trend: "",
-                        title: run_hint(s.system()),
-                    })
-                    .collect();
-                rows.push(Row {
-                    label,
-                    kind: "measured",
-                    cells,
-                });
+                rows.push(not_run_grid_row(
+                    ctx,
+                    s,
+                    v,
+                    &base_label,
+                    &cols,
+                    compare,
+                    &published,
+                ));
                 continue;
             };
             let label = ctx.label_with_note(&base_label, s.note());
@@ -654,57 +604,11 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
                 if c.mean_of.is_empty() {
                     continue;
                 }
-                let parts: Option<Vec<f64>> = c
-                    .mean_of
-                    .iter()
-                    .map(|k| {
-                        cols.iter()
-                            .position(|x| &x.key == k)
-                            .and_then(|i| values[i])
-                    })
-                    .collect();
+                let reference = value_of(compare, &c.key);
                 let mut rec = ctx.record("measured", s.system(), &base_label);
                 rec.variant = v.key.clone();
                 rec.column = c.key.clone();
-                rec.field = format!("mean_of({})", c.mean_of.join(", "));
-                let cell = match parts {
-                    Some(p) if !p.is_empty() => {
-                        let mean = p.iter().sum::<f64>() / p.len() as f64;
-                        ctx.measured += 1;
-                        ctx.filled += 1;
-                        let reference = value_of(compare, &c.key);
-                        let mut text = fmt_num(mean, c.decimals);
-                        if let Some(r) = reference {
-                            rec.delta = Some(mean - r);
-                            text = format!("{text} ({})", fmt_delta(mean - r, c.decimals));
-                        }
-                        rec.value = Some(mean);
-                        rec.reference = reference;
-                        rec.status = "ok".into();
-                        rec.display = text.clone();
-                        values[ci] = Some(mean);
-                        Cell {
-                            text,
-                            class: "measured",
-                            trend: "",
-                            title: format!("mean of {}", c.mean_of.join(", ")),
-                        }
-                    }
-                    _ => {
-                        ctx.measured += 1;
-                        let reason = format!("needs every one of {}", c.mean_of.join(", "));
-                        let m = ctx.notes.mark(&reason);
-                        rec.status = "n/a".into();
-                        rec.note = reason.clone();
-                        rec.display = format!("n/a [{m}]");
-                        Cell {
-                            text: rec.display.clone(),
-                            class: "na",
-                            trend: "",
-                            title: reason,
-                        }
-                    }
-                };
+                let cell = mean_of_cell(ctx, c, &cols, &mut values, ci, reference, &mut rec);
                 ctx.records.push(rec);
                 cells[ci] = Some(cell);
             }
@@ -735,64 +639,231 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
             rows,
         }
     };
-    let mut charts = Vec::new();
-    if let Some(ch) = &spec.chart {
-        if ch.kind == ChartKind::Bars && !measured_series.is_empty() {
-            let keep: Vec<usize> = (0..cols.len()).filter(|&i| !cols[i].no_chart).collect();
-            let mut series = Vec::new();
-            if let Some(key) = spec.compare_to.as_deref() {
-                let vals: Vec<Option<f64>> =
-                    cols.iter().map(|c| value_of(Some(key), &c.key)).collect();
-                if vals.iter().any(Option::is_some) {
-                    series.push(Series {
-                        label: format!("{} (published)", published[key].label),
-                        values: vals,
-                        published: true,
-                    });
-                }
+    let charts = grid_bars(spec, &cols, &published, measured_series)
+        .into_iter()
+        .collect();
+    (vec![block], charts)
+}
+
+/// The published rows of a grid's spec, by key.
+struct PublishedGrid<'a>(BTreeMap<&'a str, &'a Published>);
+
+impl<'a> PublishedGrid<'a> {
+    fn of(spec: &'a TableSpec) -> Self {
+        PublishedGrid(spec.published.iter().map(|p| (p.key.as_str(), p)).collect())
+    }
+
+    /// The published value of row `key` in column `col`.
+    fn value(&self, key: Option<&str>, col: &str) -> Option<f64> {
+        match &self.0.get(key?)?.values {
+            PublishedValues::Map(m) => m.get(col).copied().flatten(),
+            PublishedValues::Matrix(_) => None,
+        }
+    }
+}
+
+/// One row per published system, each value with its status.
+fn published_grid_rows(
+    ctx: &mut Ctx,
+    cols: &[ResolvedColumn],
+    published: &PublishedGrid,
+) -> Vec<Row> {
+    let value_of = |key: Option<&str>, col: &str| published.value(key, col);
+    let mut rows = Vec::new();
+    for p in &ctx.spec.published {
+        let label = ctx.label_with_note(&p.label, p.note.as_deref());
+        let mut cells = Vec::new();
+        for c in cols {
+            let v = value_of(Some(&p.key), &c.key);
+            let cell = ctx.published_cell(p, &c.key, v, c.decimals);
+            let mut rec = ctx.record("published", &p.key, &p.label);
+            rec.column = c.key.clone();
+            rec.value = v;
+            rec.display = cell.text.clone();
+            rec.status = p
+                .status_of
+                .get(&c.key)
+                .copied()
+                .unwrap_or(p.status)
+                .name()
+                .into();
+            rec.note = p.note.clone().unwrap_or_default();
+            ctx.records.push(rec);
+            cells.push(cell);
+        }
+        rows.push(Row {
+            label,
+            kind: "published",
+            cells,
+        });
+    }
+    rows
+}
+
+/// The row of a system with no results yet: every cell says so and how to fill it.
+fn not_run_grid_row(
+    ctx: &mut Ctx,
+    s: &SystemRow,
+    v: &Variant,
+    base_label: &str,
+    cols: &[ResolvedColumn],
+    compare: Option<&str>,
+    published: &PublishedGrid,
+) -> Row {
+    let label = ctx.not_run_label(base_label, s.system());
+    for c in cols {
+        ctx.measured += 1;
+        let mut rec = ctx.record("measured", s.system(), base_label);
+        rec.variant = v.key.clone();
+        rec.column = c.key.clone();
+        rec.status = "not run yet".into();
+        rec.display = "not run yet".into();
+        rec.reference = published.value(compare, &c.key);
+        rec.note = format!("`{}`", run_hint(s.system()));
+        ctx.records.push(rec);
+    }
+    let cells = cols
+        .iter()
+        .map(|_| Cell {
+            text: "not run yet".into(),
+            class: "notrun",
+            trend: "",
+            title: run_hint(s.system()),
+        })
+        .collect();
+    Row {
+        label,
+        kind: "measured",
+        cells,
+    }
+}
+
+/// A `mean_of` column's cell: the mean of the columns it names once every one has a value
+/// (`values[ci]` takes it), else n/a saying so.
+fn mean_of_cell(
+    ctx: &mut Ctx,
+    c: &ResolvedColumn,
+    cols: &[ResolvedColumn],
+    values: &mut [Option<f64>],
+    ci: usize,
+    reference: Option<f64>,
+    rec: &mut CellRecord,
+) -> Cell {
+    let parts: Option<Vec<f64>> = c
+        .mean_of
+        .iter()
+        .map(|k| {
+            cols.iter()
+                .position(|x| &x.key == k)
+                .and_then(|i| values[i])
+        })
+        .collect();
+    rec.field = format!("mean_of({})", c.mean_of.join(", "));
+    match parts {
+        Some(p) if !p.is_empty() => {
+            let mean = p.iter().sum::<f64>() / p.len() as f64;
+            ctx.measured += 1;
+            ctx.filled += 1;
+            let mut text = fmt_num(mean, c.decimals);
+            if let Some(r) = reference {
+                rec.delta = Some(mean - r);
+                text = format!("{text} ({})", fmt_delta(mean - r, c.decimals));
             }
-            series.extend(measured_series);
-            let mut order = keep;
-            if ch.sort {
-                let first = series.iter().position(|s| !s.published).unwrap_or(0);
-                let key = |i: &usize| series[first].values[*i];
-                order.sort_by(|a, b| match (key(a), key(b)) {
-                    (Some(x), Some(y)) => {
-                        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-                        if spec.better == Better::Higher {
-                            o.reverse()
-                        } else {
-                            o
-                        }
-                    }
-                    (Some(_), None) => std::cmp::Ordering::Less,
-                    (None, Some(_)) => std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                });
+            rec.value = Some(mean);
+            rec.reference = reference;
+            rec.status = "ok".into();
+            rec.display = text.clone();
+            values[ci] = Some(mean);
+            Cell {
+                text,
+                class: "measured",
+                trend: "",
+                title: format!("mean of {}", c.mean_of.join(", ")),
             }
-            let categories: Vec<String> = order.iter().map(|&i| cols[i].label.clone()).collect();
-            let series: Vec<Series> = series
-                .into_iter()
-                .map(|s| Series {
-                    values: order.iter().map(|&i| s.values[i]).collect(),
-                    ..s
-                })
-                .collect();
-            let id = format!("{}-bars", spec.name);
-            let title = format!(
-                "{} — {}{}",
-                spec.table,
-                spec.metric,
-                if ch.sort { ", sorted" } else { "" }
-            );
-            charts.push(Chart {
-                svg: charts::bars(&id, &title, &spec.metric, &categories, &series),
-                id,
-                title,
+        }
+        _ => {
+            ctx.measured += 1;
+            let reason = format!("needs every one of {}", c.mean_of.join(", "));
+            let m = ctx.notes.mark(&reason);
+            rec.status = "n/a".into();
+            rec.note = reason.clone();
+            rec.display = format!("n/a [{m}]");
+            Cell {
+                text: rec.display.clone(),
+                class: "na",
+                trend: "",
+                title: reason,
+            }
+        }
+    }
+}
+
+/// The bar chart of a grid (`chart: {kind: bars}`): the published row compared with, then
+/// every measured series, columns in order or sorted by the first measured series.
+fn grid_bars(
+    spec: &TableSpec,
+    cols: &[ResolvedColumn],
+    published: &PublishedGrid,
+    measured_series: Vec<Series>,
+) -> Option<Chart> {
+    let ch = spec.chart.as_ref()?;
+    if ch.kind != ChartKind::Bars || measured_series.is_empty() {
+        return None;
+    }
+    let keep: Vec<usize> = (0..cols.len()).filter(|&i| !cols[i].no_chart).collect();
+    let mut series = Vec::new();
+    if let Some(key) = spec.compare_to.as_deref() {
+        let vals: Vec<Option<f64>> = cols
+            .iter()
+            .map(|c| published.value(Some(key), &c.key))
+            .collect();
+        if vals.iter().any(Option::is_some) {
+            series.push(Series {
+                label: format!("{} (published)", published.0[key].label),
+                values: vals,
+                published: true,
             });
         }
     }
-    (vec![block], charts)
+    series.extend(measured_series);
+    let mut order = keep;
+    if ch.sort {
+        let first = series.iter().position(|s| !s.published).unwrap_or(0);
+        let key = |i: &usize| series[first].values[*i];
+        order.sort_by(|a, b| match (key(a), key(b)) {
+            (Some(x), Some(y)) => {
+                let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+                if spec.better == Better::Higher {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        });
+    }
+    let categories: Vec<String> = order.iter().map(|&i| cols[i].label.clone()).collect();
+    let series: Vec<Series> = series
+        .into_iter()
+        .map(|s| Series {
+            values: order.iter().map(|&i| s.values[i]).collect(),
+            ..s
+        })
+        .collect();
+    let id = format!("{}-bars", spec.name);
+    let title = format!(
+        "{} — {}{}",
+        spec.table,
+        spec.metric,
+        if ch.sort { ", sorted" } else { "" }
+    );
+    Some(Chart {
+        svg: charts::bars(&id, &title, &spec.metric, &categories, &series),
+        id,
+        title,
+    })
 }
 
 /// Columns become rows: for many languages and few systems.
