@@ -185,33 +185,17 @@ pub fn build(
 ) -> RenderedTable {
     let mut marks = Notes::default();
     let mut records = Vec::new();
-    let (mut filled, mut measured, mut na, mut not_run, mut failed) = (0, 0, 0, 0, 0);
+    let mut tally = Tally::default();
     // Stats per row and metric first: Δ needs the baseline's.
-    let mut cells: Vec<Vec<(Option<Stats>, Vec<One>)>> = Vec::new();
-    for row in rows {
-        let mut per = Vec::new();
-        for m in metrics {
-            let ones: Vec<One> = row.replicates.iter().map(|r| measure(r, m)).collect();
-            let vals: Vec<f64> = ones
-                .iter()
-                .filter_map(|o| match o {
-                    One::Value(v, _) => Some(*v),
-                    _ => None,
-                })
-                .collect();
-            per.push((stats(&vals), ones));
-        }
-        cells.push(per);
-    }
+    let cells = replicate_stats(rows, metrics);
     let base = rows.iter().position(|r| r.is_baseline);
     let mut out_rows = Vec::new();
     for (ri, row) in rows.iter().enumerate() {
         let mut out = Vec::new();
         for (mi, m) in metrics.iter().enumerate() {
             let (st, ones) = &cells[ri][mi];
-            measured += 1;
+            tally.measured += 1;
             let reference = base.and_then(|b| cells[b][mi].0).map(|s| s.mean);
-            let total = ones.len();
             let gaps: Vec<String> = ones
                 .iter()
                 .zip(&row.replicates)
@@ -222,114 +206,17 @@ pub fn build(
                     One::Na(e) => Some(format!("{}: {e}", r.label)),
                 })
                 .collect();
-            for (o, r) in ones.iter().zip(&row.replicates) {
-                if let One::Value(v, path) = o {
-                    records.push(CellRecord {
-                        table: name.into(),
-                        kind: "measured",
-                        row: row.label.clone(),
-                        row_label: row.label.clone(),
-                        variant: r.label.clone(),
-                        matrix_row: String::new(),
-                        column: m.label.clone(),
-                        value: Some(*v),
-                        display: fmt_num(*v, m.decimals),
-                        reference: None,
-                        delta: None,
-                        status: "ok".into(),
-                        benchmark: m.bench.clone(),
-                        field: m.field.clone(),
-                        scale: Some(m.scale),
-                        offset: None,
-                        result_file: path.display().to_string(),
-                        baseline_mode: String::new(),
-                        baseline_file: String::new(),
-                        note: "one replicate".into(),
-                    });
-                }
-            }
-            let (cell, delta_cell, status, value, delta) = match st {
-                Some(s) => {
-                    filled += 1;
-                    let mut text = fmt_num(s.mean, m.decimals);
-                    if let Some(sd) = s.std {
-                        text.push_str(&format!(" ± {}", fmt_num(sd, m.decimals)));
-                    }
-                    if s.n < total {
-                        text.push_str(&format!(
-                            " (n={} of {total}) [{}]",
-                            s.n,
-                            marks.mark(gaps.join("; "))
-                        ));
-                    } else {
-                        text.push_str(&format!(" (n={})", s.n));
-                    }
-                    let delta = reference.filter(|_| Some(ri) != base).map(|r| s.mean - r);
-                    let trend = match (delta, m.better) {
-                        (Some(d), Better::Higher) if d > 0.0 => "good",
-                        (Some(d), Better::Higher) if d < 0.0 => "bad",
-                        (Some(d), Better::Lower) if d < 0.0 => "good",
-                        (Some(d), Better::Lower) if d > 0.0 => "bad",
-                        _ => "",
-                    };
-                    let dcell = Cell {
-                        text: match (delta, Some(ri) == base) {
-                            (_, true) => "baseline".into(),
-                            (Some(d), _) => fmt_delta(d, m.decimals),
-                            (None, _) => "—".into(),
-                        },
-                        class: "measured",
-                        trend,
-                        title: "difference of the means to the baseline row".into(),
-                    };
-                    (
-                        Cell {
-                            text,
-                            class: "measured",
-                            trend: "",
-                            title: format!(
-                                "mean ± sample standard deviation of {} over {} replicate(s)",
-                                m.field, s.n
-                            ),
-                        },
-                        dcell,
-                        "ok".to_string(),
-                        Some(s.mean),
-                        delta,
-                    )
-                }
-                None => {
-                    let (word, class) = if ones.iter().any(|o| matches!(o, One::Failed(_))) {
-                        failed += 1;
-                        ("failed", "failed")
-                    } else if ones.iter().any(|o| matches!(o, One::NotRun(_))) {
-                        not_run += 1;
-                        ("not run yet", "notrun")
-                    } else {
-                        na += 1;
-                        ("n/a", "na")
-                    };
-                    let reason = gaps.join("; ");
-                    let mark = marks.mark(reason.clone());
-                    (
-                        Cell {
-                            text: format!("{word} [{mark}]"),
-                            class,
-                            trend: "",
-                            title: reason,
-                        },
-                        Cell {
-                            text: "—".into(),
-                            class: "empty",
-                            trend: "",
-                            title: String::new(),
-                        },
-                        word.to_string(),
-                        None,
-                        None,
-                    )
-                }
-            };
+            records.extend(replicate_records(name, row, m, ones));
+            let (cell, delta_cell, status, value, delta) = summary_cells(
+                st.as_ref(),
+                ones,
+                m,
+                &gaps,
+                reference.filter(|_| Some(ri) != base),
+                Some(ri) == base,
+                &mut marks,
+                &mut tally,
+            );
             records.push(CellRecord {
                 table: name.into(),
                 kind: "measured",
@@ -371,16 +258,7 @@ pub fn build(
             cells: out,
         });
     }
-    let mut header = Vec::new();
-    for m in metrics {
-        let arrow = match m.better {
-            Better::Higher => " ↑",
-            Better::Lower => " ↓",
-            Better::None => "",
-        };
-        header.push(format!("{}{arrow}", m.label));
-        header.push(format!("Δ {}", m.label));
-    }
+    let header = header(metrics);
     RenderedTable {
         name: name.into(),
         title: title.into(),
@@ -403,13 +281,193 @@ pub fn build(
         }).collect(),
         legend: Vec::new(),
         charts: Vec::new(),
-        filled,
-        measured,
-        na,
-        not_run,
-        failed,
+        filled: tally.filled,
+        measured: tally.measured,
+        na: tally.na,
+        not_run: tally.not_run,
+        failed: tally.failed,
         records,
     }
+}
+
+/// How many measured cells a table has, and how each ended.
+#[derive(Default)]
+struct Tally {
+    filled: usize,
+    measured: usize,
+    na: usize,
+    not_run: usize,
+    failed: usize,
+}
+
+/// Per row and metric: the statistics over the replicates' values (Δ needs the baseline's
+/// first) and each replicate's outcome.
+fn replicate_stats(
+    rows: &[AblationRow],
+    metrics: &[Metric],
+) -> Vec<Vec<(Option<Stats>, Vec<One>)>> {
+    let mut cells: Vec<Vec<(Option<Stats>, Vec<One>)>> = Vec::new();
+    for row in rows {
+        let mut per = Vec::new();
+        for m in metrics {
+            let ones: Vec<One> = row.replicates.iter().map(|r| measure(r, m)).collect();
+            let vals: Vec<f64> = ones
+                .iter()
+                .filter_map(|o| match o {
+                    One::Value(v, _) => Some(*v),
+                    _ => None,
+                })
+                .collect();
+            per.push((stats(&vals), ones));
+        }
+        cells.push(per);
+    }
+    cells
+}
+
+/// One record per replicate that has a value (the CSV lists them beside the mean).
+fn replicate_records(name: &str, row: &AblationRow, m: &Metric, ones: &[One]) -> Vec<CellRecord> {
+    let mut records = Vec::new();
+    for (o, r) in ones.iter().zip(&row.replicates) {
+        if let One::Value(v, path) = o {
+            records.push(CellRecord {
+                table: name.into(),
+                kind: "measured",
+                row: row.label.clone(),
+                row_label: row.label.clone(),
+                variant: r.label.clone(),
+                matrix_row: String::new(),
+                column: m.label.clone(),
+                value: Some(*v),
+                display: fmt_num(*v, m.decimals),
+                reference: None,
+                delta: None,
+                status: "ok".into(),
+                benchmark: m.bench.clone(),
+                field: m.field.clone(),
+                scale: Some(m.scale),
+                offset: None,
+                result_file: path.display().to_string(),
+                baseline_mode: String::new(),
+                baseline_file: String::new(),
+                note: "one replicate".into(),
+            });
+        }
+    }
+    records
+}
+
+/// The mean ± std cell of one row × metric and its Δ cell (or why there is no value), with
+/// the record's status, value and delta; counted in `tally`.
+#[allow(clippy::too_many_arguments)]
+fn summary_cells(
+    st: Option<&Stats>,
+    ones: &[One],
+    m: &Metric,
+    gaps: &[String],
+    reference: Option<f64>,
+    is_base: bool,
+    marks: &mut Notes,
+    tally: &mut Tally,
+) -> (Cell, Cell, String, Option<f64>, Option<f64>) {
+    let total = ones.len();
+    match st {
+        Some(s) => {
+            tally.filled += 1;
+            let mut text = fmt_num(s.mean, m.decimals);
+            if let Some(sd) = s.std {
+                text.push_str(&format!(" ± {}", fmt_num(sd, m.decimals)));
+            }
+            if s.n < total {
+                text.push_str(&format!(
+                    " (n={} of {total}) [{}]",
+                    s.n,
+                    marks.mark(gaps.join("; "))
+                ));
+            } else {
+                text.push_str(&format!(" (n={})", s.n));
+            }
+            let delta = reference.map(|r| s.mean - r);
+            let trend = match (delta, m.better) {
+                (Some(d), Better::Higher) if d > 0.0 => "good",
+                (Some(d), Better::Higher) if d < 0.0 => "bad",
+                (Some(d), Better::Lower) if d < 0.0 => "good",
+                (Some(d), Better::Lower) if d > 0.0 => "bad",
+                _ => "",
+            };
+            let dcell = Cell {
+                text: match (delta, is_base) {
+                    (_, true) => "baseline".into(),
+                    (Some(d), _) => fmt_delta(d, m.decimals),
+                    (None, _) => "—".into(),
+                },
+                class: "measured",
+                trend,
+                title: "difference of the means to the baseline row".into(),
+            };
+            (
+                Cell {
+                    text,
+                    class: "measured",
+                    trend: "",
+                    title: format!(
+                        "mean ± sample standard deviation of {} over {} replicate(s)",
+                        m.field, s.n
+                    ),
+                },
+                dcell,
+                "ok".to_string(),
+                Some(s.mean),
+                delta,
+            )
+        }
+        None => {
+            let (word, class) = if ones.iter().any(|o| matches!(o, One::Failed(_))) {
+                tally.failed += 1;
+                ("failed", "failed")
+            } else if ones.iter().any(|o| matches!(o, One::NotRun(_))) {
+                tally.not_run += 1;
+                ("not run yet", "notrun")
+            } else {
+                tally.na += 1;
+                ("n/a", "na")
+            };
+            let reason = gaps.join("; ");
+            let mark = marks.mark(reason.clone());
+            (
+                Cell {
+                    text: format!("{word} [{mark}]"),
+                    class,
+                    trend: "",
+                    title: reason,
+                },
+                Cell {
+                    text: "—".into(),
+                    class: "empty",
+                    trend: "",
+                    title: String::new(),
+                },
+                word.to_string(),
+                None,
+                None,
+            )
+        }
+    }
+}
+
+/// Two columns per metric: its mean (with the better direction) and its Δ.
+fn header(metrics: &[Metric]) -> Vec<String> {
+    let mut header = Vec::new();
+    for m in metrics {
+        let arrow = match m.better {
+            Better::Higher => " ↑",
+            Better::Lower => " ↓",
+            Better::None => "",
+        };
+        header.push(format!("{}{arrow}", m.label));
+        header.push(format!("Δ {}", m.label));
+    }
+    header
 }
 
 /// The means of a table's metric column per row (`None` where a row has no value), for
