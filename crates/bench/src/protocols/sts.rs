@@ -671,12 +671,7 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
     // The declaration was checked by `StsParams::check` (through `ctx.params()`).
     let dataset = ctx.benchmark.dataset.as_str();
     let split = parse_split(ctx)?;
-    let mut used = Map::new();
-    let single = |key: &str, pairs| Set {
-        key: key.to_string(),
-        cross: false,
-        pairs,
-    };
+    let used = Map::new();
     let plan = match dataset {
         "stsbenchmark" => Plan {
             sets: vec![single(
@@ -699,121 +694,9 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
             )],
             used,
         },
-        "sts12-16" => {
-            let year = params.year.ok_or_else(|| ctx.error(YEAR_REQUIRED))?;
-            let sets = sts12_16::load(ctx.dataset_dir, year)?
-                .into_iter()
-                .map(|s| single(s.name, s.pairs))
-                .collect();
-            used.insert("year".into(), json!(year));
-            Plan {
-                sets,
-                aggregate: Aggregate::WeightedMean,
-                notes: vec![format!(
-                    "SentEval's unsupervised STS{:02} protocol; headline: `all` weighted mean \
-                     (weights: pairs per subset); sentences are passed as released (SentEval \
-                     splits them on whitespace and sorts by length, which changes no \
-                     correlation){}",
-                    year % 100,
-                    if year == 2013 {
-                        "; STS13 without its SMT subset (licence), as in SentEval"
-                    } else {
-                        ""
-                    }
-                )],
-                used,
-            }
-        }
-        "sts17" => {
-            let tracks = params.sts17_tracks().map_err(|e| ctx.error(e))?;
-            let sets = tracks
-                .iter()
-                .map(|t| Ok(single(&t.name(), sts17::load(ctx.dataset_dir, t)?)))
-                .collect::<Result<Vec<_>, BenchError>>()?;
-            used.insert(
-                "tracks".into(),
-                json!(tracks.iter().map(|t| t.id).collect::<Vec<_>>()),
-            );
-            let mut notes = vec![
-                "SemEval-2017 Task 1's official score is Pearson's r per track (in `scores`); \
-                 headline: mean over the tracks"
-                    .to_string(),
-            ];
-            if !tracks.iter().any(|t| t.id == "6") {
-                notes.push(
-                    "track 6 (tr-en, the surprise language track) is left out, as the tracks \
-                     of the issue are 1 to 5; add `6` to params.tracks to run it"
-                        .into(),
-                );
-            }
-            Plan {
-                sets,
-                aggregate: Aggregate::Mean,
-                notes,
-                used,
-            }
-        }
-        "stsb-multi-mt" => {
-            let all: Vec<String> = stsb_multi_mt::LANGUAGES
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let langs = ctx.languages_or(all);
-            let pairs = params.cross_lingual_pairs().map_err(|e| ctx.error(e))?;
-            // Each language's file once.
-            let mut files: HashMap<String, Vec<ScoredPair>> = HashMap::new();
-            for l in langs.iter().chain(pairs.iter().flat_map(|(a, b)| [a, b])) {
-                if !files.contains_key(l) {
-                    files.insert(l.clone(), stsb_multi_mt::load(ctx.dataset_dir, l, split)?);
-                }
-            }
-            let mut sets: Vec<Set> = langs.iter().map(|l| single(l, files[l].clone())).collect();
-            for (a, b) in &pairs {
-                let (fa, fb) = (&files[a], &files[b]);
-                if fa.len() != fb.len() || fa.iter().zip(fb).any(|(x, y)| x.score != y.score) {
-                    return Err(ctx.error(format!(
-                        "stsb-{a}-{0} and stsb-{b}-{0} are not row-aligned (different lengths \
-                         or gold scores); re-fetch the dataset",
-                        split.name()
-                    )));
-                }
-                sets.push(Set {
-                    key: format!("{a}-{b}"),
-                    cross: true,
-                    pairs: fa
-                        .iter()
-                        .zip(fb)
-                        .map(|(x, y)| ScoredPair {
-                            sentence1: x.sentence1.clone(),
-                            sentence2: y.sentence2.clone(),
-                            score: x.score,
-                        })
-                        .collect(),
-                });
-            }
-            used.insert("languages".into(), json!(langs));
-            used.insert(
-                "cross_lingual".into(),
-                json!(pairs
-                    .iter()
-                    .map(|(a, b)| format!("{a}-{b}"))
-                    .collect::<Vec<_>>()),
-            );
-            Plan {
-                sets,
-                aggregate: Aggregate::Mean,
-                notes: vec![
-                    "STS Benchmark machine-translated by DeepL (stsb-multi-mt), standing in \
-                     for multilingual USE's Google-translated STSb; headline: mean over the \
-                     languages; cross-lingual pairs (sentence 1 in the first language, \
-                     sentence 2 in the second) are aggregated separately \
-                     (`cross_lingual_all`)"
-                        .to_string(),
-                    SUPERVISED_NOTE.to_string(),
-                ],
-                used,
-            }
-        }
+        "sts12-16" => sts12_16_plan(ctx, params, used)?,
+        "sts17" => sts17_plan(ctx, params, used)?,
+        "stsb-multi-mt" => stsb_multi_plan(ctx, params, split, used)?,
         other => {
             return Err(ctx.error(format!(
                 "the sts protocol reads the datasets stsbenchmark, sick, sts12-16, sts17 and \
@@ -822,6 +705,150 @@ fn plan(ctx: &Context, params: &StsParams) -> Result<Plan, BenchError> {
         }
     };
     Ok(plan)
+}
+
+/// One monolingual set.
+fn single(key: &str, pairs: Vec<ScoredPair>) -> Set {
+    Set {
+        key: key.to_string(),
+        cross: false,
+        pairs,
+    }
+}
+
+/// STS12–16 of the declared year: SentEval's unsupervised protocol over its subsets.
+fn sts12_16_plan(
+    ctx: &Context,
+    params: &StsParams,
+    mut used: Map<String, Value>,
+) -> Result<Plan, BenchError> {
+    let year = params.year.ok_or_else(|| ctx.error(YEAR_REQUIRED))?;
+    let sets = sts12_16::load(ctx.dataset_dir, year)?
+        .into_iter()
+        .map(|s| single(s.name, s.pairs))
+        .collect();
+    used.insert("year".into(), json!(year));
+    Ok(Plan {
+        sets,
+        aggregate: Aggregate::WeightedMean,
+        notes: vec![format!(
+            "SentEval's unsupervised STS{:02} protocol; headline: `all` weighted mean \
+             (weights: pairs per subset); sentences are passed as released (SentEval \
+             splits them on whitespace and sorts by length, which changes no \
+             correlation){}",
+            year % 100,
+            if year == 2013 {
+                "; STS13 without its SMT subset (licence), as in SentEval"
+            } else {
+                ""
+            }
+        )],
+        used,
+    })
+}
+
+/// SemEval-2017 Task 1: the declared tracks, Pearson's r per track.
+fn sts17_plan(
+    ctx: &Context,
+    params: &StsParams,
+    mut used: Map<String, Value>,
+) -> Result<Plan, BenchError> {
+    let tracks = params.sts17_tracks().map_err(|e| ctx.error(e))?;
+    let sets = tracks
+        .iter()
+        .map(|t| Ok(single(&t.name(), sts17::load(ctx.dataset_dir, t)?)))
+        .collect::<Result<Vec<_>, BenchError>>()?;
+    used.insert(
+        "tracks".into(),
+        json!(tracks.iter().map(|t| t.id).collect::<Vec<_>>()),
+    );
+    let mut notes = vec![
+        "SemEval-2017 Task 1's official score is Pearson's r per track (in `scores`); \
+         headline: mean over the tracks"
+            .to_string(),
+    ];
+    if !tracks.iter().any(|t| t.id == "6") {
+        notes.push(
+            "track 6 (tr-en, the surprise language track) is left out, as the tracks \
+             of the issue are 1 to 5; add `6` to params.tracks to run it"
+                .into(),
+        );
+    }
+    Ok(Plan {
+        sets,
+        aggregate: Aggregate::Mean,
+        notes,
+        used,
+    })
+}
+
+/// STS Benchmark machine-translated (stsb-multi-mt): the declared languages, then the
+/// cross-lingual pairs built from two row-aligned files.
+fn stsb_multi_plan(
+    ctx: &Context,
+    params: &StsParams,
+    split: Split,
+    mut used: Map<String, Value>,
+) -> Result<Plan, BenchError> {
+    let all: Vec<String> = stsb_multi_mt::LANGUAGES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let langs = ctx.languages_or(all);
+    let pairs = params.cross_lingual_pairs().map_err(|e| ctx.error(e))?;
+    // Each language's file once.
+    let mut files: HashMap<String, Vec<ScoredPair>> = HashMap::new();
+    for l in langs.iter().chain(pairs.iter().flat_map(|(a, b)| [a, b])) {
+        if !files.contains_key(l) {
+            files.insert(l.clone(), stsb_multi_mt::load(ctx.dataset_dir, l, split)?);
+        }
+    }
+    let mut sets: Vec<Set> = langs.iter().map(|l| single(l, files[l].clone())).collect();
+    for (a, b) in &pairs {
+        let (fa, fb) = (&files[a], &files[b]);
+        if fa.len() != fb.len() || fa.iter().zip(fb).any(|(x, y)| x.score != y.score) {
+            return Err(ctx.error(format!(
+                "stsb-{a}-{0} and stsb-{b}-{0} are not row-aligned (different lengths \
+                 or gold scores); re-fetch the dataset",
+                split.name()
+            )));
+        }
+        sets.push(Set {
+            key: format!("{a}-{b}"),
+            cross: true,
+            pairs: fa
+                .iter()
+                .zip(fb)
+                .map(|(x, y)| ScoredPair {
+                    sentence1: x.sentence1.clone(),
+                    sentence2: y.sentence2.clone(),
+                    score: x.score,
+                })
+                .collect(),
+        });
+    }
+    used.insert("languages".into(), json!(langs));
+    used.insert(
+        "cross_lingual".into(),
+        json!(pairs
+            .iter()
+            .map(|(a, b)| format!("{a}-{b}"))
+            .collect::<Vec<_>>()),
+    );
+    Ok(Plan {
+        sets,
+        aggregate: Aggregate::Mean,
+        notes: vec![
+            "STS Benchmark machine-translated by DeepL (stsb-multi-mt), standing in \
+             for multilingual USE's Google-translated STSb; headline: mean over the \
+             languages; cross-lingual pairs (sentence 1 in the first language, \
+             sentence 2 in the second) are aggregated separately \
+             (`cross_lingual_all`)"
+                .to_string(),
+            SUPERVISED_NOTE.to_string(),
+        ],
+        used,
+    })
 }
 
 fn parse_split(ctx: &Context) -> Result<Split, BenchError> {
