@@ -63,9 +63,77 @@ pub struct NightlyArgs {
 
 /// `harness nightly`.
 pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
-    // Everything the night and the rule take is checked first, before anything runs or is
-    // written: the configuration, the dates, the fire drills, the acknowledgements and every
-    // entry (recipe, benchmarks, overrides, run directory, encoder).
+    let inputs = check_inputs(args)?;
+    if args.report_only {
+        return report_only(
+            args,
+            &inputs.config,
+            &inputs.history,
+            inputs.baseline.as_deref(),
+            &inputs.acks,
+            &inputs.cwd,
+        );
+    }
+    let plan = resolve_plan(args, &inputs, settings)?;
+    let commit = harness_core::git_commit().to_string();
+    let name = store::night_name(&inputs.date, &commit);
+    let final_dir = inputs.history.join(&name);
+    if final_dir.exists() {
+        bail!(
+            "{}: a night of {} at this commit is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
+            final_dir.display(),
+            inputs.date
+        );
+    }
+    warn_expired_acks(&inputs.acks, &inputs.date);
+    if args.dry_run {
+        print!("{}", terminal_safe(&dry_run_text(&inputs, &plan, &name)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    prepare_history(&inputs.history)?;
+    let (record, partial) = run_tonight(args, settings, &inputs, &plan, commit, &name)?;
+    let finished = finish_night(
+        &inputs.config,
+        record,
+        &partial,
+        &inputs.plants,
+        &inputs.history,
+        inputs.baseline.as_deref(),
+        &inputs.acks,
+    );
+    let (m, final_dir) = match finished {
+        Ok(done) => done,
+        Err(e) => {
+            // The night never reached the history: its partial folder is harness's own.
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
+        }
+    };
+    print!("{}", terminal_safe(&morning::terminal(&m)));
+    println!("report: {}", final_dir.join("report/report.html").display());
+    println!("night: {}", final_dir.display());
+    Ok(ExitCode::from(m.status.code()))
+}
+
+/// What a night takes from its command line and configuration, checked.
+struct NightInputs {
+    config: NightlyConfig,
+    acks: Vec<Ack>,
+    /// The fire drills: (series, points).
+    plants: Vec<(String, f64)>,
+    /// The night's date, YYYY-MM-DD.
+    date: String,
+    /// `<store>/<config name>/`, absolute.
+    history: PathBuf,
+    /// `--baseline`, else the configuration's.
+    baseline: Option<String>,
+    cwd: PathBuf,
+}
+
+/// Checks everything the night and the rule take that needs no entry resolved, before
+/// anything runs or is written: the configuration, the dates, the fire drills and the
+/// acknowledgements.
+fn check_inputs(args: &NightlyArgs) -> anyhow::Result<NightInputs> {
     let config = NightlyConfig::load(&args.config).map_err(anyhow::Error::msg)?;
     let acks: Vec<Ack> = match &args.ack {
         Some(p) => load_acks(p).map_err(anyhow::Error::msg)?,
@@ -98,16 +166,28 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     // where they run.
     let store = std::path::absolute(&args.store)
         .with_context(|| format!("--store {}", args.store.display()))?;
-    let history = store.join(&config.name);
-    let baseline = args.baseline.clone().or_else(|| config.baseline.clone());
-    let cwd = std::env::current_dir().context("reading the current directory")?;
-    if args.report_only {
-        return report_only(args, &config, &history, baseline.as_deref(), &acks, &cwd);
-    }
+    Ok(NightInputs {
+        history: store.join(&config.name),
+        baseline: args.baseline.clone().or_else(|| config.baseline.clone()),
+        cwd: std::env::current_dir().context("reading the current directory")?,
+        config,
+        acks,
+        plants,
+        date,
+    })
+}
+
+/// Resolves and checks every entry (recipe, benchmarks, overrides, run directory,
+/// encoder), then the fire drills and acknowledgements against the series the plan has.
+fn resolve_plan(
+    args: &NightlyArgs,
+    inputs: &NightInputs,
+    settings: &Settings,
+) -> anyhow::Result<plan::NightPlan> {
     let plan = plan::resolve(
-        &config,
+        &inputs.config,
         &args.config,
-        &cwd,
+        &inputs.cwd,
         &super::known()?,
         &mut |kind, spec| check_encoder(kind, spec, settings),
     )
@@ -119,20 +199,16 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             problems.join("\n  ")
         )
     })?;
-    plan::check_plants(&plan, &plants).map_err(anyhow::Error::msg)?;
+    plan::check_plants(&plan, &inputs.plants).map_err(anyhow::Error::msg)?;
     if let Some(path) = &args.ack {
-        plan::check_acks(&acks, &plan.series(), path).map_err(anyhow::Error::msg)?;
+        plan::check_acks(&inputs.acks, &plan.series(), path).map_err(anyhow::Error::msg)?;
     }
-    let commit = harness_core::git_commit().to_string();
-    let name = store::night_name(&date, &commit);
-    let final_dir = history.join(&name);
-    if final_dir.exists() {
-        bail!(
-            "{}: a night of {date} at this commit is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
-            final_dir.display()
-        );
-    }
-    for a in ack::expired(&acks, &date) {
+    Ok(plan)
+}
+
+/// Warns of each acknowledgement that expired before `date` (it alerts again).
+fn warn_expired_acks(acks: &[Ack], date: &str) {
+    for a in ack::expired(acks, date) {
         eprintln!(
             "{}",
             terminal_safe(&format!(
@@ -142,65 +218,93 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             ))
         );
     }
-    if args.dry_run {
-        print!(
-            "{}",
-            terminal_safe(&format!(
-                "nightly {}: the plan of night {name} (into {}), checked; nothing was run, nothing written to the history\n{}series: {}, and each entry's speed figures{}{}\n",
-                config.name,
-                history.display(),
-                plan.describe(),
-                plan.entries
+}
+
+/// `--dry-run`'s answer: the checked plan of night `name`, its series, fire drills and
+/// acknowledgements.
+fn dry_run_text(inputs: &NightInputs, plan: &plan::NightPlan, name: &str) -> String {
+    let (plants, acks) = (&inputs.plants, &inputs.acks);
+    format!(
+        "nightly {}: the plan of night {name} (into {}), checked; nothing was run, nothing written to the history\n{}series: {}, and each entry's speed figures{}{}\n",
+        inputs.config.name,
+        inputs.history.display(),
+        plan.describe(),
+        plan.entries
+            .iter()
+            .flat_map(|e| e.benchmarks.iter().map(move |b| format!("{}/{b}", e.name)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if plants.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; fire drills: {}",
+                plants
                     .iter()
-                    .flat_map(|e| e.benchmarks.iter().map(move |b| format!("{}/{b}", e.name)))
+                    .map(|(s, p)| format!("{s} {p:+}"))
                     .collect::<Vec<_>>()
-                    .join(", "),
-                if plants.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; fire drills: {}",
-                        plants
-                            .iter()
-                            .map(|(s, p)| format!("{s} {p:+}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                },
-                if acks.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {} acknowledgement(s), each matching a series", acks.len())
-                }
-            ))
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    std::fs::create_dir_all(&history)
+                    .join(", ")
+            )
+        },
+        if acks.is_empty() {
+            String::new()
+        } else {
+            format!("; {} acknowledgement(s), each matching a series", acks.len())
+        }
+    )
+}
+
+/// Creates the history store and removes the partial folders of nights that were killed.
+fn prepare_history(history: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(history)
         .with_context(|| format!("creating the history store {}", history.display()))?;
-    for left in store::remove_dead_partials(&history) {
+    for left in store::remove_dead_partials(history) {
         harness_core::note!(
             "removed {}: left by a night that was killed",
             left.display()
         );
     }
-    let probe = probe_input(settings, &history, config.speed_probe_sentences)?;
+    Ok(())
+}
+
+/// Runs tonight's entries into a partial folder, telling progress on stderr; returns the
+/// night's record and that folder.
+fn run_tonight(
+    args: &NightlyArgs,
+    settings: &Settings,
+    inputs: &NightInputs,
+    plan: &plan::NightPlan,
+    commit: String,
+    name: &str,
+) -> anyhow::Result<(store::NightRecord, PathBuf)> {
+    let (config, history) = (&inputs.config, &inputs.history);
+    let probe = probe_input(settings, history, config.speed_probe_sentences)?;
     let opts = NightOptions {
         exe: std::env::current_exe().context("locating the harness binary")?,
         history: history.clone(),
-        date: date.clone(),
-        commit: commit.clone(),
+        date: inputs.date.clone(),
+        commit,
         env: fingerprint(),
         probe_input: probe.clone(),
         seed_offset: args.seed_offset,
-        cwd,
+        cwd: inputs.cwd.clone(),
     };
     eprintln!(
         "nightly {}: night {name} into {}",
         config.name,
         history.display()
     );
-    let result = run_night(&config, &plan, &opts, &mut |e| match e {
+    let result = run_night(config, plan, &opts, &mut print_event);
+    if let Some(p) = &probe {
+        // The probe sentences are harness's own scratch file.
+        let _ = std::fs::remove_file(p);
+    }
+    result.map_err(anyhow::Error::msg)
+}
+
+/// Tells a night's progress on stderr.
+fn print_event(e: NightEvent) {
+    match e {
         NightEvent::Start { entry, seed, what } => {
             eprintln!(
                 "{}",
@@ -220,33 +324,7 @@ pub fn run(args: &NightlyArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
                 String::new()
             }
         ),
-    });
-    if let Some(p) = &probe {
-        // The probe sentences are harness's own scratch file.
-        let _ = std::fs::remove_file(p);
     }
-    let (record, partial) = result.map_err(anyhow::Error::msg)?;
-    let finished = finish_night(
-        &config,
-        record,
-        &partial,
-        &plants,
-        &history,
-        baseline.as_deref(),
-        &acks,
-    );
-    let (m, final_dir) = match finished {
-        Ok(done) => done,
-        Err(e) => {
-            // The night never reached the history: its partial folder is harness's own.
-            let _ = std::fs::remove_dir_all(&partial);
-            return Err(e);
-        }
-    };
-    print!("{}", terminal_safe(&morning::terminal(&m)));
-    println!("report: {}", final_dir.join("report/report.html").display());
-    println!("night: {}", final_dir.display());
-    Ok(ExitCode::from(m.status.code()))
 }
 
 /// Plants, records, reports, seals and renames a night that ran into `partial`; returns

@@ -13,8 +13,9 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use harness_core::settings::Settings;
 use harness_core::terminal::terminal_safe;
-use harness_sweep::ledger::State;
-use harness_sweep::run::{Event, Only, RunOptions};
+use harness_sweep::ledger::{Ledger, State};
+use harness_sweep::report::SweepReport;
+use harness_sweep::run::{Event, Only, RunOptions, RunSummary};
 use harness_sweep::slurm::{ArrayTask, EmitRequest};
 use std::io::Write;
 use std::path::PathBuf;
@@ -111,6 +112,46 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     }
     let ledger = harness_sweep::run::current_ledger(&sweep)?;
     let selected = harness_sweep::run::to_run(&ledger, only);
+    print_overview(&sweep, &ledger, &selected, only)?;
+    if args.dry_run {
+        print_dry_run(&sweep, &ledger, &selected)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(EmitArg::Slurm) = args.emit {
+        return emit_slurm(args, &sweep, &selected);
+    }
+    if args.out.is_some() {
+        bail!("--out names the folder of emitted scripts: use it with `--emit slurm`");
+    }
+    if args.force {
+        bail!("--force lets `--emit slurm` write beside other files in its --out folder: use it with `--emit slurm`");
+    }
+    let dir = harness_sweep::run::SweepDir::open(&sweep)?;
+    let (summary, failed_now) = if args.report_only {
+        (None, 0)
+    } else {
+        let (summary, failed_now) = run_points(args, &sweep, &dir, only)?;
+        (Some(summary), failed_now)
+    };
+    let ledger = harness_sweep::run::current_ledger(&sweep)?;
+    ledger.write(&dir.path)?;
+    let report = harness_sweep::report::render(&sweep, &ledger, &super::known()?)
+        .with_context(|| format!("rendering the report of {}", sweep.dir.display()))?;
+    out!("{}", terminal_safe(&report.terminal));
+    for w in &report.warnings {
+        harness_core::note!("warning: {w}");
+    }
+    print_results(&report, &ledger, summary.as_ref(), started)?;
+    exit_code(args, summary.as_ref(), &ledger, failed_now)
+}
+
+/// The sweep's first lines: its points, how many are done and to run, and its directory.
+fn print_overview(
+    sweep: &harness_sweep::Sweep,
+    ledger: &Ledger,
+    selected: &[usize],
+    only: Only,
+) -> anyhow::Result<()> {
     outln!(
         "sweep {}: {} configurations × {} seed(s) = {} points; {} done, {} to run{}",
         sweep.grid.name,
@@ -130,84 +171,90 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         }
     );
     outln!("sweep directory: {}", sweep.dir.display());
-    if args.dry_run {
-        for (i, (p, e)) in sweep.points.iter().zip(&ledger.points).enumerate() {
-            let mark = if selected.contains(&i) {
-                "run "
-            } else {
-                "    "
-            };
-            outln!(
-                "{mark}{:<11} {:<28} {}{}",
-                e.state.name(),
-                p.point.alias,
-                p.run_dir.display(),
-                if e.attempts > 0 {
-                    format!(" ({} attempt(s))", e.attempts)
-                } else {
-                    String::new()
-                }
-            );
-            if selected.contains(&i) {
-                outln!("    harness {}", shell_words(&p.args));
-            }
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(EmitArg::Slurm) = args.emit {
-        return emit_slurm(args, &sweep, &selected);
-    }
-    if args.out.is_some() {
-        bail!("--out names the folder of emitted scripts: use it with `--emit slurm`");
-    }
-    if args.force {
-        bail!("--force lets `--emit slurm` write beside other files in its --out folder: use it with `--emit slurm`");
-    }
-    let dir = harness_sweep::run::SweepDir::open(&sweep)?;
-    let mut failed_now = 0;
-    let summary = if args.report_only {
-        None
-    } else {
-        let threads = std::env::var("RAYON_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|n: &usize| *n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let opts = RunOptions {
-            exe: std::env::current_exe().context("locating the harness binary")?,
-            jobs: args.jobs,
-            only,
-            max_fails: args.max_fails,
-            fail_fast: args.fail_fast,
-            threads,
+    Ok(())
+}
+
+/// `--dry-run`: every point, its state and run directory, and the command of each point
+/// that would run.
+fn print_dry_run(
+    sweep: &harness_sweep::Sweep,
+    ledger: &Ledger,
+    selected: &[usize],
+) -> anyhow::Result<()> {
+    for (i, (p, e)) in sweep.points.iter().zip(&ledger.points).enumerate() {
+        let mark = if selected.contains(&i) {
+            "run "
+        } else {
+            "    "
         };
-        let (summary, _) = harness_sweep::run::run(&sweep, &dir, &opts, &mut |e| match e {
-            Event::Start {
-                alias,
-                n,
-                total,
-                threads,
-            } => harness_core::note!("[{n}/{total}] {alias}: started ({threads} thread(s))"),
-            Event::Done { alias, seconds } => {
-                harness_core::note!("{alias}: done in {seconds:.0} s")
+        outln!(
+            "{mark}{:<11} {:<28} {}{}",
+            e.state.name(),
+            p.point.alias,
+            p.run_dir.display(),
+            if e.attempts > 0 {
+                format!(" ({} attempt(s))", e.attempts)
+            } else {
+                String::new()
             }
-            Event::Failed { alias, error, log } => {
-                failed_now += 1;
-                harness_core::note!("FAILED {alias}: {error} (log: {})", log.display())
-            }
-            Event::Interrupted { alias } => harness_core::note!("{alias}: interrupted"),
-            Event::Stopping { why } => harness_core::note!("stopping: {why}"),
-        })?;
-        Some(summary)
-    };
-    let ledger = harness_sweep::run::current_ledger(&sweep)?;
-    ledger.write(&dir.path)?;
-    let report = harness_sweep::report::render(&sweep, &ledger, &super::known()?)
-        .with_context(|| format!("rendering the report of {}", sweep.dir.display()))?;
-    out!("{}", terminal_safe(&report.terminal));
-    for w in &report.warnings {
-        harness_core::note!("warning: {w}");
+        );
+        if selected.contains(&i) {
+            outln!("    harness {}", shell_words(&p.args));
+        }
     }
+    Ok(())
+}
+
+/// Runs the selected points through `harness run`, telling each start and end on stderr;
+/// returns the run's summary and how many points failed in it.
+fn run_points(
+    args: &SweepArgs,
+    sweep: &harness_sweep::Sweep,
+    dir: &harness_sweep::run::SweepDir,
+    only: Only,
+) -> anyhow::Result<(RunSummary, usize)> {
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n: &usize| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = RunOptions {
+        exe: std::env::current_exe().context("locating the harness binary")?,
+        jobs: args.jobs,
+        only,
+        max_fails: args.max_fails,
+        fail_fast: args.fail_fast,
+        threads,
+    };
+    let mut failed_now = 0;
+    let (summary, _) = harness_sweep::run::run(sweep, dir, &opts, &mut |e| match e {
+        Event::Start {
+            alias,
+            n,
+            total,
+            threads,
+        } => harness_core::note!("[{n}/{total}] {alias}: started ({threads} thread(s))"),
+        Event::Done { alias, seconds } => {
+            harness_core::note!("{alias}: done in {seconds:.0} s")
+        }
+        Event::Failed { alias, error, log } => {
+            failed_now += 1;
+            harness_core::note!("FAILED {alias}: {error} (log: {})", log.display())
+        }
+        Event::Interrupted { alias } => harness_core::note!("{alias}: interrupted"),
+        Event::Stopping { why } => harness_core::note!("stopping: {why}"),
+    })?;
+    Ok((summary, failed_now))
+}
+
+/// The closing lines: the points by state, this run's summary (when one ran) and where the
+/// ablation table is.
+fn print_results(
+    report: &SweepReport,
+    ledger: &Ledger,
+    summary: Option<&RunSummary>,
+    started: Instant,
+) -> anyhow::Result<()> {
     let counts = ledger.counts();
     outln!(
         "\npoints: {}",
@@ -217,7 +264,7 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if let Some(s) = &summary {
+    if let Some(s) = summary {
         outln!(
             "this run: {} started, {} done, {} failed, {} interrupted, {} already done; {:.0} s wall",
             s.started,
@@ -246,11 +293,22 @@ pub fn run(args: &SweepArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         report.charts,
         report.out_dir.join("report.html").display()
     );
+    Ok(())
+}
+
+/// The exit status: 130 when the run was interrupted, 1 when a point failed in this run or
+/// not every point is done (saying how to continue), else 0.
+fn exit_code(
+    args: &SweepArgs,
+    summary: Option<&RunSummary>,
+    ledger: &Ledger,
+    failed_now: usize,
+) -> anyhow::Result<ExitCode> {
     let unfinished = ledger
         .points
         .iter()
         .any(|e| !matches!(e.state, State::Done | State::Reused));
-    if summary.as_ref().is_some_and(|s| {
+    if summary.is_some_and(|s| {
         s.interrupted > 0
             && s.stopped
                 .as_deref()

@@ -8,7 +8,7 @@
 use super::ack::{acknowledged, expired, Ack};
 use super::config::{NightlyConfig, Rules};
 use super::rule::{judge, read_history, speed_verdict, Judgement, Sample, Verdict};
-use super::store::{is_date, Integrity, Night};
+use super::store::{is_date, Integrity, Night, NightRecord};
 use harness_bench::metrics::lower_is_better;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -271,6 +271,65 @@ fn standing(n: &Night) -> Standing {
 /// At most this many problems of one night are listed (then a count).
 const MAX_LISTED: usize = 5;
 
+/// The failures, warnings and notes of a report, each in the order it was found.
+#[derive(Default)]
+struct Notices {
+    failures: Vec<String>,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The nights of the history a report compares against, and those it leaves out.
+struct History<'a> {
+    /// The nights compared against, oldest first, tonight last.
+    nights: Vec<&'a Night>,
+    /// Name → why, of the nights left out.
+    left_out: Vec<(&'a str, String)>,
+}
+
+/// The changes a night flags, filed as the report lists them.
+#[derive(Default)]
+struct Flagged {
+    regressions: Vec<Finding>,
+    improvements: Vec<Finding>,
+    acknowledged: Vec<Finding>,
+}
+
+impl Flagged {
+    /// Files regression `f`: with its reason among the acknowledged when an acknowledgement
+    /// of its series holds on `date`, else among the regressions (which alert).
+    fn regression(&mut self, f: Finding, acks: &[Ack], date: &str) {
+        match acknowledged(acks, &f.series, date) {
+            Some(reason) => self.acknowledged.push(Finding {
+                ack: Some(reason.to_string()),
+                ..f
+            }),
+            None => self.regressions.push(f),
+        }
+    }
+}
+
+/// What every series and speed figure of tonight is judged against.
+struct Context<'a> {
+    tonight: &'a Night,
+    /// The nights compared against, oldest first, tonight last.
+    nights: &'a [&'a Night],
+    /// The baseline night, when one is named or the history has one.
+    base: Option<&'a Night>,
+    /// The rules at the per-series confidence ([`per_series_rules`]).
+    rules: &'a Rules,
+    /// Index in `nights` of the first night of the sparklines and trend charts.
+    window_start: usize,
+    acks: &'a [Ack],
+}
+
+impl<'a> Context<'a> {
+    /// The last night compared against before tonight.
+    fn previous_night(&self) -> Option<&'a Night> {
+        self.nights.len().checked_sub(2).map(|i| self.nights[i])
+    }
+}
+
 /// Builds the morning report of the last night of `nights` (oldest first). Nights of the
 /// history that failed verification, failed, or carry an impossible date are left out of
 /// every comparison (the previous night, the baseline, the best night, the series' spread
@@ -283,47 +342,169 @@ pub fn build(
 ) -> Morning {
     let tonight = all_nights.last().expect("at least tonight");
     let rec = &tonight.record;
-    let mut failures: Vec<String> = Vec::new();
-    let mut warnings: Vec<String> = Vec::new();
-    // Name → why, of the nights left out.
-    let mut left_out: Vec<(&str, String)> = Vec::new();
-    let mut nights: Vec<&Night> = Vec::new();
+    let mut notices = Notices::default();
+    let history = sort_history(all_nights, tonight, &mut notices);
+    check_tonight(tonight, acks, &mut notices);
+    let rules = per_series_rules(config, tonight);
+    let nights = &history.nights;
+    let base = find_baseline(nights, tonight, baseline);
+    if let Some(b) = baseline {
+        if base.is_none() {
+            name_missing_baseline(b, &history.left_out, &mut notices);
+        }
+    }
+    let cx = Context {
+        tonight,
+        nights,
+        base,
+        rules: &rules,
+        window_start: nights.len().saturating_sub(config.history.max(2)),
+        acks,
+    };
+    let mut flagged = Flagged::default();
+    let metrics = judge_metrics(&cx, &mut flagged);
+    let speed = judge_speed(&cx, &mut flagged);
+    let plants = plant_lines(rec);
+    notices
+        .notes
+        .push(rule_note(config, &rules, family_size(tonight)));
+    if rec.seed_offset != 0 {
+        notices.notes.push(format!(
+            "Noise-only night: every seed shifted by {} (`--seed-offset`).",
+            rec.seed_offset
+        ));
+    }
+    let mut m = Morning {
+        config: config.name.clone(),
+        night: rec.name.clone(),
+        date: rec.date.clone(),
+        commit: rec.commit.clone(),
+        previous: cx.previous_night().map(|n| n.record.name.clone()),
+        baseline: base.map(|n| n.record.name.clone()),
+        nights_in_history: all_nights.len(),
+        nights_left_out: history.left_out.len(),
+        status: Status::Clean,
+        headline: String::new(),
+        failures: notices.failures,
+        warnings: notices.warnings,
+        regressions: flagged.regressions,
+        improvements: flagged.improvements,
+        acknowledged: flagged.acknowledged,
+        recovered: metrics.recovered,
+        rows: metrics.rows,
+        speed,
+        charts: metrics.charts,
+        plants,
+        notes: notices.notes,
+        env: env_rows(rec),
+    };
+    m.status = status_of(&m);
+    m.headline = headline_of(&m);
+    m
+}
+
+/// What the metric series add to the report besides their findings.
+struct MetricTables {
+    recovered: Vec<Recovered>,
+    rows: Vec<Row>,
+    charts: Vec<Chart>,
+}
+
+/// Judges every metric series of tonight (in name order): its recovered blips, table row
+/// and trend chart, with the change it shows filed into `flagged`.
+fn judge_metrics(cx: &Context, flagged: &mut Flagged) -> MetricTables {
+    let mut tables = MetricTables {
+        recovered: Vec::new(),
+        rows: Vec::new(),
+        charts: Vec::new(),
+    };
+    let all_series: BTreeSet<&String> = cx.tonight.series.keys().collect();
+    for series in all_series {
+        let Some(view) = read_series(cx, series) else {
+            continue;
+        };
+        tables.recovered.extend(recovered_blips(cx, &view));
+        if let Some(change) = flagged_change(cx, &view) {
+            let f = finding(cx, &view, change);
+            if f.kind == "regression" {
+                flagged.regression(f, cx.acks, &cx.tonight.record.date);
+            } else {
+                flagged.improvements.push(f);
+            }
+        }
+        tables.rows.push(metric_row(cx, &view));
+        tables.charts.push(trend_chart(cx, &view));
+    }
+    tables
+}
+
+/// Sorts the nights before `tonight` by their [`standing`] into those compared against
+/// (`tonight` appended last) and those left out, with why; what the reader must know of
+/// them goes to `notices`.
+fn sort_history<'a>(
+    all_nights: &'a [Night],
+    tonight: &'a Night,
+    notices: &mut Notices,
+) -> History<'a> {
+    let mut history = History {
+        nights: Vec::new(),
+        left_out: Vec::new(),
+    };
     for n in &all_nights[..all_nights.len() - 1] {
         let name = n.record.name.as_str();
         match standing(n) {
-            Standing::Used => nights.push(n),
+            Standing::Used => history.nights.push(n),
             Standing::Warned(w) => {
-                warnings.push(w);
-                nights.push(n);
+                notices.warnings.push(w);
+                history.nights.push(n);
             }
             Standing::LeftOut(why) => {
-                warnings.push(format!("night {name}: left out of every comparison: {why}"));
-                left_out.push((name, why));
+                notices
+                    .warnings
+                    .push(format!("night {name}: left out of every comparison: {why}"));
+                history.left_out.push((name, why));
             }
             Standing::Broken(problems) => {
-                for p in problems.iter().take(MAX_LISTED) {
-                    failures.push(format!(
-                        "night {name} failed verification and is left out of every comparison: {p}"
-                    ));
-                }
-                if problems.len() > MAX_LISTED {
-                    failures.push(format!(
-                        "night {name}: {} more problems",
-                        problems.len() - MAX_LISTED
-                    ));
-                }
-                left_out.push((name, "it failed verification".into()));
+                name_broken_night(name, &problems, &mut notices.failures);
+                history
+                    .left_out
+                    .push((name, "it failed verification".into()));
             }
         }
     }
-    nights.push(tonight);
+    history.nights.push(tonight);
+    history
+}
+
+/// The failures of a night of the history that failed verification: its first
+/// [`MAX_LISTED`] problems, then a count of the rest.
+fn name_broken_night(name: &str, problems: &[String], failures: &mut Vec<String>) {
+    for p in problems.iter().take(MAX_LISTED) {
+        failures.push(format!(
+            "night {name} failed verification and is left out of every comparison: {p}"
+        ));
+    }
+    if problems.len() > MAX_LISTED {
+        failures.push(format!(
+            "night {name}: {} more problems",
+            problems.len() - MAX_LISTED
+        ));
+    }
+}
+
+/// Tonight's own failures and warnings: its verification, the acknowledgements that
+/// expired before it, its seeds' errors and the problems of its files.
+fn check_tonight(tonight: &Night, acks: &[Ack], notices: &mut Notices) {
+    let rec = &tonight.record;
     match &tonight.integrity {
         Integrity::Failed(problems) => {
             for p in problems {
-                failures.push(format!("night {} failed verification: {p}", rec.name));
+                notices
+                    .failures
+                    .push(format!("night {} failed verification: {p}", rec.name));
             }
         }
-        Integrity::Unverified => warnings.push(format!(
+        Integrity::Unverified => notices.warnings.push(format!(
             "night {}: unverified (written before harness sealed nights with {})",
             rec.name,
             super::store::CHECKSUMS
@@ -331,432 +512,567 @@ pub fn build(
         _ => {}
     }
     for a in expired(acks, &rec.date) {
-        warnings.push(format!(
+        notices.warnings.push(format!(
             "the acknowledgement of `{}` expired on {} ({}): it alerts again. Fix: extend `expires:` or remove it from the --ack file",
             a.series,
             a.expires.as_deref().unwrap_or(""),
             a.reason
         ));
     }
-    // Family-wise over the night: each of the M series at 1 − (1 − c)/M (Bonferroni).
-    let family = tonight.series.len().max(1) as f64;
-    let per_series = Rules {
-        confidence: 1.0 - (1.0 - config.rules.confidence) / family,
-        ..config.rules.clone()
-    };
-    let rules: &Rules = &per_series;
-    let window_start = nights.len().saturating_sub(config.history.max(2));
-    let base: Option<&Night> = match baseline {
-        Some(b) => nights[..nights.len() - 1]
-            .iter()
-            .find(|n| n.record.name == b || n.record.date == b)
-            .copied(),
-        None => nights
-            .first()
-            .filter(|n| n.record.name != rec.name)
-            .copied(),
-    };
     for e in &rec.entries {
         for s in &e.seeds {
             for err in &s.errors {
-                failures.push(format!(
+                notices.failures.push(format!(
                     "{} seed {}: {err} (log: {})",
                     e.name, s.seed, s.log
                 ));
             }
         }
     }
-    failures.extend(tonight.problems.iter().cloned());
-    let mut notes = Vec::new();
-    if let Some(b) = baseline {
-        if base.is_none() {
-            match left_out
-                .iter()
-                .find(|(name, _)| *name == b || name.starts_with(&format!("{b}-")))
-            {
-                Some((name, why)) => warnings.push(format!(
-                    "baseline `{b}` is night {name}, left out ({why}): no baseline column"
-                )),
-                None => notes.push(format!(
-                    "baseline `{b}` is not a night of this history; no baseline column"
-                )),
-            }
-        }
+    notices.failures.extend(tonight.problems.iter().cloned());
+}
+
+/// The number of series tonight judges at once (at least 1): the family of the
+/// family-wise confidence.
+fn family_size(tonight: &Night) -> f64 {
+    tonight.series.len().max(1) as f64
+}
+
+/// The rules each series is judged by. Family-wise over the night: each of the M series at
+/// 1 − (1 − c)/M (Bonferroni).
+fn per_series_rules(config: &NightlyConfig, tonight: &Night) -> Rules {
+    Rules {
+        confidence: 1.0 - (1.0 - config.rules.confidence) / family_size(tonight),
+        ..config.rules.clone()
     }
-    let mut regressions = Vec::new();
-    let mut improvements = Vec::new();
-    let mut acknowledged_list = Vec::new();
+}
+
+/// The baseline night among `nights` (tonight last): the one `baseline` names (by name or
+/// date) before tonight, else the oldest night when it is not tonight.
+fn find_baseline<'a>(
+    nights: &[&'a Night],
+    tonight: &Night,
+    baseline: Option<&str>,
+) -> Option<&'a Night> {
+    match baseline {
+        Some(b) => nights[..nights.len() - 1]
+            .iter()
+            .find(|n| n.record.name == b || n.record.date == b)
+            .copied(),
+        None => nights
+            .first()
+            .filter(|n| n.record.name != tonight.record.name)
+            .copied(),
+    }
+}
+
+/// Says why baseline `b` gives no baseline column: a warning when it names a night left
+/// out, a note when no night of the history has that name.
+fn name_missing_baseline(b: &str, left_out: &[(&str, String)], notices: &mut Notices) {
+    match left_out
+        .iter()
+        .find(|(name, _)| *name == b || name.starts_with(&format!("{b}-")))
+    {
+        Some((name, why)) => notices.warnings.push(format!(
+            "baseline `{b}` is night {name}, left out ({why}): no baseline column"
+        )),
+        None => notices.notes.push(format!(
+            "baseline `{b}` is not a night of this history; no baseline column"
+        )),
+    }
+}
+
+/// One metric series as tonight's report reads it: tonight's sample, the series over the
+/// history, and tonight judged against the previous night and the baseline.
+struct SeriesView<'a> {
+    name: &'a String,
+    metric: String,
+    lower: bool,
+    min_effect: f64,
+    /// Tonight's sample, with the series' spread before tonight.
+    now: Sample<'a>,
+    spread: f64,
+    /// The series over the whole history: (night index, value).
+    hist: Vec<(usize, f64)>,
+    /// The last night before tonight with the series.
+    prev: Option<&'a Night>,
+    vs_prev: Option<Judgement>,
+    vs_base: Option<Judgement>,
+    /// The best night of the history: (night index, value).
+    best: Option<(usize, f64)>,
+    /// How far tonight is from the best night, in the bad direction.
+    worse_than_best: Option<f64>,
+    /// The series' steps and one-night blips.
+    story: super::rule::History,
+}
+
+/// Reads series `series` over the history (none when tonight has no headline of it).
+fn read_series<'a>(cx: &Context<'a>, series: &'a String) -> Option<SeriesView<'a>> {
+    let (tonight, nights, rules) = (cx.tonight, cx.nights, cx.rules);
+    let mut now = sample_alone(tonight, series)?;
+    let first = &tonight.series[series][0].result;
+    let metric = first.main_metric.clone().unwrap_or_default();
+    let lower = lower_is_better(&metric);
+    let min_effect = rules.min_effect_of(series);
+    // The series over the whole history: (night index, value).
+    let hist: Vec<(usize, f64)> = nights
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.headline(series).map(|v| (i, v)))
+        .collect();
+    let values: Vec<f64> = hist.iter().map(|(_, v)| *v).collect();
+    // The spread the series has shown before tonight (tonight's own change left out).
+    let spread = super::rule::history_spread(&values[..values.len().saturating_sub(1)]);
+    now.spread = spread;
+    let prev = nights[..nights.len() - 1]
+        .iter()
+        .rev()
+        .find(|n| n.series.contains_key(series))
+        .copied();
+    let vs_prev = prev
+        .and_then(|p| sample(p, series, spread))
+        .map(|a| judge(&a, &now, lower, min_effect, rules));
+    let vs_base = cx
+        .base
+        .and_then(|b| sample(b, series, spread))
+        .map(|a| judge(&a, &now, lower, min_effect, rules));
+    let best = hist.iter().map(|&(i, v)| (i, v)).reduce(|a, b| {
+        let better = if lower { b.1 < a.1 } else { b.1 > a.1 };
+        if better {
+            b
+        } else {
+            a
+        }
+    });
+    let worse_than_best = best.map(|(_, v)| {
+        if lower {
+            now.mean() - v
+        } else {
+            v - now.mean()
+        }
+    });
+    let sigma = super::rule::noise_sigma(&values, min_effect / 2.0);
+    let story = read_history(&values, sigma, rules.step_penalty, min_effect);
+    Some(SeriesView {
+        name: series,
+        metric,
+        lower,
+        min_effect,
+        now,
+        spread,
+        hist,
+        prev,
+        vs_prev,
+        vs_base,
+        best,
+        worse_than_best,
+        story,
+    })
+}
+
+/// The one-night blips of series `v` in the window that were worse than the level either
+/// side of them (they recovered the next night).
+fn recovered_blips(cx: &Context, v: &SeriesView) -> Vec<Recovered> {
+    let (series, hist) = (v.name, &v.hist);
     let mut recovered = Vec::new();
-    let mut rows = Vec::new();
-    let mut charts = Vec::new();
-    let all_series: BTreeSet<&String> = tonight.series.keys().collect();
-    for series in all_series {
-        let Some(mut now) = sample_alone(tonight, series) else {
-            continue;
-        };
-        let first = &tonight.series[series][0].result;
-        let metric = first.main_metric.clone().unwrap_or_default();
-        let lower = lower_is_better(&metric);
-        let min_effect = rules.min_effect_of(series);
-        // The series over the whole history: (night index, value).
-        let hist: Vec<(usize, f64)> = nights
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| n.headline(series).map(|v| (i, v)))
-            .collect();
-        let values: Vec<f64> = hist.iter().map(|(_, v)| *v).collect();
-        // The spread the series has shown before tonight (tonight's own change left out).
-        let spread = super::rule::history_spread(&values[..values.len().saturating_sub(1)]);
-        now.spread = spread;
-        let prev = nights[..nights.len() - 1]
-            .iter()
-            .rev()
-            .find(|n| n.series.contains_key(series))
-            .copied();
-        let vs_prev = prev
-            .and_then(|p| sample(p, series, spread))
-            .map(|a| judge(&a, &now, lower, min_effect, rules));
-        let vs_base = base
-            .and_then(|b| sample(b, series, spread))
-            .map(|a| judge(&a, &now, lower, min_effect, rules));
-        let best = hist.iter().map(|&(i, v)| (i, v)).reduce(|a, b| {
-            let better = if lower { b.1 < a.1 } else { b.1 > a.1 };
-            if better {
-                b
+    for &b in &v.story.blips {
+        let (i, value) = hist[b];
+        if i >= cx.window_start {
+            let level = (hist[b - 1].1 + hist[b + 1].1) / 2.0;
+            let worse = if v.lower {
+                value > level
             } else {
-                a
-            }
-        });
-        let worse_than_best = best.map(|(_, v)| {
-            if lower {
-                now.mean() - v
-            } else {
-                v - now.mean()
-            }
-        });
-        let sigma = super::rule::noise_sigma(&values, min_effect / 2.0);
-        let story = read_history(&values, sigma, rules.step_penalty, min_effect);
-        for &b in &story.blips {
-            let (i, v) = hist[b];
-            if i >= window_start {
-                let level = (hist[b - 1].1 + hist[b + 1].1) / 2.0;
-                let worse = if lower { v > level } else { v < level };
-                if worse {
-                    recovered.push(Recovered {
-                        series: series.clone(),
-                        night: nights[i].record.name.clone(),
-                        value: v,
-                        level,
-                        text: format!(
-                            "{series} on {}: {v:.2} against a level of {level:.2} either side (recovered the next night)",
-                            nights[i].record.name
-                        ),
-                    });
-                }
-            }
-        }
-        // Findings: a change tonight against the previous night; else a lasting step whose
-        // level tonight still holds, against the last night before it.
-        let mut finding: Option<(Judgement, &Night, String)> = None;
-        if let (Some(j), Some(p)) = (&vs_prev, prev) {
-            if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
-                finding = Some((
-                    j.clone(),
-                    p,
-                    "new tonight: tomorrow tells a one-night blip from a lasting step".into(),
-                ));
-            }
-        }
-        if finding.is_none() {
-            if let Some(&s) = story.steps.last() {
-                // The step's segment must reach tonight (no later change point).
-                let before = nights[hist[s - 1].0];
-                let began = nights[hist[s].0];
-                if let Some(a) = sample(before, series, spread) {
-                    let j = judge(&a, &now, lower, min_effect, rules);
-                    if matches!(j.verdict, Verdict::Regression | Verdict::Improvement) {
-                        finding = Some((
-                            j,
-                            before,
-                            format!(
-                                "lasting step since {} ({} nights at the new level)",
-                                began.record.date,
-                                hist.len() - s
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some((j, before, when)) = finding {
-            let kind = if j.verdict == Verdict::Regression {
-                "regression"
-            } else {
-                "improvement"
+                value < level
             };
-            let commits = format!("{}..{}", short(&before.record.commit), short(&rec.commit));
-            let interval = j.interval.map_or("no interval".to_string(), |(l, h)| {
-                format!("{} % CI [{l:+.2}, {h:+.2}]", percent(j.confidence))
-            });
-            let wtb = worse_than_best.filter(|w| *w > 0.0);
-            let line = format!(
-                "{series} {metric} {} → {} (Δ {}, {interval}, {}; {when}; commits {commits}{})",
-                fmt(j.delta.mul_add(-1.0, now.mean())),
-                fmt(now.mean()),
-                signed(j.delta),
-                j.method,
-                wtb.map_or(String::new(), |w| format!(
-                    "; worse than the best night by {w:.2}"
-                ))
-            );
-            let f = Finding {
-                series: series.clone(),
-                metric: metric.clone(),
-                kind: kind.into(),
-                since_night: before.record.name.clone(),
-                commits,
-                before: now.mean() - j.delta,
-                now: now.mean(),
-                delta: j.delta,
-                interval: j.interval,
-                confidence: j.confidence,
-                method: j.method.into(),
-                when,
-                worse_than_best: wtb,
-                best_night: best.map(|(i, _)| nights[i].record.name.clone()),
-                ack: None,
-                line,
-            };
-            if kind == "regression" {
-                match acknowledged(acks, series, &rec.date) {
-                    Some(reason) => acknowledged_list.push(Finding {
-                        ack: Some(reason.to_string()),
-                        ..f
-                    }),
-                    None => regressions.push(f),
-                }
-            } else {
-                improvements.push(f);
+            if worse {
+                recovered.push(Recovered {
+                    series: series.clone(),
+                    night: cx.nights[i].record.name.clone(),
+                    value,
+                    level,
+                    text: format!(
+                        "{series} on {}: {value:.2} against a level of {level:.2} either side (recovered the next night)",
+                        cx.nights[i].record.name
+                    ),
+                });
             }
         }
-        let window: Vec<Option<f64>> = nights[window_start..]
-            .iter()
-            .map(|n| n.headline(series))
-            .collect();
-        let hits: u64 = tonight.series[series]
-            .iter()
-            .map(|s| s.result.cache.hits)
-            .sum();
-        let misses: u64 = tonight.series[series]
-            .iter()
-            .map(|s| s.result.cache.misses)
-            .sum();
-        let verdict = |j: &Option<Judgement>| match j.as_ref().map(|j| j.verdict) {
-            Some(Verdict::Regression) => "regression",
-            Some(Verdict::Improvement) => "improvement",
-            Some(Verdict::Unchanged) => "within noise",
-            Some(Verdict::Unjudged) => "no noise estimate",
-            None => "first night",
-        };
-        rows.push(Row {
-            series: series.clone(),
-            metric: metric.clone(),
-            arrow: if lower { "↓" } else { "↑" }.into(),
-            seeds: now.headlines.len(),
-            tonight: fmt(now.mean()),
-            previous: vs_prev
-                .as_ref()
-                .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
-            delta_previous: vs_prev.as_ref().map_or("–".into(), |j| match j.interval {
-                Some((l, h)) => format!("{} [{l:+.2}, {h:+.2}]", signed(j.delta)),
-                None => signed(j.delta),
-            }),
-            baseline: vs_base
-                .as_ref()
-                .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
-            delta_baseline: vs_base.as_ref().map_or("–".into(), |j| signed(j.delta)),
-            best: best.map_or("–".into(), |(_, v)| fmt(v)),
-            verdict: verdict(&vs_prev).into(),
-            sparkline: sparkline(&window),
-            cache: if hits > 0 {
-                format!(
-                    "{hits}/{} sentences from the embedding cache",
-                    hits + misses
-                )
-            } else {
-                String::new()
-            },
-        });
-        let points: Vec<(f64, f64, Option<f64>)> = hist
-            .iter()
-            .filter(|(i, _)| *i >= window_start)
-            .map(|&(i, v)| (i as f64, v, None))
-            .collect();
-        let file = format!("trend-{}.svg", series.replace(['/', ':'], "_"));
-        charts.push(Chart {
-            series: series.clone(),
-            file,
-            svg: harness_report::charts::lines(
-                &format!("trend-{}", series.replace(['/', ':'], "_")),
-                &format!("{series} — {metric} per night"),
-                "night (index in the history)",
-                &metric,
-                &[harness_report::charts::LineSeries {
-                    label: series.clone(),
-                    points,
-                }],
-            ),
-        });
     }
-    // Speed: per entry, throughputs and wall time against the previous night.
+    recovered
+}
+
+/// A change a series shows tonight: its judgement, the night it is measured against, and
+/// when it began.
+struct Change<'a> {
+    judgement: Judgement,
+    since: &'a Night,
+    when: String,
+}
+
+/// The change series `v` shows tonight: a change against the previous night; else a
+/// lasting step whose level tonight still holds, against the last night before it.
+fn flagged_change<'a>(cx: &Context<'a>, v: &SeriesView<'a>) -> Option<Change<'a>> {
+    let flags = |j: &Judgement| matches!(j.verdict, Verdict::Regression | Verdict::Improvement);
+    if let (Some(j), Some(p)) = (&v.vs_prev, v.prev) {
+        if flags(j) {
+            return Some(Change {
+                judgement: j.clone(),
+                since: p,
+                when: "new tonight: tomorrow tells a one-night blip from a lasting step".into(),
+            });
+        }
+    }
+    // The step's segment must reach tonight (no later change point).
+    let &s = v.story.steps.last()?;
+    let before = cx.nights[v.hist[s - 1].0];
+    let began = cx.nights[v.hist[s].0];
+    let a = sample(before, v.name, v.spread)?;
+    let j = judge(&a, &v.now, v.lower, v.min_effect, cx.rules);
+    flags(&j).then(|| Change {
+        judgement: j,
+        since: before,
+        when: format!(
+            "lasting step since {} ({} nights at the new level)",
+            began.record.date,
+            v.hist.len() - s
+        ),
+    })
+}
+
+/// The finding of `change` in series `v`: the numbers, the commit range, how far from the
+/// best night, and its one-line summary.
+fn finding(cx: &Context, v: &SeriesView, change: Change) -> Finding {
+    let Change {
+        judgement: j,
+        since: before,
+        when,
+    } = change;
+    let (series, metric, now) = (v.name, &v.metric, &v.now);
+    let rec = &cx.tonight.record;
+    let kind = if j.verdict == Verdict::Regression {
+        "regression"
+    } else {
+        "improvement"
+    };
+    let commits = format!("{}..{}", short(&before.record.commit), short(&rec.commit));
+    let interval = j.interval.map_or("no interval".to_string(), |(l, h)| {
+        format!("{} % CI [{l:+.2}, {h:+.2}]", percent(j.confidence))
+    });
+    let wtb = v.worse_than_best.filter(|w| *w > 0.0);
+    let line = format!(
+        "{series} {metric} {} → {} (Δ {}, {interval}, {}; {when}; commits {commits}{})",
+        fmt(j.delta.mul_add(-1.0, now.mean())),
+        fmt(now.mean()),
+        signed(j.delta),
+        j.method,
+        wtb.map_or(String::new(), |w| format!(
+            "; worse than the best night by {w:.2}"
+        ))
+    );
+    Finding {
+        series: series.clone(),
+        metric: metric.clone(),
+        kind: kind.into(),
+        since_night: before.record.name.clone(),
+        commits,
+        before: now.mean() - j.delta,
+        now: now.mean(),
+        delta: j.delta,
+        interval: j.interval,
+        confidence: j.confidence,
+        method: j.method.into(),
+        when,
+        worse_than_best: wtb,
+        best_night: v.best.map(|(i, _)| cx.nights[i].record.name.clone()),
+        ack: None,
+        line,
+    }
+}
+
+/// The row of series `v` in the metric table: tonight, the previous night, the baseline
+/// and the best night, the verdict, the sparkline over the window, and cache use.
+fn metric_row(cx: &Context, v: &SeriesView) -> Row {
+    let (series, now) = (v.name, &v.now);
+    let window: Vec<Option<f64>> = cx.nights[cx.window_start..]
+        .iter()
+        .map(|n| n.headline(series))
+        .collect();
+    let hits: u64 = cx.tonight.series[series]
+        .iter()
+        .map(|s| s.result.cache.hits)
+        .sum();
+    let misses: u64 = cx.tonight.series[series]
+        .iter()
+        .map(|s| s.result.cache.misses)
+        .sum();
+    let verdict = |j: &Option<Judgement>| match j.as_ref().map(|j| j.verdict) {
+        Some(Verdict::Regression) => "regression",
+        Some(Verdict::Improvement) => "improvement",
+        Some(Verdict::Unchanged) => "within noise",
+        Some(Verdict::Unjudged) => "no noise estimate",
+        None => "first night",
+    };
+    Row {
+        series: series.clone(),
+        metric: v.metric.clone(),
+        arrow: if v.lower { "↓" } else { "↑" }.into(),
+        seeds: now.headlines.len(),
+        tonight: fmt(now.mean()),
+        previous: v
+            .vs_prev
+            .as_ref()
+            .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
+        delta_previous: v.vs_prev.as_ref().map_or("–".into(), |j| match j.interval {
+            Some((l, h)) => format!("{} [{l:+.2}, {h:+.2}]", signed(j.delta)),
+            None => signed(j.delta),
+        }),
+        baseline: v
+            .vs_base
+            .as_ref()
+            .map_or("–".into(), |j| fmt(now.mean() - j.delta)),
+        delta_baseline: v.vs_base.as_ref().map_or("–".into(), |j| signed(j.delta)),
+        best: v.best.map_or("–".into(), |(_, b)| fmt(b)),
+        verdict: verdict(&v.vs_prev).into(),
+        sparkline: sparkline(&window),
+        cache: if hits > 0 {
+            format!(
+                "{hits}/{} sentences from the embedding cache",
+                hits + misses
+            )
+        } else {
+            String::new()
+        },
+    }
+}
+
+/// The trend chart of series `v` over the window.
+fn trend_chart(cx: &Context, v: &SeriesView) -> Chart {
+    let (series, metric) = (v.name, &v.metric);
+    let points: Vec<(f64, f64, Option<f64>)> = v
+        .hist
+        .iter()
+        .filter(|(i, _)| *i >= cx.window_start)
+        .map(|&(i, value)| (i as f64, value, None))
+        .collect();
+    let file = format!("trend-{}.svg", series.replace(['/', ':'], "_"));
+    Chart {
+        series: series.clone(),
+        file,
+        svg: harness_report::charts::lines(
+            &format!("trend-{}", series.replace(['/', ':'], "_")),
+            &format!("{series} — {metric} per night"),
+            "night (index in the history)",
+            metric,
+            &[harness_report::charts::LineSeries {
+                label: series.clone(),
+                points,
+            }],
+        ),
+    }
+}
+
+/// One speed figure of an entry on one night.
+struct SpeedFigure {
+    name: &'static str,
+    value: Option<f64>,
+    higher_is_better: bool,
+    /// Seconds the measurement took.
+    took: f64,
+}
+
+/// The speed figures of entry `entry` on night `n` (none when the entry did not run):
+/// training throughput, the probe's encoding throughput, and wall time.
+fn speed_figures(n: &Night, entry: &str) -> Vec<SpeedFigure> {
+    let Some(pe) = n.record.entries.iter().find(|x| x.name == entry) else {
+        return Vec::new();
+    };
+    let wall = mean(
+        pe.seeds
+            .iter()
+            .map(|s| s.train_seconds.unwrap_or(0.0) + s.eval_seconds)
+            .collect(),
+    );
+    let figure = |name, value, higher_is_better, took| SpeedFigure {
+        name,
+        value,
+        higher_is_better,
+        took,
+    };
+    vec![
+        figure(
+            "tokens_per_s",
+            mean(pe.seeds.iter().filter_map(|s| s.tokens_per_s).collect()),
+            true,
+            mean(pe.seeds.iter().filter_map(|s| s.train_seconds).collect()).unwrap_or(0.0),
+        ),
+        figure(
+            "sentences_per_s",
+            pe.sentences_per_s,
+            true,
+            pe.probe_seconds.unwrap_or(0.0),
+        ),
+        figure("wall_s", wall, false, wall.unwrap_or(0.0)),
+    ]
+}
+
+/// Tonight's and the previous night's CPU share of entry `entry` when the machine was busy:
+/// the entry's children had a clearly smaller share of the CPU than the night before
+/// (`rules.busy_share`).
+fn busy_machine(cx: &Context, entry: &str) -> Option<(f64, f64)> {
+    match (
+        cpu_share(cx.tonight, entry),
+        cx.previous_night().and_then(|n| cpu_share(n, entry)),
+    ) {
+        (Some(now), Some(before)) if now < cx.rules.busy_share * before => Some((now, before)),
+        _ => None,
+    }
+}
+
+/// Speed: per entry, throughputs and wall time against the previous night; the rows of
+/// the speed table, with slower figures filed into `flagged`.
+fn judge_speed(cx: &Context, flagged: &mut Flagged) -> Vec<SpeedRow> {
+    let rules = cx.rules;
     let mut speed = Vec::new();
-    let prev_night: Option<&Night> = nights.len().checked_sub(2).map(|i| nights[i]);
-    for e in &rec.entries {
-        // (figure, value, higher is better, seconds the measurement took).
-        let figures = |n: &Night| -> Vec<(&'static str, Option<f64>, bool, f64)> {
-            let Some(pe) = n.record.entries.iter().find(|x| x.name == e.name) else {
-                return Vec::new();
-            };
-            let wall = mean(
-                pe.seeds
-                    .iter()
-                    .map(|s| s.train_seconds.unwrap_or(0.0) + s.eval_seconds)
-                    .collect(),
-            );
-            vec![
-                (
-                    "tokens_per_s",
-                    mean(pe.seeds.iter().filter_map(|s| s.tokens_per_s).collect()),
-                    true,
-                    mean(pe.seeds.iter().filter_map(|s| s.train_seconds).collect()).unwrap_or(0.0),
-                ),
-                (
-                    "sentences_per_s",
-                    pe.sentences_per_s,
-                    true,
-                    pe.probe_seconds.unwrap_or(0.0),
-                ),
-                ("wall_s", wall, false, wall.unwrap_or(0.0)),
-            ]
-        };
-        let now_f = figures(tonight);
-        let prev_f = prev_night.map(figures).unwrap_or_default();
-        // The machine was busy when the entry's children had a clearly smaller share of
-        // the CPU than the night before (`rules.busy_share`).
-        let busy = match (
-            cpu_share(tonight, &e.name),
-            prev_night.and_then(|n| cpu_share(n, &e.name)),
-        ) {
-            (Some(now), Some(before)) if now < rules.busy_share * before => Some((now, before)),
-            _ => None,
-        };
-        for (name, value, higher, took) in now_f {
-            let Some(v) = value else { continue };
-            let previous = prev_f.iter().find(|(n, _, _, _)| *n == name);
-            let before = previous.and_then(|(_, b, _, _)| *b);
-            let long_enough = took >= rules.speed_min_seconds
-                && previous.is_some_and(|(_, _, _, t)| *t >= rules.speed_min_seconds);
-            let series = format!("{}/speed:{name}", e.name);
+    for e in &cx.tonight.record.entries {
+        let now_f = speed_figures(cx.tonight, &e.name);
+        let prev_f = cx
+            .previous_night()
+            .map(|n| speed_figures(n, &e.name))
+            .unwrap_or_default();
+        let busy = busy_machine(cx, &e.name);
+        for figure in now_f {
+            let Some(v) = figure.value else { continue };
+            let previous = prev_f.iter().find(|p| p.name == figure.name);
+            let before = previous.and_then(|p| p.value);
+            let long_enough = figure.took >= rules.speed_min_seconds
+                && previous.is_some_and(|p| p.took >= rules.speed_min_seconds);
+            let series = format!("{}/speed:{}", e.name, figure.name);
             // The probe's timing is its own child's, outside the seeds' CPU accounting.
-            let starved = busy.filter(|_| name != "sentences_per_s");
+            let starved = busy.filter(|_| figure.name != "sentences_per_s");
             let verdict = match before {
                 Some(b) if long_enough && starved.is_none() => {
-                    speed_verdict(b, v, higher, rules.speed_ratio)
+                    speed_verdict(b, v, figure.higher_is_better, rules.speed_ratio)
                 }
                 _ => Verdict::Unjudged,
             };
-            let word = match (verdict, starved) {
-                (Verdict::Regression, _) => "slower".to_string(),
-                (Verdict::Improvement, _) => "faster".to_string(),
-                (Verdict::Unchanged, _) => "within threshold".to_string(),
-                (Verdict::Unjudged, Some((share, was))) => format!(
-                    "machine busy: CPU share {:.0} % vs {:.0} %, not judged",
-                    share * 100.0,
-                    was * 100.0
-                ),
-                (Verdict::Unjudged, _) if before.is_some() => "too short to compare".to_string(),
-                (Verdict::Unjudged, _) => "first night".to_string(),
-            };
             if verdict == Verdict::Regression {
                 let b = before.unwrap_or(f64::NAN);
-                let f = Finding {
-                    series: series.clone(),
-                    metric: name.into(),
-                    kind: "regression".into(),
-                    since_night: prev_night
-                        .map(|n| n.record.name.clone())
-                        .unwrap_or_default(),
-                    commits: prev_night.map_or(String::new(), |n| {
-                        format!("{}..{}", short(&n.record.commit), short(&rec.commit))
-                    }),
-                    before: b,
-                    now: v,
-                    delta: v - b,
-                    interval: None,
-                    confidence: 0.0,
-                    method: format!("ratio {:.2} beyond {:.2}", v / b, rules.speed_ratio),
-                    when: "new tonight".into(),
-                    worse_than_best: None,
-                    best_night: None,
-                    ack: None,
-                    line: format!(
-                        "{series} {} → {} (×{:.2}; threshold ×{:.2})",
-                        fmt(b),
-                        fmt(v),
-                        v / b,
-                        if higher {
-                            rules.speed_ratio
-                        } else {
-                            1.0 / rules.speed_ratio
-                        }
-                    ),
-                };
-                match acknowledged(acks, &series, &rec.date) {
-                    Some(reason) => acknowledged_list.push(Finding {
-                        ack: Some(reason.into()),
-                        ..f
-                    }),
-                    None => regressions.push(f),
-                }
+                let f = speed_regression(cx, &series, &figure, b, v);
+                flagged.regression(f, cx.acks, &cx.tonight.record.date);
             }
             speed.push(SpeedRow {
                 series,
                 tonight: fmt(v),
                 previous: before.map_or("–".into(), fmt),
                 ratio: before.map_or("–".into(), |b| format!("×{:.2}", v / b)),
-                verdict: word,
+                verdict: speed_word(verdict, starved, before.is_some()),
             });
         }
     }
-    let status = if !failures.is_empty() {
+    speed
+}
+
+/// The verdict column of a speed figure; `starved` is the CPU share tonight and the night
+/// before when the machine was busy.
+fn speed_word(verdict: Verdict, starved: Option<(f64, f64)>, has_before: bool) -> String {
+    match (verdict, starved) {
+        (Verdict::Regression, _) => "slower".to_string(),
+        (Verdict::Improvement, _) => "faster".to_string(),
+        (Verdict::Unchanged, _) => "within threshold".to_string(),
+        (Verdict::Unjudged, Some((share, was))) => format!(
+            "machine busy: CPU share {:.0} % vs {:.0} %, not judged",
+            share * 100.0,
+            was * 100.0
+        ),
+        (Verdict::Unjudged, _) if has_before => "too short to compare".to_string(),
+        (Verdict::Unjudged, _) => "first night".to_string(),
+    }
+}
+
+/// The finding of speed figure `figure` of `series` that fell from `b` to `v` beyond the
+/// threshold since the previous night.
+fn speed_regression(cx: &Context, series: &str, figure: &SpeedFigure, b: f64, v: f64) -> Finding {
+    let rules = cx.rules;
+    let prev_night = cx.previous_night();
+    Finding {
+        series: series.to_string(),
+        metric: figure.name.into(),
+        kind: "regression".into(),
+        since_night: prev_night
+            .map(|n| n.record.name.clone())
+            .unwrap_or_default(),
+        commits: prev_night.map_or(String::new(), |n| {
+            format!(
+                "{}..{}",
+                short(&n.record.commit),
+                short(&cx.tonight.record.commit)
+            )
+        }),
+        before: b,
+        now: v,
+        delta: v - b,
+        interval: None,
+        confidence: 0.0,
+        method: format!("ratio {:.2} beyond {:.2}", v / b, rules.speed_ratio),
+        when: "new tonight".into(),
+        worse_than_best: None,
+        best_night: None,
+        ack: None,
+        line: format!(
+            "{series} {} → {} (×{:.2}; threshold ×{:.2})",
+            fmt(b),
+            fmt(v),
+            v / b,
+            if figure.higher_is_better {
+                rules.speed_ratio
+            } else {
+                1.0 / rules.speed_ratio
+            }
+        ),
+    }
+}
+
+/// The exit status of report `m`: errors before regressions before clean.
+fn status_of(m: &Morning) -> Status {
+    if !m.failures.is_empty() {
         Status::Errors
-    } else if !regressions.is_empty() {
+    } else if !m.regressions.is_empty() {
         Status::Regressions
     } else {
         Status::Clean
-    };
-    let headline = format!(
+    }
+}
+
+/// The one-line summary of report `m`: its counts of findings, failures, metrics and
+/// nights.
+fn headline_of(m: &Morning) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    format!(
         "{} {}: {} regression{}, {} improvement{}, {} acknowledged, {} failure{} ({} metrics, {} night{} in the history{})",
-        config.name,
-        rec.name,
-        regressions.len(),
-        if regressions.len() == 1 { "" } else { "s" },
-        improvements.len(),
-        if improvements.len() == 1 { "" } else { "s" },
-        acknowledged_list.len(),
-        failures.len(),
-        if failures.len() == 1 { "" } else { "s" },
-        rows.len(),
-        all_nights.len(),
-        if all_nights.len() == 1 { "" } else { "s" },
-        if left_out.is_empty() {
+        m.config,
+        m.night,
+        m.regressions.len(),
+        plural(m.regressions.len()),
+        m.improvements.len(),
+        plural(m.improvements.len()),
+        m.acknowledged.len(),
+        m.failures.len(),
+        plural(m.failures.len()),
+        m.rows.len(),
+        m.nights_in_history,
+        plural(m.nights_in_history),
+        if m.nights_left_out == 0 {
             String::new()
         } else {
-            format!(", {} left out", left_out.len())
+            format!(", {} left out", m.nights_left_out)
         }
-    );
-    let plants = rec
-        .plants
+    )
+}
+
+/// One line per change planted tonight (`--plant`), so that nobody mistakes a fire drill
+/// for a regression.
+fn plant_lines(rec: &NightRecord) -> Vec<String> {
+    rec.plants
         .iter()
         .map(|p| {
             format!(
@@ -770,8 +1086,13 @@ pub fn build(
                     .join(", ")
             )
         })
-        .collect();
-    notes.push(format!(
+        .collect()
+}
+
+/// The note that states the rule tonight was judged by (`rules` at the per-series
+/// confidence, `family` series in the night).
+fn rule_note(config: &NightlyConfig, rules: &Rules, family: f64) -> String {
+    format!(
         "Rule: a change is flagged when |Δ| ≥ the series' minimum effect (default {:.2} points) and its paired bootstrap interval (Δ ± z·SE, {} replicates over the test items, seeds resampled where several ran; seed {}) excludes 0 at {:.2} % per series: {:.0} % for the whole night over its {} series (Bonferroni). Speed figures alert beyond ×{:.2} when both timings lasted {:.0} s or more and the entry kept at least {:.0} % of its previous CPU share (else the machine was busy: not judged).",
         rules.min_effect_of(""),
         rules.replicates,
@@ -782,15 +1103,13 @@ pub fn build(
         rules.speed_ratio,
         rules.speed_min_seconds,
         rules.busy_share * 100.0
-    ));
-    if rec.seed_offset != 0 {
-        notes.push(format!(
-            "Noise-only night: every seed shifted by {} (`--seed-offset`).",
-            rec.seed_offset
-        ));
-    }
+    )
+}
+
+/// The environment table: what tonight ran with and how long it took.
+fn env_rows(rec: &NightRecord) -> Vec<(String, String)> {
     let env = &rec.env;
-    let env_rows = vec![
+    vec![
         (
             "harness".to_string(),
             format!("{} ({})", env.harness_version, env.git_commit),
@@ -810,31 +1129,7 @@ pub fn build(
             "night wall time".to_string(),
             format!("{:.1} s", rec.wall_seconds),
         ),
-    ];
-    Morning {
-        config: config.name.clone(),
-        night: rec.name.clone(),
-        date: rec.date.clone(),
-        commit: rec.commit.clone(),
-        previous: prev_night.map(|n| n.record.name.clone()),
-        baseline: base.map(|n| n.record.name.clone()),
-        nights_in_history: all_nights.len(),
-        nights_left_out: left_out.len(),
-        status,
-        headline,
-        failures,
-        warnings,
-        regressions,
-        improvements,
-        acknowledged: acknowledged_list,
-        recovered,
-        rows,
-        speed,
-        charts,
-        plants,
-        notes,
-        env: env_rows,
-    }
+    ]
 }
 
 /// The report as terminal text (also the log of a cron run).

@@ -5,7 +5,7 @@
 //! each result file counts its cache hits). The night is written under a hidden `.partial`
 //! name and renamed into the history when complete.
 
-use super::config::{NightlyConfig, Source};
+use super::config::{Entry, NightlyConfig, Source};
 use super::plan::NightPlan;
 use super::store::{night_name, EntryRecord, EnvFingerprint, NightRecord, SeedRecord};
 use std::io::Write;
@@ -62,25 +62,7 @@ pub fn run_night(
     on_event: &mut dyn FnMut(NightEvent),
 ) -> Result<(NightRecord, PathBuf), String> {
     let name = night_name(&opts.date, &opts.commit);
-    let final_dir = opts.history.join(&name);
-    if final_dir.exists() {
-        return Err(format!(
-            "{}: a night of {} at commit {} is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
-            final_dir.display(),
-            opts.date,
-            super::store::night_name("", &opts.commit).trim_start_matches('-')
-        ));
-    }
-    // Every entry was resolved and checked before this (`plan::resolve`): a misspelt name
-    // fails at once, not after an hour of other entries.
-    if plan.entries.len() != config.entries.len() {
-        return Err(format!(
-            "nightly {}: the plan has {} entries, the configuration {}. Fix: resolve the plan of this configuration",
-            config.name,
-            plan.entries.len(),
-            config.entries.len()
-        ));
-    }
+    refuse_to_start(config, plan, opts, &name)?;
     let dir = partial_dir(&opts.history, &name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: cannot create ({e})", dir.display()))?;
     let started = harness_core::rundir::utc_now();
@@ -89,136 +71,11 @@ pub fn run_night(
     for (entry, planned) in config.entries.iter().zip(&plan.entries) {
         let mut seeds = Vec::new();
         for &base_seed in config.seeds_of(entry) {
-            let seed = base_seed + opts.seed_offset;
-            let rel = format!("{}/seed-{seed}", entry.name);
-            let seed_dir = dir.join(&rel);
-            std::fs::create_dir_all(&seed_dir)
-                .map_err(|e| format!("{}: cannot create ({e})", seed_dir.display()))?;
-            // Beside the seed's folder, not in it: `harness train --out` wants a new or
-            // empty directory.
-            let log_rel = format!("{rel}.log");
-            let log_path = dir.join(&log_rel);
-            let mut record = SeedRecord {
-                seed,
-                dir: rel.clone(),
-                train_seconds: None,
-                tokens_per_s: None,
-                eval_seconds: 0.0,
-                cpu_seconds: None,
-                errors: Vec::new(),
-                log: log_rel,
-            };
-            let t = Instant::now();
-            let encoder = match entry.source() {
-                Source::Recipe(recipe) => {
-                    on_event(NightEvent::Start {
-                        entry: entry.name.clone(),
-                        seed,
-                        what: format!("training {}", recipe.display()),
-                    });
-                    let mut args: Vec<String> = vec![
-                        "train".into(),
-                        opts.cwd.join(recipe).display().to_string(),
-                        "--out".into(),
-                        seed_dir.display().to_string(),
-                        "--set".into(),
-                        format!("seed={seed}"),
-                    ];
-                    if let Some(p) = &entry.profile {
-                        args.extend(["--profile".into(), p.clone()]);
-                    }
-                    for s in &entry.set {
-                        args.extend(["--set".into(), s.clone()]);
-                    }
-                    let t_train = Instant::now();
-                    let ok = child(&opts.exe, &args, &log_path, &mut record.cpu_seconds)?;
-                    record.train_seconds = Some(t_train.elapsed().as_secs_f64());
-                    record.tokens_per_s = tokens_per_s(&seed_dir);
-                    if !ok {
-                        record.errors.push(format!(
-                            "training failed: {}",
-                            last_error(&log_path)
-                                .unwrap_or_else(|| format!("`harness {}`", args.join(" ")))
-                        ));
-                        None
-                    } else {
-                        Some(seed_dir.display().to_string())
-                    }
-                }
-                Source::Run(run) => Some(opts.cwd.join(run).display().to_string()),
-                Source::Encoder(e) => Some(e.to_string()),
-            };
-            if let Some(encoder) = encoder {
-                let benchmarks = planned.bench.clone();
-                on_event(NightEvent::Start {
-                    entry: entry.name.clone(),
-                    seed,
-                    what: format!("evaluating {encoder} on {benchmarks}"),
-                });
-                let mut args: Vec<String> = vec![
-                    "eval".into(),
-                    "--encoder".into(),
-                    encoder.clone(),
-                    "--bench".into(),
-                    benchmarks,
-                    "--seed".into(),
-                    seed.to_string(),
-                    "--out".into(),
-                    seed_dir.join("results").display().to_string(),
-                ];
-                for s in &entry.bench_set {
-                    args.extend(["--set".into(), s.clone()]);
-                }
-                let t_eval = Instant::now();
-                let ok = child(&opts.exe, &args, &log_path, &mut record.cpu_seconds)?;
-                record.eval_seconds = t_eval.elapsed().as_secs_f64();
-                record
-                    .errors
-                    .extend(failed_benchmarks(&seed_dir.join("results")));
-                if !ok && record.errors.is_empty() {
-                    record.errors.push(format!(
-                        "evaluation failed: {}",
-                        last_error(&log_path)
-                            .unwrap_or_else(|| format!("`harness {}`", args.join(" ")))
-                    ));
-                }
-            }
-            on_event(NightEvent::Done {
-                entry: entry.name.clone(),
-                seed,
-                seconds: t.elapsed().as_secs_f64(),
-                errors: record.errors.len(),
-            });
-            seeds.push(record);
+            let job = SeedJob::new(entry, &planned.bench, base_seed + opts.seed_offset, &dir);
+            seeds.push(run_seed(&job, opts, on_event)?);
         }
-        // Speed probe: the first seed's encoder over the probe sentences, no cache.
-        let probed = match (&opts.probe_input, seeds.first()) {
-            (Some(input), Some(first)) if first.errors.is_empty() => {
-                let encoder = match entry.source() {
-                    Source::Recipe(_) => dir.join(&first.dir).display().to_string(),
-                    Source::Run(r) => opts.cwd.join(r).display().to_string(),
-                    Source::Encoder(e) => e.to_string(),
-                };
-                probe(&opts.exe, &encoder, input, &dir.join(&first.dir))
-            }
-            _ => None,
-        };
-        entries.push(EntryRecord {
-            name: entry.name.clone(),
-            kind: match entry.source() {
-                Source::Recipe(_) => "recipe",
-                Source::Run(_) => "run",
-                Source::Encoder(_) => "encoder",
-            }
-            .into(),
-            source: match entry.source() {
-                Source::Recipe(p) | Source::Run(p) => p.display().to_string(),
-                Source::Encoder(e) => e.to_string(),
-            },
-            seeds,
-            sentences_per_s: probed.map(|(n, secs)| n / secs),
-            probe_seconds: probed.map(|(_, secs)| secs),
-        });
+        let probed = probe_entry(entry, &seeds, opts, &dir);
+        entries.push(entry_record(entry, seeds, probed));
     }
     let failed = entries
         .iter()
@@ -239,6 +96,236 @@ pub fn run_night(
         sealed: true,
     };
     Ok((record, dir))
+}
+
+/// Refuses a night that cannot start: one named `name` is already in the history (a night
+/// is never overwritten), or `plan` is not the plan of `config`.
+fn refuse_to_start(
+    config: &NightlyConfig,
+    plan: &NightPlan,
+    opts: &NightOptions,
+    name: &str,
+) -> Result<(), String> {
+    let final_dir = opts.history.join(name);
+    if final_dir.exists() {
+        return Err(format!(
+            "{}: a night of {} at commit {} is already in the history, and a night is never overwritten. Fix: run with another --date, or move that folder away",
+            final_dir.display(),
+            opts.date,
+            super::store::night_name("", &opts.commit).trim_start_matches('-')
+        ));
+    }
+    // Every entry was resolved and checked before this (`plan::resolve`): a misspelt name
+    // fails at once, not after an hour of other entries.
+    if plan.entries.len() != config.entries.len() {
+        return Err(format!(
+            "nightly {}: the plan has {} entries, the configuration {}. Fix: resolve the plan of this configuration",
+            config.name,
+            plan.entries.len(),
+            config.entries.len()
+        ));
+    }
+    Ok(())
+}
+
+/// One seed of one entry, and where it runs.
+struct SeedJob<'a> {
+    entry: &'a Entry,
+    /// The benchmarks to evaluate on (`--bench`).
+    bench: &'a str,
+    seed: u64,
+    /// The seed's folder relative to the night (`<entry>/seed-<n>`).
+    rel: String,
+    /// The seed's folder.
+    dir: PathBuf,
+    /// Its log. Beside the seed's folder, not in it: `harness train --out` wants a new or
+    /// empty directory.
+    log: PathBuf,
+}
+
+impl<'a> SeedJob<'a> {
+    /// Seed `seed` of `entry` in night folder `night`.
+    fn new(entry: &'a Entry, bench: &'a str, seed: u64, night: &Path) -> Self {
+        let rel = format!("{}/seed-{seed}", entry.name);
+        SeedJob {
+            entry,
+            bench,
+            seed,
+            dir: night.join(&rel),
+            log: night.join(format!("{rel}.log")),
+            rel,
+        }
+    }
+
+    /// Tells the command layer what the seed starts now.
+    fn start(&self, on_event: &mut dyn FnMut(NightEvent), what: String) {
+        on_event(NightEvent::Start {
+            entry: self.entry.name.clone(),
+            seed: self.seed,
+            what,
+        });
+    }
+}
+
+/// Runs one seed: trains it when the entry is a recipe, then evaluates its encoder; its
+/// failures are recorded, not returned (only the night's own folders and logs are errors).
+fn run_seed(
+    job: &SeedJob,
+    opts: &NightOptions,
+    on_event: &mut dyn FnMut(NightEvent),
+) -> Result<SeedRecord, String> {
+    std::fs::create_dir_all(&job.dir)
+        .map_err(|e| format!("{}: cannot create ({e})", job.dir.display()))?;
+    let mut record = SeedRecord {
+        seed: job.seed,
+        dir: job.rel.clone(),
+        train_seconds: None,
+        tokens_per_s: None,
+        eval_seconds: 0.0,
+        cpu_seconds: None,
+        errors: Vec::new(),
+        log: format!("{}.log", job.rel),
+    };
+    let t = Instant::now();
+    let encoder = match job.entry.source() {
+        Source::Recipe(recipe) => train_seed(job, recipe, opts, &mut record, on_event)?,
+        Source::Run(run) => Some(opts.cwd.join(run).display().to_string()),
+        Source::Encoder(e) => Some(e.to_string()),
+    };
+    if let Some(encoder) = encoder {
+        eval_seed(job, encoder, opts, &mut record, on_event)?;
+    }
+    on_event(NightEvent::Done {
+        entry: job.entry.name.clone(),
+        seed: job.seed,
+        seconds: t.elapsed().as_secs_f64(),
+        errors: record.errors.len(),
+    });
+    Ok(record)
+}
+
+/// Trains the seed's model from `recipe` (`harness train`) into its folder: the encoder to
+/// evaluate, or none when training failed (recorded in `record`).
+fn train_seed(
+    job: &SeedJob,
+    recipe: &Path,
+    opts: &NightOptions,
+    record: &mut SeedRecord,
+    on_event: &mut dyn FnMut(NightEvent),
+) -> Result<Option<String>, String> {
+    job.start(on_event, format!("training {}", recipe.display()));
+    let mut args: Vec<String> = vec![
+        "train".into(),
+        opts.cwd.join(recipe).display().to_string(),
+        "--out".into(),
+        job.dir.display().to_string(),
+        "--set".into(),
+        format!("seed={}", job.seed),
+    ];
+    if let Some(p) = &job.entry.profile {
+        args.extend(["--profile".into(), p.clone()]);
+    }
+    for s in &job.entry.set {
+        args.extend(["--set".into(), s.clone()]);
+    }
+    let t_train = Instant::now();
+    let ok = child(&opts.exe, &args, &job.log, &mut record.cpu_seconds)?;
+    record.train_seconds = Some(t_train.elapsed().as_secs_f64());
+    record.tokens_per_s = tokens_per_s(&job.dir);
+    if !ok {
+        record
+            .errors
+            .push(format!("training failed: {}", why_failed(&job.log, &args)));
+        Ok(None)
+    } else {
+        Ok(Some(job.dir.display().to_string()))
+    }
+}
+
+/// Evaluates `encoder` on the entry's benchmarks (`harness eval`) into the seed's
+/// `results/`; failed benchmarks (or a failed evaluation) are recorded in `record`.
+fn eval_seed(
+    job: &SeedJob,
+    encoder: String,
+    opts: &NightOptions,
+    record: &mut SeedRecord,
+    on_event: &mut dyn FnMut(NightEvent),
+) -> Result<(), String> {
+    let benchmarks = job.bench.to_string();
+    job.start(on_event, format!("evaluating {encoder} on {benchmarks}"));
+    let mut args: Vec<String> = vec![
+        "eval".into(),
+        "--encoder".into(),
+        encoder,
+        "--bench".into(),
+        benchmarks,
+        "--seed".into(),
+        job.seed.to_string(),
+        "--out".into(),
+        job.dir.join("results").display().to_string(),
+    ];
+    for s in &job.entry.bench_set {
+        args.extend(["--set".into(), s.clone()]);
+    }
+    let t_eval = Instant::now();
+    let ok = child(&opts.exe, &args, &job.log, &mut record.cpu_seconds)?;
+    record.eval_seconds = t_eval.elapsed().as_secs_f64();
+    record
+        .errors
+        .extend(failed_benchmarks(&job.dir.join("results")));
+    if !ok && record.errors.is_empty() {
+        record.errors.push(format!(
+            "evaluation failed: {}",
+            why_failed(&job.log, &args)
+        ));
+    }
+    Ok(())
+}
+
+/// Speed probe: the first seed's encoder over the probe sentences, no cache (sentences and
+/// seconds; none without probe input or when the first seed failed).
+fn probe_entry(
+    entry: &Entry,
+    seeds: &[SeedRecord],
+    opts: &NightOptions,
+    dir: &Path,
+) -> Option<(f64, f64)> {
+    match (&opts.probe_input, seeds.first()) {
+        (Some(input), Some(first)) if first.errors.is_empty() => {
+            let encoder = match entry.source() {
+                Source::Recipe(_) => dir.join(&first.dir).display().to_string(),
+                Source::Run(r) => opts.cwd.join(r).display().to_string(),
+                Source::Encoder(e) => e.to_string(),
+            };
+            probe(&opts.exe, &encoder, input, &dir.join(&first.dir))
+        }
+        _ => None,
+    }
+}
+
+/// The record of `entry`: what it is, its seeds, and its probe's speed.
+fn entry_record(entry: &Entry, seeds: Vec<SeedRecord>, probed: Option<(f64, f64)>) -> EntryRecord {
+    EntryRecord {
+        name: entry.name.clone(),
+        kind: match entry.source() {
+            Source::Recipe(_) => "recipe",
+            Source::Run(_) => "run",
+            Source::Encoder(_) => "encoder",
+        }
+        .into(),
+        source: match entry.source() {
+            Source::Recipe(p) | Source::Run(p) => p.display().to_string(),
+            Source::Encoder(e) => e.to_string(),
+        },
+        seeds,
+        sentences_per_s: probed.map(|(n, secs)| n / secs),
+        probe_seconds: probed.map(|(_, secs)| secs),
+    }
+}
+
+/// Why a child failed: the last error of its log, else the command it ran.
+fn why_failed(log: &Path, args: &[String]) -> String {
+    last_error(log).unwrap_or_else(|| format!("`harness {}`", args.join(" ")))
 }
 
 /// Runs `exe args`, appending its output to `log` and its CPU seconds to `cpu`; whether it
