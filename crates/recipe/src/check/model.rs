@@ -108,7 +108,7 @@ fn transformer(e: &TransformerEncoder, enc: &Path, out: &mut Findings) {
     at_least_1(out, f("d_ff"), e.d_ff, "d_ff");
     at_least_1(out, f("heads"), e.heads, "heads");
     at_least_1(out, f("max_len"), e.max_len, "max_len");
-    if e.heads > 0 && e.d_model % e.heads != 0 {
+    if e.heads > 0 && !e.d_model.is_multiple_of(e.heads) {
         out.add(
             f("heads"),
             format!(
