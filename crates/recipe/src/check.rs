@@ -11,6 +11,8 @@ use super::schema::*;
 use serde_yaml::Value;
 use std::collections::BTreeSet;
 
+mod model;
+
 /// The names a recipe may refer to outside itself.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
@@ -100,6 +102,13 @@ impl Findings {
 
     fn add_suggest(&mut self, path: Path, msg: impl Into<String>, suggestion: Option<String>) {
         self.items.push((path, msg.into(), suggestion));
+    }
+
+    /// Adds the problem of a reference to an unknown name, if it is one (see [`reference`]).
+    fn refer(&mut self, path: Path, what: &str, name: &str, known: &[String], hint: &str) {
+        if let Some(f) = reference(path, what, name, known, hint) {
+            self.add_suggest(f.path, f.message, f.suggestion);
+        }
     }
 
     /// Attributes every finding to its file and line.
@@ -407,200 +416,240 @@ pub fn parameter_groups(recipe: &Recipe) -> Vec<String> {
 /// count as defined even when their definition was broken, to avoid knock-on errors);
 /// `pruned` lists keys removed after structural errors (their absence is not reported).
 pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, out: &mut Findings) {
-    let was_pruned = |path: &Path| {
-        pruned
-            .iter()
-            .any(|q| q.starts_with(path) || path.starts_with(q))
-    };
-    let defined = |section: &[&str]| -> Vec<String> {
-        let mut v = raw;
-        for s in section {
-            match v.get(*s) {
-                Some(x) => v = x,
-                None => return Vec::new(),
-            }
-        }
-        match v {
-            Value::Mapping(m) => m
-                .keys()
-                .filter_map(|k| k.as_str().map(String::from))
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
-    let corpora = defined(&["data", "corpora"]);
-    let refer =
-        |out: &mut Findings, path: Path, what: &str, name: &str, known: &[String], hint: &str| {
-            if let Some(f) = reference(path, what, name, known, hint) {
-                out.add_suggest(f.path, f.message, f.suggestion);
-            }
-        };
     let mut bench_names: Vec<String> = known.benchmarks.clone();
     bench_names.extend(known.groups.iter().cloned());
-
-    // name
-    let name_ok = !recipe.name.is_empty()
-        && recipe
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
-    if recipe.name.is_empty() && !was_pruned(&p(&["name"])) {
-        out.add(
-            p(&["name"]),
-            "missing required key `name` (it names the run directory)",
-        );
-    } else if !name_ok && !recipe.name.is_empty() {
-        out.add(
-            p(&["name"]),
-            format!(
-                "`{}`: use letters, digits, `-`, `_`, `.` only (it names the run directory)",
-                recipe.name
-            ),
-        );
-    }
-
-    // data
+    let cx = Context {
+        recipe,
+        pruned,
+        known,
+        corpora: defined_names(raw, &["data", "corpora"]),
+        bench_names,
+    };
+    run_name(&cx, out);
     if let Some(tok) = &recipe.data.tokenizer {
-        let base = p(&["data", "tokenizer"]);
-        match (tok.kind, tok.vocab) {
-            (TokenizerKind::Pretrained, Some(_)) => out.add(
-                with(&base, &[k("vocab")]),
-                "a `pretrained` tokenizer has its own vocabulary; remove `vocab`",
-            ),
-            (TokenizerKind::Pretrained, None) => {}
-            (_, None) => out.add(
-                with(&base, &[k("vocab")]),
-                "missing required key `vocab` (vocabulary size, ≥ 1)",
-            ),
-            (_, Some(0)) => out.add(with(&base, &[k("vocab")]), "must be ≥ 1, found 0"),
-            _ => {}
-        }
-        for (i, c) in tok.train_on.iter().enumerate() {
-            refer(
-                out,
-                with(&base, &[k("train_on"), Seg::Index(i)]),
-                "corpus",
-                c,
-                &corpora,
-                " under `data.corpora`",
-            );
-        }
-        for (i, n) in tok.char_ngrams.iter().enumerate() {
-            if *n == 0 {
-                out.add(
-                    with(&base, &[k("char_ngrams"), Seg::Index(i)]),
-                    "n-gram order must be ≥ 1",
-                );
-            }
-        }
-        for (key, v) in [
-            ("hash_buckets", tok.hash_buckets),
-            ("oov_buckets", tok.oov_buckets),
-        ] {
-            if v == Some(0) {
-                out.add(with(&base, &[k(key)]), "must be ≥ 1, found 0");
-            }
-        }
-        if tok.kind != TokenizerKind::Words {
-            for (key, set) in [
-                ("char_ngrams", !tok.char_ngrams.is_empty()),
-                ("hash_buckets", tok.hash_buckets.is_some()),
-                ("oov_buckets", tok.oov_buckets.is_some()),
-            ] {
-                if set {
-                    out.add(
-                        with(&base, &[k(key)]),
-                        format!(
-                            "only a `words` tokenizer has `{key}`; remove it or use `kind: words`"
-                        ),
-                    );
-                }
-            }
-        } else if !tok.char_ngrams.is_empty() && tok.hash_buckets.is_none() {
-            out.add(
-                with(&base, &[k("hash_buckets")]),
-                "missing: `char_ngrams` are hashed into `hash_buckets` ids; set it (multilingual USE: 200000)",
-            );
-        }
+        tokenizer(tok, &cx, out);
     }
     for (name, c) in &recipe.data.corpora {
-        let base = p(&["data", "corpora", name]);
-        match (&c.dataset, c.files.is_empty()) {
-            (Some(d), true) => {
-                if !known.datasets.is_empty() {
-                    refer(
-                        out,
-                        with(&base, &[k("dataset")]),
-                        "known dataset",
-                        d,
-                        &known.datasets,
-                        "",
-                    );
-                }
-                for key in ["format", "kind", "fields", "on_bad_line"] {
-                    let given = match key {
-                        "format" => c.format.is_some(),
-                        "kind" => c.kind.is_some(),
-                        "fields" => !c.fields.is_empty(),
-                        _ => c.on_bad_line != crate::schema::OnBadLine::Error,
-                    };
-                    if given {
-                        out.add(
-                            with(&base, &[k(key)]),
-                            format!("`{key}` describes a corpus's own `files`; a shipped `dataset` has its own layout (remove it)"),
-                        );
-                    }
-                }
-            }
-            (Some(_), false) => out.add(
-                base.clone(),
-                "give either `dataset` (a shipped dataset) or `files` (your own), not both",
-            ),
-            (None, true) => out.add(
-                base.clone(),
-                "missing: `dataset` (a name in datasets.lock) or `files` (your own files, with `format`)",
-            ),
-            (None, false) => user_corpus(c, &base, out),
-        }
-        for (i, pair) in c.pairs.iter().enumerate() {
-            let ok = pair
-                .split_once('-')
-                .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty());
-            if !ok {
-                out.add(
-                    with(&base, &[k("pairs"), Seg::Index(i)]),
-                    format!("`{pair}`: expected a language pair spelled like the dataset's folders (`deu-eng`)"),
-                );
-            }
-        }
-        for (i, x) in c.exclude.iter().enumerate() {
-            let mut cands = bench_names.clone();
-            cands.extend(known.datasets.iter().cloned());
-            refer(
-                out,
-                with(&base, &[k("exclude"), Seg::Index(i)]),
-                "benchmark, group or dataset",
-                x,
-                &cands,
-                "",
-            );
-        }
-        if c.max_examples == Some(0) {
-            out.add(with(&base, &[k("max_examples")]), "must be ≥ 1, found 0");
-        }
+        corpus(name, c, &cx, out);
     }
-
-    // model
     match &recipe.model {
-        None if !was_pruned(&p(&["model"])) => out.add(
+        None if !cx.was_pruned(&p(&["model"])) => out.add(
             p(&["model"]),
             "missing required key `model` (with at least `encoder: {kind: ...}`)",
         ),
         None => {}
-        Some(m) => model(m, recipe, known, out),
+        Some(m) => model::check(m, recipe, known, out),
     }
+    tasks(&cx, out);
+    stages(&cx, out);
+    objectives(&cx, out);
+    untrainable(&cx, out);
+    training_sections(&cx, out);
+    evaluate(&cx, out);
+    report(&cx, out);
+}
 
-    // tasks
+/// What the checks of [`semantics`] read besides the part they check.
+struct Context<'a> {
+    recipe: &'a Recipe,
+    /// Keys removed after structural errors.
+    pruned: &'a [Path],
+    known: &'a Known,
+    /// The corpora defined under `data.corpora` in the merged value.
+    corpora: Vec<String>,
+    /// Benchmark and group names.
+    bench_names: Vec<String>,
+}
+
+impl Context<'_> {
+    /// Whether `path` was removed after a structural error, or holds or lies in such a key
+    /// (its absence or state is then not reported again).
+    fn was_pruned(&self, path: &Path) -> bool {
+        self.pruned
+            .iter()
+            .any(|q| q.starts_with(path) || path.starts_with(q))
+    }
+}
+
+/// The keys of the mapping at `section` in `raw` (empty when there is none).
+fn defined_names(raw: &Value, section: &[&str]) -> Vec<String> {
+    let mut v = raw;
+    for s in section {
+        match v.get(*s) {
+            Some(x) => v = x,
+            None => return Vec::new(),
+        }
+    }
+    match v {
+        Value::Mapping(m) => m
+            .keys()
+            .filter_map(|k| k.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `name`: present, and fit to name the run directory.
+fn run_name(cx: &Context, out: &mut Findings) {
+    let name = &cx.recipe.name;
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if name.is_empty() && !cx.was_pruned(&p(&["name"])) {
+        out.add(
+            p(&["name"]),
+            "missing required key `name` (it names the run directory)",
+        );
+    } else if !name_ok && !name.is_empty() {
+        out.add(
+            p(&["name"]),
+            format!(
+                "`{}`: use letters, digits, `-`, `_`, `.` only (it names the run directory)",
+                name
+            ),
+        );
+    }
+}
+
+/// `data.tokenizer`: its vocabulary, the corpora it trains on, and the settings only a
+/// `words` tokenizer has.
+fn tokenizer(tok: &Tokenizer, cx: &Context, out: &mut Findings) {
+    let base = p(&["data", "tokenizer"]);
+    match (tok.kind, tok.vocab) {
+        (TokenizerKind::Pretrained, Some(_)) => out.add(
+            with(&base, &[k("vocab")]),
+            "a `pretrained` tokenizer has its own vocabulary; remove `vocab`",
+        ),
+        (TokenizerKind::Pretrained, None) => {}
+        (_, None) => out.add(
+            with(&base, &[k("vocab")]),
+            "missing required key `vocab` (vocabulary size, ≥ 1)",
+        ),
+        (_, Some(0)) => out.add(with(&base, &[k("vocab")]), "must be ≥ 1, found 0"),
+        _ => {}
+    }
+    for (i, c) in tok.train_on.iter().enumerate() {
+        out.refer(
+            with(&base, &[k("train_on"), Seg::Index(i)]),
+            "corpus",
+            c,
+            &cx.corpora,
+            " under `data.corpora`",
+        );
+    }
+    for (i, n) in tok.char_ngrams.iter().enumerate() {
+        if *n == 0 {
+            out.add(
+                with(&base, &[k("char_ngrams"), Seg::Index(i)]),
+                "n-gram order must be ≥ 1",
+            );
+        }
+    }
+    for (key, v) in [
+        ("hash_buckets", tok.hash_buckets),
+        ("oov_buckets", tok.oov_buckets),
+    ] {
+        if v == Some(0) {
+            out.add(with(&base, &[k(key)]), "must be ≥ 1, found 0");
+        }
+    }
+    if tok.kind != TokenizerKind::Words {
+        for (key, set) in [
+            ("char_ngrams", !tok.char_ngrams.is_empty()),
+            ("hash_buckets", tok.hash_buckets.is_some()),
+            ("oov_buckets", tok.oov_buckets.is_some()),
+        ] {
+            if set {
+                out.add(
+                    with(&base, &[k(key)]),
+                    format!("only a `words` tokenizer has `{key}`; remove it or use `kind: words`"),
+                );
+            }
+        }
+    } else if !tok.char_ngrams.is_empty() && tok.hash_buckets.is_none() {
+        out.add(
+            with(&base, &[k("hash_buckets")]),
+            "missing: `char_ngrams` are hashed into `hash_buckets` ids; set it (multilingual USE: 200000)",
+        );
+    }
+}
+
+/// One corpus under `data.corpora`: a shipped `dataset` or the user's own `files`, its
+/// language pairs, what it excludes, its size cap.
+fn corpus(name: &str, c: &Corpus, cx: &Context, out: &mut Findings) {
+    let base = p(&["data", "corpora", name]);
+    match (&c.dataset, c.files.is_empty()) {
+        (Some(d), true) => shipped_corpus(d, c, &base, cx, out),
+        (Some(_), false) => out.add(
+            base.clone(),
+            "give either `dataset` (a shipped dataset) or `files` (your own), not both",
+        ),
+        (None, true) => out.add(
+            base.clone(),
+            "missing: `dataset` (a name in datasets.lock) or `files` (your own files, with `format`)",
+        ),
+        (None, false) => user_corpus(c, &base, out),
+    }
+    for (i, pair) in c.pairs.iter().enumerate() {
+        let ok = pair
+            .split_once('-')
+            .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty());
+        if !ok {
+            out.add(
+                with(&base, &[k("pairs"), Seg::Index(i)]),
+                format!("`{pair}`: expected a language pair spelled like the dataset's folders (`deu-eng`)"),
+            );
+        }
+    }
+    for (i, x) in c.exclude.iter().enumerate() {
+        let mut cands = cx.bench_names.clone();
+        cands.extend(cx.known.datasets.iter().cloned());
+        out.refer(
+            with(&base, &[k("exclude"), Seg::Index(i)]),
+            "benchmark, group or dataset",
+            x,
+            &cands,
+            "",
+        );
+    }
+    if c.max_examples == Some(0) {
+        out.add(with(&base, &[k("max_examples")]), "must be ≥ 1, found 0");
+    }
+}
+
+/// The checks of a corpus that names a shipped `dataset`: a known name, and none of the
+/// keys that describe a corpus's own files.
+fn shipped_corpus(dataset: &str, c: &Corpus, base: &Path, cx: &Context, out: &mut Findings) {
+    if !cx.known.datasets.is_empty() {
+        out.refer(
+            with(base, &[k("dataset")]),
+            "known dataset",
+            dataset,
+            &cx.known.datasets,
+            "",
+        );
+    }
+    for key in ["format", "kind", "fields", "on_bad_line"] {
+        let given = match key {
+            "format" => c.format.is_some(),
+            "kind" => c.kind.is_some(),
+            "fields" => !c.fields.is_empty(),
+            _ => c.on_bad_line != crate::schema::OnBadLine::Error,
+        };
+        if given {
+            out.add(
+                with(base, &[k(key)]),
+                format!("`{key}` describes a corpus's own `files`; a shipped `dataset` has its own layout (remove it)"),
+            );
+        }
+    }
+}
+
+/// `tasks`: unique names, their corpus and encoders defined, weight, batch and stage in
+/// range.
+fn tasks(cx: &Context, out: &mut Findings) {
+    let recipe = cx.recipe;
     let mut seen = BTreeSet::new();
     for (i, t) in recipe.tasks.iter().enumerate() {
         let base = vec![k("tasks"), Seg::Index(i)];
@@ -612,12 +661,11 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                 format!("task `{}` is defined twice", t.name),
             );
         }
-        refer(
-            out,
+        out.refer(
             with(&base, &[k("corpus")]),
             "corpus",
             &t.corpus,
-            &corpora,
+            &cx.corpora,
             " under `data.corpora`",
         );
         if !(t.weight > 0.0 && t.weight.is_finite()) {
@@ -635,8 +683,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         let encoders = encoder_names(recipe);
         for (key, name) in [("encoder", &t.encoder), ("reads", &t.reads)] {
             if let Some(name) = name {
-                refer(
-                    out,
+                out.refer(
                     with(&base, &[k(key)]),
                     "encoder",
                     name,
@@ -646,8 +693,11 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             }
         }
     }
+}
 
-    // stages: each one some task trains in, its settings in range, its frozen groups real
+/// `stages`: each one some task trains in, its settings in range, its frozen groups real.
+fn stages(cx: &Context, out: &mut Findings) {
+    let recipe = cx.recipe;
     let used: BTreeSet<u32> = recipe.tasks.iter().map(|t| t.stage).collect();
     for (n, stage) in &recipe.stages {
         let base = vec![k("stages"), k(&n.to_string())];
@@ -671,8 +721,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
                 (target, "encoder to initialise"),
                 (source, "encoder to copy"),
             ] {
-                refer(
-                    out,
+                out.refer(
                     with(&base, &[k("init"), k(target)]),
                     what,
                     name,
@@ -689,8 +738,7 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         }
         let groups = parameter_groups(recipe);
         for (i, g) in stage.frozen.iter().enumerate() {
-            refer(
-                out,
+            out.refer(
                 with(&base, &[k("frozen"), Seg::Index(i)]),
                 "parameter group",
                 g,
@@ -699,64 +747,75 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             );
         }
     }
+}
 
-    // objectives: checked by their own definitions (`Known::objectives`, see `objectives`)
-    if !known.objectives.is_empty() {
-        let names: Vec<&str> = known.objectives.iter().map(|o| o.name).collect();
-        for (i, t) in recipe.tasks.iter().enumerate() {
-            let at = vec![k("tasks"), Seg::Index(i)];
-            match known.objectives.iter().find(|o| o.name == t.objective.name) {
-                None => out.add_suggest(
-                    with(&at, &[k("objective")]),
-                    format!(
-                        "unknown objective `{}`; expected one of {}",
-                        t.objective.name,
-                        list(&names)
-                    ),
-                    suggest(&t.objective.name, &names),
+/// Each task's objective: a known one, its parameters checked by its own definition
+/// ([`Known::objectives`]; nothing is checked when there are none).
+fn objectives(cx: &Context, out: &mut Findings) {
+    let known = cx.known;
+    if known.objectives.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = known.objectives.iter().map(|o| o.name).collect();
+    for (i, t) in cx.recipe.tasks.iter().enumerate() {
+        let at = vec![k("tasks"), Seg::Index(i)];
+        match known.objectives.iter().find(|o| o.name == t.objective.name) {
+            None => out.add_suggest(
+                with(&at, &[k("objective")]),
+                format!(
+                    "unknown objective `{}`; expected one of {}",
+                    t.objective.name,
+                    list(&names)
                 ),
-                Some(o) => {
-                    let checked = (o.check)(&t.objective.params, recipe, i);
-                    for e in checked.errors {
-                        structural(e.under(&with(&at, &[k("params")])), out);
-                    }
-                    for f in checked.problems {
-                        out.add_suggest(with(&at, &f.path), f.message, f.suggestion);
-                    }
+                suggest(&t.objective.name, &names),
+            ),
+            Some(o) => {
+                let checked = (o.check)(&t.objective.params, cx.recipe, i);
+                for e in checked.errors {
+                    structural(e.under(&with(&at, &[k("params")])), out);
+                }
+                for f in checked.problems {
+                    out.add_suggest(with(&at, &f.path), f.message, f.suggestion);
                 }
             }
         }
     }
+}
 
-    // what this build cannot train (each part, not the first)
-    if let Some(check) = known.check_trainable {
-        for (path, message) in check(recipe) {
-            if !was_pruned(&path) {
+/// What this build cannot train ([`Known::check_trainable`]): each part, not the first.
+fn untrainable(cx: &Context, out: &mut Findings) {
+    if let Some(check) = cx.known.check_trainable {
+        for (path, message) in check(cx.recipe) {
+            if !cx.was_pruned(&path) {
                 out.add(path, message);
             }
         }
     }
+}
 
-    // an evaluation recipe, or a training one
+/// An evaluation recipe, or a training one: a trained encoder needs `tasks`, and a recipe
+/// with tasks needs `optimizer` and `train` (then checked).
+fn training_sections(cx: &Context, out: &mut Findings) {
+    let recipe = cx.recipe;
     let trainable_without_tasks = recipe
         .model
         .as_ref()
         .is_some_and(|m| !matches!(m.encoder, Encoder::Pretrained(_) | Encoder::Hashed(_)));
-    if recipe.tasks.is_empty() && trainable_without_tasks && !was_pruned(&p(&["tasks"])) {
+    if recipe.tasks.is_empty() && trainable_without_tasks && !cx.was_pruned(&p(&["tasks"])) {
         let kind = recipe.model.as_ref().map_or("", |m| m.encoder.kind());
         out.add(
             p(&["tasks"]),
             format!("no tasks: a `{kind}` encoder must be trained; add `tasks`, or use a `pretrained` or `hashed` encoder for an evaluation-only recipe"),
         );
     }
-    if !recipe.tasks.is_empty() || was_pruned(&p(&["tasks"])) {
-        if recipe.optimizer.is_none() && !was_pruned(&p(&["optimizer"])) {
+    if !recipe.tasks.is_empty() || cx.was_pruned(&p(&["tasks"])) {
+        if recipe.optimizer.is_none() && !cx.was_pruned(&p(&["optimizer"])) {
             out.add(
                 p(&["optimizer"]),
                 "missing required key `optimizer` (a recipe with tasks trains)",
             );
         }
-        if recipe.train.is_none() && !was_pruned(&p(&["train"])) {
+        if recipe.train.is_none() && !cx.was_pruned(&p(&["train"])) {
             out.add(
                 p(&["train"]),
                 "missing required key `train` (a recipe with tasks trains)",
@@ -767,28 +826,24 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
         optimizer(o, out);
     }
     if let Some(t) = &recipe.train {
-        train(t, recipe, &bench_names, out);
+        train(t, recipe, &cx.bench_names, out);
     }
+}
 
-    // evaluate, report
-    for (i, b) in recipe.evaluate.iter().enumerate() {
+/// `evaluate`: each entry a known benchmark or group, its overrides checked by
+/// [`Known::check_bench`].
+fn evaluate(cx: &Context, out: &mut Findings) {
+    for (i, b) in cx.recipe.evaluate.iter().enumerate() {
         let at = vec![k("evaluate"), Seg::Index(i)];
-        let known_name = bench_names.contains(&b.name);
+        let known_name = cx.bench_names.contains(&b.name);
         let name_at = if b.has_overrides() {
             with(&at, &[k("name")])
         } else {
             at.clone()
         };
-        refer(
-            out,
-            name_at,
-            "benchmark or group",
-            &b.name,
-            &bench_names,
-            "",
-        );
+        out.refer(name_at, "benchmark or group", &b.name, &cx.bench_names, "");
         if known_name && b.has_overrides() {
-            if let Some(check) = known.check_bench {
+            if let Some(check) = cx.known.check_bench {
                 for (key, msg) in check(&b.name, &b.params, b.languages.as_deref()) {
                     let path = match key.as_str() {
                         "" => at.clone(),
@@ -800,201 +855,18 @@ pub fn semantics(recipe: &Recipe, raw: &Value, pruned: &[Path], known: &Known, o
             }
         }
     }
-    for (i, t) in recipe.report.iter().enumerate() {
-        refer(
-            out,
+}
+
+/// `report`: each a known report table.
+fn report(cx: &Context, out: &mut Findings) {
+    for (i, t) in cx.recipe.report.iter().enumerate() {
+        out.refer(
             vec![k("report"), Seg::Index(i)],
             "report table",
             t,
-            &known.tables,
+            &cx.known.tables,
             " in `benchmarks/tables/`",
         );
-    }
-}
-
-fn model(m: &Model, recipe: &Recipe, known: &Known, out: &mut Findings) {
-    if m.encoders.contains_key("encoder") {
-        out.add(
-            p(&["model", "encoders", "encoder"]),
-            "`encoder` names `model.encoder`; give this encoder another name",
-        );
-    }
-    let further: Vec<String> = m.encoders.keys().cloned().collect();
-    for (language, name) in &m.languages {
-        if let Some(f) = reference(
-            p(&["model", "languages", language]),
-            "further encoder",
-            name,
-            &further,
-            " (the keys of `model.encoders`)",
-        ) {
-            out.add_suggest(f.path, f.message, f.suggestion);
-        }
-    }
-    for (name, e) in &m.encoders {
-        if matches!(e, Encoder::Pretrained(_) | Encoder::Hashed(_)) {
-            out.add(
-                p(&["model", "encoders", name, "kind"]),
-                format!("a further encoder is trained; `{}` is not", e.kind()),
-            );
-        }
-    }
-    let enc = p(&["model", "encoder"]);
-    let at_least_1 = |out: &mut Findings, path: Path, v: u32, what: &str| {
-        if v == 0 {
-            out.add(path, format!("{what} must be ≥ 1, found 0"));
-        }
-    };
-    let prob = |out: &mut Findings, path: Path, v: f64| {
-        if !(0.0..1.0).contains(&v) {
-            out.add(path, format!("dropout must be in [0, 1), found {v}"));
-        }
-    };
-    let f = |key: &str| with(&enc, &[k(key)]);
-    match &m.encoder {
-        Encoder::Bilstm(e) => {
-            at_least_1(out, f("layers"), e.layers, "layers");
-            at_least_1(out, f("hidden"), e.hidden, "hidden");
-            at_least_1(out, f("embed"), e.embed, "embed");
-            prob(out, f("dropout"), e.dropout);
-            if e.pool == Pool::Cls {
-                out.add(f("pool"), "a BiLSTM pools with `max`, `mean` or `last`");
-            }
-        }
-        Encoder::Lstm(e) => {
-            at_least_1(out, f("layers"), e.layers, "layers");
-            at_least_1(out, f("hidden"), e.hidden, "hidden");
-            at_least_1(out, f("embed"), e.embed, "embed");
-            if e.top_hidden == Some(0) {
-                out.add(f("top_hidden"), "top_hidden must be ≥ 1, found 0");
-            }
-            prob(out, f("dropout"), e.dropout);
-            if e.pool == Pool::Cls {
-                out.add(f("pool"), "an LSTM pools with `max`, `mean` or `last`");
-            }
-        }
-        Encoder::Transformer(e) => {
-            at_least_1(out, f("layers"), e.layers, "layers");
-            at_least_1(out, f("d_model"), e.d_model, "d_model");
-            at_least_1(out, f("d_ff"), e.d_ff, "d_ff");
-            at_least_1(out, f("heads"), e.heads, "heads");
-            at_least_1(out, f("max_len"), e.max_len, "max_len");
-            if e.heads > 0 && e.d_model % e.heads != 0 {
-                out.add(
-                    f("heads"),
-                    format!(
-                        "d_model ({}) must be divisible by heads ({})",
-                        e.d_model, e.heads
-                    ),
-                );
-            }
-            if e.embed == Some(0) {
-                out.add(f("embed"), "embed must be ≥ 1, found 0");
-            }
-            prob(out, f("dropout"), e.dropout);
-            if e.pool == Pool::Last {
-                out.add(
-                    f("pool"),
-                    "a transformer pools with `mean`, `max` or `cls` (`last` is for recurrent encoders)",
-                );
-            }
-        }
-        Encoder::Cbow(e) => at_least_1(out, f("embed"), e.embed, "embed"),
-        Encoder::Hashed(e) => {
-            at_least_1(out, f("dim"), e.dim, "dim");
-            // What crates/embed/src/hashed.rs implements (multilingual USE §2.1's input
-            // features); `harness run` used to refuse anything else only after validation.
-            if e.word_ngrams != [1] || e.char_ngrams != [3, 4] {
-                out.add(
-                    enc.clone(),
-                    format!(
-                        "the hashed encoder implements word unigrams and character 3- and \
-                         4-grams only (multilingual USE §2.1); found word_ngrams {:?}, \
-                         char_ngrams {:?}. Fix: use word_ngrams: [1], char_ngrams: [3, 4]",
-                        e.word_ngrams, e.char_ngrams
-                    ),
-                );
-            }
-            if !e.buckets.is_power_of_two() {
-                out.add(
-                    f("buckets"),
-                    format!("{} is not a power of two. Fix: use e.g. 1048576", e.buckets),
-                );
-            }
-        }
-        Encoder::Pretrained(e) => {
-            let path_like =
-                e.name.contains('/') || e.name.starts_with('.') || e.name.contains('\\');
-            if !path_like && !PRETRAINED_NAMES.contains(&e.name.as_str()) {
-                out.add_suggest(
-                    f("name"),
-                    format!(
-                        "unknown pretrained encoder `{}`; expected one of {} or a path (containing `/`)",
-                        e.name,
-                        list(PRETRAINED_NAMES)
-                    ),
-                    suggest(&e.name, PRETRAINED_NAMES),
-                );
-            }
-        }
-    }
-    if let Some(Decoder::Lstm(d)) = &m.decoder {
-        let dp = |key: &str| p(&["model", "decoder", key]);
-        at_least_1(out, dp("layers"), d.layers, "layers");
-        at_least_1(out, dp("hidden"), d.hidden, "hidden");
-        at_least_1(out, dp("embed"), d.embed, "embed");
-        if d.targets.is_empty() {
-            out.add(
-                dp("targets"),
-                "list the languages the decoder translates into (`targets: [en, es]`)",
-            );
-        }
-        let decoding: Vec<&str> = known
-            .objectives
-            .iter()
-            .filter(|o| o.uses_decoder)
-            .map(|o| o.name)
-            .collect();
-        let used = recipe
-            .tasks
-            .iter()
-            .any(|t| decoding.contains(&t.objective.name()));
-        if !used && !recipe.tasks.is_empty() && !decoding.is_empty() {
-            out.add(
-                p(&["model", "decoder"]),
-                format!("no task uses the decoder (objective {})", list(&decoding)),
-            );
-        }
-    }
-    for (name, h) in &m.heads {
-        let hp = |key: &str| p(&["model", "heads", name, key]);
-        match h {
-            Head::Mlp(h) => {
-                for (i, n) in h.hidden.iter().enumerate() {
-                    if *n == 0 {
-                        out.add(
-                            with(&hp("hidden"), &[Seg::Index(i)]),
-                            "layer size must be ≥ 1",
-                        );
-                    }
-                }
-                classes(out, hp("classes"), h.classes);
-                prob(out, hp("dropout"), h.dropout);
-            }
-            Head::L2Softmax(h) => {
-                if !(h.alpha > 0.0 && h.alpha.is_finite()) {
-                    out.add(hp("alpha"), format!("must be > 0, found {}", h.alpha));
-                }
-                classes(out, hp("classes"), h.classes);
-            }
-            Head::Centers(h) => classes(out, hp("classes"), h.classes),
-            Head::Discriminator(h) => {
-                if !positive(h.clip) {
-                    out.add(hp("clip"), format!("must be > 0, found {}", h.clip));
-                }
-                prob(out, hp("dropout"), h.dropout);
-            }
-        }
     }
 }
 
@@ -1006,12 +878,6 @@ fn positive(v: f64) -> bool {
 /// ≥ 0 and finite (false for NaN).
 fn non_negative(v: f64) -> bool {
     v >= 0.0 && v.is_finite()
-}
-
-fn classes(out: &mut Findings, path: Path, classes: Option<u32>) {
-    if let Some(c) = classes.filter(|c| *c < 2) {
-        out.add(path, format!("must be ≥ 2, found {c}"));
-    }
 }
 
 fn optimizer(o: &Optimizer, out: &mut Findings) {

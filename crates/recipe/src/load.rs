@@ -95,32 +95,69 @@ fn read_chain_from(
     let mut layers = Vec::new();
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut values = Vec::new();
-    let mut next = Some((path.to_path_buf(), named));
-    while let Some((p, named_by)) = next.take() {
-        let canon = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+    let mut next = Some(ChainFile {
+        path: path.to_path_buf(),
+        named_by: named,
+    });
+    while let Some(file) = next.take() {
+        let canon = std::fs::canonicalize(&file.path).unwrap_or_else(|_| file.path.clone());
         if seen.contains(&canon) {
-            let (file, line) = named_by
-                .as_ref()
-                .map_or((p.clone(), None), |n| (n.file.clone(), n.line));
-            return Err(vec![Problem::new(
-                file,
-                line,
-                "base",
-                format!("`base:` chain loops back to {}", p.display()),
-            )]);
+            return Err(file.loops_back());
         }
         seen.push(canon);
-        // A recipe is a page of YAML; a huge file is a mistake (or an attack on the parser's
-        // memory: a 50 MB recipe took 1.4 GB), refused before it is read.
-        // A file that cannot be read is blamed on the key that named it, if any.
-        let unreadable = |message: String| {
-            let (file, line, key) = match &named_by {
-                Some(n) => (n.file.clone(), n.line, n.key.as_str()),
-                None => (p.clone(), None, ""),
-            };
-            vec![Problem::new(file, line, key, message)]
+        let text = file.read_text(first.take())?;
+        let mut map = file.parse(&text)?;
+        next = file.base(&text, &mut map)?;
+        layers.push(Layer {
+            path: file.path,
+            text,
+        });
+        values.push(Value::Mapping(map));
+    }
+    let mut merged = Value::Mapping(Mapping::new());
+    for v in values.into_iter().rev() {
+        merge(&mut merged, v);
+    }
+    Ok((merged, layers))
+}
+
+/// One file of a `base:` chain as it is read: its path, and the file and key that named
+/// it (none for the recipe the chain starts from).
+struct ChainFile {
+    path: PathBuf,
+    named_by: Option<NamedBy>,
+}
+
+impl ChainFile {
+    /// The problem of a chain that comes back to this file, blamed on the key that named it.
+    fn loops_back(&self) -> Vec<Problem> {
+        let (file, line) = self
+            .named_by
+            .as_ref()
+            .map_or((self.path.clone(), None), |n| (n.file.clone(), n.line));
+        vec![Problem::new(
+            file,
+            line,
+            "base",
+            format!("`base:` chain loops back to {}", self.path.display()),
+        )]
+    }
+
+    /// A problem reading the file, blamed on the key that named it, if any.
+    fn unreadable(&self, message: String) -> Vec<Problem> {
+        let (file, line, key) = match &self.named_by {
+            Some(n) => (n.file.clone(), n.line, n.key.as_str()),
+            None => (self.path.clone(), None, ""),
         };
-        let text = match first.take() {
+        vec![Problem::new(file, line, key, message)]
+    }
+
+    /// The file's text: `given` when the caller holds it, else read from disk. A recipe is
+    /// a page of YAML; a huge file is a mistake (or an attack on the parser's memory: a
+    /// 50 MB recipe took 1.4 GB), refused before it is read.
+    fn read_text(&self, given: Option<&str>) -> Result<String, Vec<Problem>> {
+        let p = &self.path;
+        let text = match given {
             Some(t) if t.len() as u64 > MAX_RECIPE_BYTES => Err(
                 harness_core::fsutil::CappedReadError::TooLarge(MAX_RECIPE_BYTES),
             ),
@@ -129,10 +166,10 @@ fn read_chain_from(
                 // A named file must be a plain file: a FIFO would block the read forever, a
                 // device yields whatever it yields. (The recipe a user names on the command
                 // line may be a pipe: `harness validate <(...)`.)
-                if let Some(n) = &named_by {
-                    match std::fs::metadata(&p) {
+                if let Some(n) = &self.named_by {
+                    match std::fs::metadata(p) {
                         Ok(m) if !m.is_file() => {
-                            return Err(unreadable(format!(
+                            return Err(self.unreadable(format!(
                                 "{} is not a regular file (a folder, FIFO or device) and was not read. Fix: make `{}:` name a recipe file",
                                 p.display(),
                                 n.key
@@ -141,33 +178,37 @@ fn read_chain_from(
                         _ => {}
                     }
                 }
-                harness_core::fsutil::read_text_capped(&p, MAX_RECIPE_BYTES)
+                harness_core::fsutil::read_text_capped(p, MAX_RECIPE_BYTES)
             }
         };
-        let text = match text {
-            Ok(t) => t,
-            Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => {
-                return Err(unreadable(format!(
-                    "{} holds more than {MAX_RECIPE_BYTES} bytes, the most a recipe may have (1 MiB): is it the right file?",
-                    p.display()
-                )))
-            }
+        match text {
+            Ok(t) => Ok(t),
+            Err(harness_core::fsutil::CappedReadError::TooLarge(_)) => Err(self.unreadable(format!(
+                "{} holds more than {MAX_RECIPE_BYTES} bytes, the most a recipe may have (1 MiB): is it the right file?",
+                p.display()
+            ))),
             Err(e) => {
-                let fix = match &named_by {
+                let fix = match &self.named_by {
                     Some(n) => format!("make `{}:` name a recipe file (UTF-8 YAML)", n.key),
                     None => "give the path of a recipe file (UTF-8 YAML)".to_string(),
                 };
-                return Err(unreadable(format!(
+                Err(self.unreadable(format!(
                     "cannot read {}: {e}. Fix: {fix}",
                     p.display()
-                )));
+                )))
             }
-        };
-        let mut value: Value = match serde_yaml::from_str(&text) {
+        }
+    }
+
+    /// The file's text as a YAML mapping (an empty file is an empty one). A file named by
+    /// another must also read as a recipe ([`not_recipe_keys`]).
+    fn parse(&self, text: &str) -> Result<Mapping, Vec<Problem>> {
+        let p = &self.path;
+        let value: Value = match serde_yaml::from_str(text) {
             Ok(v) => v,
             Err(e) => {
                 let line = e.location().map(|l| l.line());
-                let message = match &named_by {
+                let message = match &self.named_by {
                     None => format!("not valid YAML: {e}"),
                     Some(n) => format!(
                         "not valid YAML ({}), so not a recipe; this file is named by `{}:` in {}, so none of its text is shown. Fix: make `{}:` name a recipe file, or correct its YAML",
@@ -180,54 +221,53 @@ fn read_chain_from(
                 return Err(vec![Problem::new(p.clone(), line, "", message)]);
             }
         };
-        if value.is_null() {
-            value = Value::Mapping(Mapping::new());
-        }
-        let Value::Mapping(map) = &mut value else {
-            return Err(vec![Problem::new(
-                p.clone(),
-                Some(1),
-                "",
-                "a recipe must be a YAML mapping (`name: ...`, `model: ...`)",
-            )]);
+        let map = match value {
+            Value::Null => Mapping::new(),
+            Value::Mapping(map) => map,
+            _ => {
+                return Err(vec![Problem::new(
+                    p.clone(),
+                    Some(1),
+                    "",
+                    "a recipe must be a YAML mapping (`name: ...`, `model: ...`)",
+                )])
+            }
         };
-        if let Some(n) = &named_by {
-            let problems = not_recipe_keys(&p, &text, map, n);
+        if let Some(n) = &self.named_by {
+            let problems = not_recipe_keys(p, text, &map, n);
             if !problems.is_empty() {
                 return Err(problems);
             }
         }
+        Ok(map)
+    }
+
+    /// Takes `base:` out of the file's mapping: the file it names (relative to this one's
+    /// folder), to be read next; `None` when there is none.
+    fn base(&self, text: &str, map: &mut Mapping) -> Result<Option<ChainFile>, Vec<Problem>> {
+        let p = &self.path;
         match map.shift_remove("base") {
-            None | Some(Value::Null) => {}
+            None | Some(Value::Null) => Ok(None),
             Some(Value::String(b)) => {
-                let line = locate(&text, &[Seg::Key("base".into())]);
-                let dir = harness_core::fsutil::parent_dir(&p);
-                next = Some((
-                    dir.join(b),
-                    Some(NamedBy {
+                let line = locate(text, &[Seg::Key("base".into())]);
+                let dir = harness_core::fsutil::parent_dir(p);
+                Ok(Some(ChainFile {
+                    path: dir.join(b),
+                    named_by: Some(NamedBy {
                         file: p.clone(),
                         line,
                         key: "base".into(),
                     }),
-                ));
+                }))
             }
-            Some(_) => {
-                return Err(vec![Problem::new(
-                    p.clone(),
-                    locate(&text, &[Seg::Key("base".into())]),
-                    "base",
-                    "expected a path (string) to the recipe this one inherits from",
-                )])
-            }
+            Some(_) => Err(vec![Problem::new(
+                p.clone(),
+                locate(text, &[Seg::Key("base".into())]),
+                "base",
+                "expected a path (string) to the recipe this one inherits from",
+            )]),
         }
-        layers.push(Layer { path: p, text });
-        values.push(value);
     }
-    let mut merged = Value::Mapping(Mapping::new());
-    for v in values.into_iter().rev() {
-        merge(&mut merged, v);
-    }
-    Ok((merged, layers))
 }
 
 /// The YAML parser's complaint about a file whose text must not be shown: its own words
