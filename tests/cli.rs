@@ -138,6 +138,62 @@ fn flipped_byte_in_an_installed_dataset_fails_verify_naming_the_file() {
     );
 }
 
+/// What training on a device would refuse (bf16 on the CPU; evaluation during training on
+/// a device list): `validate --device` raises it, and `run --device` refuses with the same
+/// words before anything is trained; without `--device`, validate passes the recipe.
+#[test]
+fn validate_with_a_device_raises_what_training_there_refuses() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "laser.yaml",
+            "train.precision=bf16",
+            "cpu",
+            "train.precision: `bf16` cannot train on `--device cpu`",
+        ),
+        (
+            "xnli-align.yaml",
+            "train.steps=1000",
+            "cpu,cpu",
+            "train.best_metric: data-parallel training (a `--device` list) does not evaluate",
+        ),
+    ];
+    for (recipe, set, device, expected) in cases {
+        let path = repo().join("recipes").join(recipe);
+        let path = path.to_str().unwrap();
+        let plain = harness(home.path(), &["validate", path, "--set", set]);
+        assert!(plain.status.success(), "{recipe}: {}", text(&plain));
+        let v = harness(
+            home.path(),
+            &["validate", path, "--set", set, "--device", device],
+        );
+        assert_eq!(v.status.code(), Some(1), "{recipe}: {}", text(&v));
+        let words = |t: &str| {
+            t.lines()
+                .find_map(|l| l.find(expected).map(|i| l[i..].to_string()))
+                .unwrap_or_else(|| panic!("{recipe}: no `{expected}` in {t}"))
+        };
+        let run_dir = out.path().join(recipe);
+        let r = harness(
+            home.path(),
+            &[
+                "run",
+                path,
+                "--set",
+                set,
+                "--device",
+                device,
+                "--out",
+                run_dir.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.status.code(), Some(2), "{recipe}: {}", text(&r));
+        assert_eq!(words(&text(&v)), words(&text(&r)), "{recipe}");
+        assert!(!run_dir.join("train").exists(), "{recipe}: nothing trained");
+    }
+}
+
 /// Refusals that `harness run` once raised only after validation (the hashed encoder's
 /// implemented n-grams and buckets, in `run`; protocol parameter ranges, at evaluation
 /// time): `validate` raises each, and `run` refuses with the same problem line before

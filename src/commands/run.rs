@@ -37,6 +37,7 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
     let devices = Device::parse_list(&train.device, &super::compiled())?;
     let device = devices[0];
     let resolved = super::load_recipe(&train.recipe, train.profile.clone(), &train.sets)?;
+    harness_train::session::check_devices(&resolved, &devices)?;
     if let Some(problem) = nothing_to_report(&resolved) {
         bail!("{problem}");
     }

@@ -86,6 +86,7 @@ pub fn run(cli: &TrainCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
     // Every device problem is refused before any work.
     let devices = Device::parse_list(&args.device, &super::compiled())?;
     let resolved = super::load_recipe(&args.recipe, args.profile.clone(), &args.sets)?;
+    harness_train::session::check_devices(&resolved, &devices)?;
     if cli.slurm.emit.is_some() {
         return emit_slurm(args, &cli.slurm, &devices, &resolved, settings);
     }

@@ -1,8 +1,11 @@
 //! `harness validate RECIPE...`: schema, types, ranges and references of each recipe (and of
-//! each of its profiles), every problem with its file, key path and line.
+//! each of its profiles), every problem with its file, key path and line; with `--device`,
+//! also what training on those devices would refuse (`harness_recipe::device`).
 
 use clap::Args;
+use harness_core::device::Device;
 use harness_core::terminal::terminal_safe;
+use harness_recipe::error::Problem;
 use harness_recipe::{validate, LoadOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +25,10 @@ pub struct ValidateArgs {
     /// Override one key: `--set train.steps=100` (repeatable; value parsed as YAML)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Also check what training on these devices would refuse (`cpu`, `cuda:0`, `cpu,cpu`:
+    /// the `--device` of `train` and `run`)
+    #[arg(long, value_name = "DEVICE[,DEVICE...]")]
+    pub device: Option<String>,
 }
 
 /// `harness validate`: exit 0 when every recipe is valid, 1 when any is not (every problem
@@ -32,10 +39,27 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         profile: args.profile.clone(),
         sets: args.sets.clone(),
     };
+    // A device this build cannot use is refused as `train` refuses it.
+    let devices = match &args.device {
+        Some(d) => Some(Device::parse_list(d, &super::compiled())?),
+        None => None,
+    };
     let mut invalid = 0usize;
     let mut stdout = String::new();
     for (i, path) in args.recipes.iter().enumerate() {
-        match validate(path, &opts, &known) {
+        let checked = validate(path, &opts, &known).and_then(|r| match &devices {
+            Some(d) => match harness_recipe::device::device_refusal(&r.recipe, d) {
+                Some(refusal) => Err(vec![Problem::new(
+                    path.clone(),
+                    None,
+                    refusal.key,
+                    refusal.to_string(),
+                )]),
+                None => Ok(r),
+            },
+            None => Ok(r),
+        });
+        match checked {
             Ok(r) => {
                 if let Some(problem) = super::run::nothing_to_report(&r) {
                     eprintln!("warning: {}", terminal_safe(&problem));

@@ -260,20 +260,34 @@ pub fn bucc2018_sentences(dir: &Path) -> Result<EvalSentences, DataError> {
 /// dataset folder. Training-only datasets (parallel corpora, conversations, books) have
 /// no evaluation sentences and give an error naming the dataset.
 pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, DataError> {
-    use crate::loaders::{
-        cls_amazon, senteval, sib200, sick, slot_gated, sts12_16, sts17, stsb_multi_mt,
-        stsbenchmark, xnli, xsid,
-    };
-    use crate::records::{ScoredPair, Split};
-    fn scored(e: &mut EvalSentences, pairs: &[ScoredPair]) {
-        e.extend(pairs.iter().flat_map(|p| [&p.sentence1, &p.sentence2]));
-    }
     let mut e = EvalSentences::new();
     match dataset {
         "tatoeba-laser-v1" => return tatoeba_sentences(dir),
         "newstest2012" => return newstest2012_sentences(dir),
         "flores200-devtest" => return flores200_sentences(dir),
         "bucc2018" => return bucc2018_sentences(dir),
+        _ => {}
+    }
+    if pair_sentences(dataset, dir, &mut e)? || labelled_sentences(dataset, dir, &mut e)? {
+        return Ok(e);
+    }
+    Err(DataError::format(
+        dir,
+        None,
+        format!("dataset `{dataset}` is not an evaluation set, so it has no sentences to exclude"),
+        "name benchmarks (e.g. `tatoeba`, `xnli`) in the corpus's `exclude:` list",
+    ))
+}
+
+/// The sentences of a dataset of sentence pairs (NLI, STS) into `e`; `false` when
+/// `dataset` is not one.
+fn pair_sentences(dataset: &str, dir: &Path, e: &mut EvalSentences) -> Result<bool, DataError> {
+    use crate::loaders::{sick, sts12_16, sts17, stsb_multi_mt, stsbenchmark, xnli};
+    use crate::records::{ScoredPair, Split};
+    fn scored(e: &mut EvalSentences, pairs: &[ScoredPair]) {
+        e.extend(pairs.iter().flat_map(|p| [&p.sentence1, &p.sentence2]));
+    }
+    match dataset {
         "xnli" => {
             for lang in xnli::LANGUAGES {
                 for split in [Split::Dev, Split::Test] {
@@ -290,25 +304,25 @@ pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, Dat
         }
         "stsbenchmark" => {
             for split in Split::ALL {
-                scored(&mut e, &stsbenchmark::load(dir, split)?);
+                scored(e, &stsbenchmark::load(dir, split)?);
             }
         }
         "sts12-16" => {
             for year in sts12_16::YEARS {
                 for subset in sts12_16::load(dir, year)? {
-                    scored(&mut e, &subset.pairs);
+                    scored(e, &subset.pairs);
                 }
             }
         }
         "sts17" => {
             for track in &sts17::TRACKS {
-                scored(&mut e, &sts17::load(dir, track)?);
+                scored(e, &sts17::load(dir, track)?);
             }
         }
         "stsb-multi-mt" => {
             for lang in stsb_multi_mt::LANGUAGES {
                 for split in Split::ALL {
-                    scored(&mut e, &stsb_multi_mt::load(dir, lang, split)?);
+                    scored(e, &stsb_multi_mt::load(dir, lang, split)?);
                 }
             }
         }
@@ -318,6 +332,16 @@ pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, Dat
                 e.extend(pairs.iter().flat_map(|p| [&p.sentence_a, &p.sentence_b]));
             }
         }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The sentences of a dataset of labelled sentences (classification, intents) into `e`;
+/// `false` when `dataset` is not one.
+fn labelled_sentences(dataset: &str, dir: &Path, e: &mut EvalSentences) -> Result<bool, DataError> {
+    use crate::loaders::{cls_amazon, senteval, sib200, slot_gated, xsid};
+    match dataset {
         "senteval" => {
             for task in senteval::Task::ALL {
                 let s = senteval::load(dir, task)?;
@@ -363,18 +387,9 @@ pub fn dataset_sentences(dataset: &str, dir: &Path) -> Result<EvalSentences, Dat
                 e.extend(s.train.iter().chain(&s.dev).chain(&s.test).map(|t| &t.text));
             }
         }
-        other => {
-            return Err(DataError::format(
-                dir,
-                None,
-                format!(
-                    "dataset `{other}` is not an evaluation set, so it has no sentences to exclude"
-                ),
-                "name benchmarks (e.g. `tatoeba`, `xnli`) in the corpus's `exclude:` list",
-            ))
-        }
+        _ => return Ok(false),
     }
-    Ok(e)
+    Ok(true)
 }
 
 /// A training corpus of parallel pairs after the contamination filter.

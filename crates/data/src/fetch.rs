@@ -304,54 +304,9 @@ pub fn fetch_dataset(
         dataset: entry.name.clone(),
         ..FetchReport::default()
     };
-    // Phase 1: which files need fetching: those that are missing or fail their check
-    // (stamped files that did not change are not hashed again), or every file when forced.
-    let mut todo: Vec<(&FileEntry, bool)> = Vec::new();
-    if opts.force {
-        todo.extend(entry.file.iter().map(|f| (f, false)));
-    } else {
-        let problems = check_stamped(entry, data_dir).err().unwrap_or_default();
-        for f in &entry.file {
-            match problems.iter().find(|p| p.rel == f.path) {
-                None => report.already_present += 1,
-                Some(p) if p.failure == harness_core::stamp::Failure::Missing => {
-                    todo.push((f, false))
-                }
-                Some(_) => todo.push((f, true)),
-            }
-        }
-    }
-    // A directory standing where a file belongs is removed only when asked to (`--force`):
-    // it may hold someone's work.
-    for (f, _) in &todo {
-        let dest = f.local_path(&dir);
-        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
-            if opts.force {
-                std::fs::remove_dir_all(&dest).map_err(|e| DataError::io(&dest, e))?;
-                report.removed_directories.push(f.path.clone());
-            } else {
-                return Err(DataError::Changed {
-                    dataset: entry.name.clone(),
-                    files: format!(
-                        "  - {}: a directory stands where this file belongs",
-                        dest.display()
-                    ),
-                });
-            }
-        }
-    }
-    // Every folder from the data directory down to each file is a real folder, created here
-    // if missing: a dataset folder (or a folder inside it) that is a link is refused rather
-    // than written through.
-    for (f, _) in &todo {
-        let dest = f.local_path(&dir);
-        let rel = dest
-            .parent()
-            .and_then(|p| p.strip_prefix(data_dir).ok())
-            .unwrap_or(Path::new(&entry.name));
-        harness_core::nofollow::Dir::open_below(data_dir, rel, true)
-            .map_err(|e| DataError::io(&dest, e))?;
-    }
+    // Phase 1: which files need fetching, and where they go.
+    let todo = files_to_fetch(entry, data_dir, opts, &mut report);
+    prepare_destinations(entry, data_dir, &todo, opts, &mut report)?;
     // harness installs into this data directory: its stamps are kept there from now on.
     let stamps = stamp_path(data_dir, &entry.name);
     harness_core::stamp::prepare(&stamps)
@@ -370,49 +325,17 @@ pub fn fetch_dataset(
         .build();
     for (f, was_corrupt) in todo {
         let dest = f.local_path(&dir);
-        let mut attempts = Vec::new();
-        let mut done = None;
-        for mirror in mirrors {
-            let start = pb.position();
-            let result = match mirror {
-                Mirror::Dir(root) => {
-                    copy_verified(&f.local_path(&root.join(&entry.name)), f, &dest, &pb)
-                }
-                Mirror::Http(base) => {
-                    download_verified(&agent, &file_url(base, &entry.name, &f.path), f, &dest, &pb)
-                }
-            };
-            match result {
-                Ok(()) => {
-                    done = Some(mirror.to_string());
-                    break;
-                }
-                Err(Attempt::Local(e)) => {
-                    pb.finish_and_clear();
-                    return Err(e);
-                }
-                Err(Attempt::NotThere(why)) => {
-                    pb.set_position(start);
-                    attempts.push(format!("  - {mirror}: {why}"));
-                }
-                Err(Attempt::Bad(why)) => {
-                    pb.set_position(start);
-                    report
-                        .warnings
-                        .push(format!("{}/{} from {mirror}: {why}", entry.name, f.path));
-                    attempts.push(format!("  - {mirror}: {why}"));
-                }
-            }
-        }
+        let done = fetch_from_mirrors(entry, f, &dest, mirrors, &agent, &pb, &mut report)
+            .inspect_err(|_| pb.finish_and_clear())?;
         match done {
-            Some(mirror) => {
+            Ok(mirror) => {
                 report.bytes += f.bytes;
                 if was_corrupt {
                     report.replaced_corrupt.push(f.path.clone());
                 }
                 report.installed.push((f.path.clone(), mirror));
             }
-            None => {
+            Err(mut attempts) => {
                 pb.finish_and_clear();
                 if attempts.is_empty() {
                     attempts.push("  - (no mirror is configured)".into());
@@ -427,6 +350,112 @@ pub fn fetch_dataset(
     }
     pb.finish_and_clear();
     Ok(report)
+}
+
+/// The files that need fetching, each with whether it was there but corrupt: those missing
+/// or failing their check (stamped files that did not change are not hashed again), or every
+/// file when forced. Counts the others as already present.
+fn files_to_fetch<'e>(
+    entry: &'e DatasetEntry,
+    data_dir: &Path,
+    opts: FetchOptions,
+    report: &mut FetchReport,
+) -> Vec<(&'e FileEntry, bool)> {
+    let mut todo: Vec<(&FileEntry, bool)> = Vec::new();
+    if opts.force {
+        todo.extend(entry.file.iter().map(|f| (f, false)));
+        return todo;
+    }
+    let problems = check_stamped(entry, data_dir).err().unwrap_or_default();
+    for f in &entry.file {
+        match problems.iter().find(|p| p.rel == f.path) {
+            None => report.already_present += 1,
+            Some(p) if p.failure == harness_core::stamp::Failure::Missing => todo.push((f, false)),
+            Some(_) => todo.push((f, true)),
+        }
+    }
+    todo
+}
+
+/// Makes way for the files to fetch: a directory where a file belongs is removed only when
+/// asked to (`--force`: it may hold someone's work), and every folder from the data
+/// directory down to each file is a real folder, created if missing (a dataset folder, or a
+/// folder inside it, that is a link is refused rather than written through).
+fn prepare_destinations(
+    entry: &DatasetEntry,
+    data_dir: &Path,
+    todo: &[(&FileEntry, bool)],
+    opts: FetchOptions,
+    report: &mut FetchReport,
+) -> Result<(), DataError> {
+    let dir = data_dir.join(&entry.name);
+    for (f, _) in todo {
+        let dest = f.local_path(&dir);
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+            if opts.force {
+                std::fs::remove_dir_all(&dest).map_err(|e| DataError::io(&dest, e))?;
+                report.removed_directories.push(f.path.clone());
+            } else {
+                return Err(DataError::Changed {
+                    dataset: entry.name.clone(),
+                    files: format!(
+                        "  - {}: a directory stands where this file belongs",
+                        dest.display()
+                    ),
+                });
+            }
+        }
+    }
+    for (f, _) in todo {
+        let dest = f.local_path(&dir);
+        let rel = dest
+            .parent()
+            .and_then(|p| p.strip_prefix(data_dir).ok())
+            .unwrap_or(Path::new(&entry.name));
+        harness_core::nofollow::Dir::open_below(data_dir, rel, true)
+            .map_err(|e| DataError::io(&dest, e))?;
+    }
+    Ok(())
+}
+
+/// Tries each mirror in turn for file `f`: the mirror it came from, or every mirror's
+/// reason for not giving it (a bad copy is also a warning in `report`). A local error (the
+/// disk) stops at once.
+fn fetch_from_mirrors(
+    entry: &DatasetEntry,
+    f: &FileEntry,
+    dest: &Path,
+    mirrors: &[Mirror],
+    agent: &ureq::Agent,
+    pb: &ProgressBar,
+    report: &mut FetchReport,
+) -> Result<Result<String, Vec<String>>, DataError> {
+    let mut attempts = Vec::new();
+    for mirror in mirrors {
+        let start = pb.position();
+        let result = match mirror {
+            Mirror::Dir(root) => copy_verified(&f.local_path(&root.join(&entry.name)), f, dest, pb),
+            Mirror::Http(base) => {
+                download_verified(agent, &file_url(base, &entry.name, &f.path), f, dest, pb)
+            }
+        };
+        match result {
+            Ok(()) => return Ok(Ok(mirror.to_string())),
+            Err(Attempt::Local(e)) => return Err(e),
+            Err(Attempt::NotThere(why)) => {
+                pb.set_position(start);
+                attempts.push(format!("  - {mirror}: {why}"));
+            }
+            Err(Attempt::Bad(why)) => {
+                pb.set_position(start);
+                report
+                    .warnings
+                    .push(format!("{}/{} from {mirror}: {why}", entry.name, f.path));
+                attempts.push(format!("  - {mirror}: {why}"));
+            }
+        }
+    }
+    Ok(Err(attempts))
 }
 
 /// `base/<dataset>/<path>` with every path segment percent-encoded.
@@ -547,17 +576,13 @@ fn download_verified(
     prepare_parent(dest)?;
     let part = part_path(dest);
     let part_len = || std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-    let remove_part = || match std::fs::remove_file(&part) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Attempt::Local(DataError::io(&part, e))),
-    };
+    let remove = || remove_part(&part);
     let start = pb.position();
     let mut tries = 0;
     loop {
         let mut have = part_len();
         if have > f.bytes {
-            remove_part()?;
+            remove()?;
             have = 0;
         }
         pb.set_position(start + have);
@@ -572,7 +597,7 @@ fn download_verified(
             }
             Err(ureq::Error::Status(416, _)) if have > 0 => {
                 // The server does not accept our range: start over.
-                remove_part()?;
+                remove()?;
                 tries += 1;
                 if tries >= RESUME_ATTEMPTS {
                     return Err(Attempt::Bad(format!("{url}: range requests refused")));
@@ -592,7 +617,7 @@ fn download_verified(
             206 if content_range_start(&response) == Some(have) => have > 0,
             206 => {
                 // A range we did not ask for: start over without one.
-                remove_part()?;
+                remove()?;
                 tries += 1;
                 if tries >= RESUME_ATTEMPTS {
                     return Err(Attempt::Bad(format!("{url}: inconsistent range responses")));
@@ -606,46 +631,9 @@ fn download_verified(
                 )))
             }
         };
-        let mut out = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(&part)
-            .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
         let before = if append { have } else { 0 };
         pb.set_position(start + before);
-        let mut reader = response.into_reader();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut cut = None;
-        let mut received = 0u64;
-        loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    cut = Some(e.to_string());
-                    break;
-                }
-            };
-            received += n as u64;
-            // A server sending more than the lock's size would fill the disk: stop at the
-            // first byte too many.
-            if before + received > f.bytes {
-                drop(out);
-                remove_part()?;
-                return Err(Attempt::Bad(format!(
-                    "{url}: the server sent more than the {} bytes datasets.lock gives: rejected",
-                    f.bytes
-                )));
-            }
-            // Unbuffered writes: whatever arrived is in the .part file if we are killed.
-            out.write_all(&buf[..n])
-                .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
-            pb.inc(n as u64);
-        }
-        drop(out);
+        let cut = receive(response, &part, append, before, f, url, pb)?;
         let now = part_len();
         if now >= f.bytes {
             break;
@@ -664,7 +652,7 @@ fn download_verified(
     let (bytes, sha) = hash_file(&part, &mut |_| {}).map_err(Attempt::Local)?;
     if let Some(why) = mismatch(f, bytes, &sha) {
         // A complete but wrong file is no use for resuming: delete it.
-        remove_part()?;
+        remove()?;
         return Err(Attempt::Bad(format!("{url}: {why}")));
     }
     let file = std::fs::File::open(&part).map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
@@ -672,6 +660,67 @@ fn download_verified(
         .map_err(|e| Attempt::Local(DataError::io(&part, e)))?;
     std::fs::rename(&part, dest).map_err(|e| Attempt::Local(DataError::io(dest, e)))?;
     Ok(())
+}
+
+/// Removes a `.part` file, if there is one.
+fn remove_part(part: &Path) -> Result<(), Attempt> {
+    match std::fs::remove_file(part) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Attempt::Local(DataError::io(part, e))),
+    }
+}
+
+/// Writes a response's body into `part` after its first `before` bytes (appending when
+/// `append`), refusing more than the lock's size, and counts it on `pb`: why the transfer
+/// was cut, if it was.
+fn receive(
+    response: ureq::Response,
+    part: &Path,
+    append: bool,
+    before: u64,
+    f: &FileEntry,
+    url: &str,
+    pb: &ProgressBar,
+) -> Result<Option<String>, Attempt> {
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(part)
+        .map_err(|e| Attempt::Local(DataError::io(part, e)))?;
+    let mut reader = response.into_reader();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut cut = None;
+    let mut received = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                cut = Some(e.to_string());
+                break;
+            }
+        };
+        received += n as u64;
+        // A server sending more than the lock's size would fill the disk: stop at the
+        // first byte too many.
+        if before + received > f.bytes {
+            drop(out);
+            remove_part(part)?;
+            return Err(Attempt::Bad(format!(
+                "{url}: the server sent more than the {} bytes datasets.lock gives: rejected",
+                f.bytes
+            )));
+        }
+        // Unbuffered writes: whatever arrived is in the .part file if we are killed.
+        out.write_all(&buf[..n])
+            .map_err(|e| Attempt::Local(DataError::io(part, e)))?;
+        pb.inc(n as u64);
+    }
+    Ok(cut)
 }
 
 /// Redirects followed for one request (ureq's own default).

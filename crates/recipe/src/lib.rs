@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod de;
+pub mod device;
 pub mod error;
 pub mod fingerprint;
 pub mod load;
@@ -127,72 +128,16 @@ fn load_from(
     };
 
     if let Some(name) = &opts.profile {
-        match merged
-            .get("profiles")
-            .and_then(|p| p.get(name.as_str()))
-            .cloned()
-        {
-            None => {
-                let cands: Vec<&str> = profiles.iter().map(String::as_str).collect();
-                let defined = if cands.is_empty() {
-                    "the recipe defines no profiles".to_string()
-                } else {
-                    format!("defined: {}", cands.join(", "))
-                };
-                problems.push(Problem {
-                    suggestion: harness_core::suggest::suggest(name, &cands),
-                    note: Some(format!("from `--profile {name}`")),
-                    ..Problem::new(
-                        path.into(),
-                        None,
-                        "profiles",
-                        format!("unknown profile `{name}` ({defined})"),
-                    )
-                });
-            }
-            Some(Value::Mapping(m)) => {
-                let mut applied = Vec::new();
-                for (k, v) in m {
-                    let Some(key) = k.as_str().map(String::from) else {
-                        continue; // a structural error reported by `check`
-                    };
-                    match load::apply(&mut merged, &key, v.clone()) {
-                        Ok(p) => applied.push(Override {
-                            raw: format!("{key}: ..."),
-                            key,
-                            value: v,
-                            applied: Some(p),
-                        }),
-                        Err(e) => {
-                            let at = [
-                                Seg::Key("profiles".into()),
-                                Seg::Key(name.clone()),
-                                Seg::Key(key.clone()),
-                            ];
-                            let (file, line, _) = sources.attribute(&at);
-                            problems.push(Problem::new(file, line, de::path_string(&at), e));
-                        }
-                    }
-                }
-                sources.profile = Some((name.clone(), applied));
-            }
-            Some(_) => {} // not a mapping: reported by `check` as a wrong type
-        }
+        apply_profile(
+            path,
+            name,
+            &profiles,
+            &mut merged,
+            &mut sources,
+            &mut problems,
+        );
     }
-
-    for raw in &opts.sets {
-        match load::parse_set(raw).and_then(|mut o| {
-            let p = load::apply(&mut merged, &o.key, o.value.clone())?;
-            o.applied = Some(p);
-            Ok(o)
-        }) {
-            Ok(o) => sources.sets.push(o),
-            Err(e) => problems.push(Problem {
-                note: Some(format!("from `--set {raw}`")),
-                ..Problem::new(path.into(), None, "", e)
-            }),
-        }
-    }
+    apply_sets(path, &opts.sets, &mut merged, &mut sources, &mut problems);
 
     let mut findings = check::Findings::default();
     let (mut recipe, pruned) = check::structure(&merged, &mut findings);
@@ -229,6 +174,89 @@ fn load_from(
             })
         }
         _ => Err(invalid(problems)),
+    }
+}
+
+/// Applies profile `name` of the merged recipe (its overrides recorded in `sources`); an
+/// unknown profile or an override that does not apply is a problem.
+fn apply_profile(
+    path: &Path,
+    name: &str,
+    profiles: &[String],
+    merged: &mut Value,
+    sources: &mut Sources,
+    problems: &mut Vec<Problem>,
+) {
+    match merged.get("profiles").and_then(|p| p.get(name)).cloned() {
+        None => {
+            let cands: Vec<&str> = profiles.iter().map(String::as_str).collect();
+            let defined = if cands.is_empty() {
+                "the recipe defines no profiles".to_string()
+            } else {
+                format!("defined: {}", cands.join(", "))
+            };
+            problems.push(Problem {
+                suggestion: harness_core::suggest::suggest(name, &cands),
+                note: Some(format!("from `--profile {name}`")),
+                ..Problem::new(
+                    path.into(),
+                    None,
+                    "profiles",
+                    format!("unknown profile `{name}` ({defined})"),
+                )
+            });
+        }
+        Some(Value::Mapping(m)) => {
+            let mut applied = Vec::new();
+            for (k, v) in m {
+                let Some(key) = k.as_str().map(String::from) else {
+                    continue; // a structural error reported by `check`
+                };
+                match load::apply(merged, &key, v.clone()) {
+                    Ok(p) => applied.push(Override {
+                        raw: format!("{key}: ..."),
+                        key,
+                        value: v,
+                        applied: Some(p),
+                    }),
+                    Err(e) => {
+                        let at = [
+                            Seg::Key("profiles".into()),
+                            Seg::Key(name.to_string()),
+                            Seg::Key(key.clone()),
+                        ];
+                        let (file, line, _) = sources.attribute(&at);
+                        problems.push(Problem::new(file, line, de::path_string(&at), e));
+                    }
+                }
+            }
+            sources.profile = Some((name.to_string(), applied));
+        }
+        Some(_) => {} // not a mapping: reported by `check` as a wrong type
+    }
+}
+
+/// Applies each `--set KEY=VALUE` in order (recorded in `sources`); one that does not parse
+/// or apply is a problem.
+fn apply_sets(
+    path: &Path,
+    sets: &[String],
+    merged: &mut Value,
+    sources: &mut Sources,
+    problems: &mut Vec<Problem>,
+) {
+    for raw in sets {
+        match load::parse_set(raw).and_then(|mut o| {
+            let p = load::apply(merged, &o.key, o.value.clone())?;
+            o.applied = Some(p);
+            Ok(o)
+        }) {
+            Ok(o) => sources.sets.push(o),
+            Err(e) => problems.push(Problem {
+                note: Some(format!("from `--set {raw}`")),
+                ..Problem::new(path.into(), None, "", e)
+            }),
+        }
     }
 }
 

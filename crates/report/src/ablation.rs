@@ -115,6 +115,17 @@ pub struct Stats {
     pub std: Option<f64>,
 }
 
+impl Stats {
+    /// `n=N std=S` (`-` for no deviation), as a cell record's note.
+    fn note(&self) -> String {
+        format!(
+            "n={} std={}",
+            self.n,
+            self.std.map_or("-".into(), |v| v.to_string())
+        )
+    }
+}
+
 /// Stats of `values`; `None` when empty.
 pub fn stats(values: &[f64]) -> Option<Stats> {
     if values.is_empty() {
@@ -196,16 +207,7 @@ pub fn build(
             let (st, ones) = &cells[ri][mi];
             tally.measured += 1;
             let reference = base.and_then(|b| cells[b][mi].0).map(|s| s.mean);
-            let gaps: Vec<String> = ones
-                .iter()
-                .zip(&row.replicates)
-                .filter_map(|(o, r)| match o {
-                    One::Value(..) => None,
-                    One::NotRun(why) => Some(format!("{} not run yet ({why})", r.label)),
-                    One::Failed(e) => Some(format!("{} failed: {e}", r.label)),
-                    One::Na(e) => Some(format!("{}: {e}", r.label)),
-                })
-                .collect();
+            let gaps = gaps(row, ones);
             records.extend(replicate_records(name, row, m, ones));
             let (cell, delta_cell, status, value, delta) = summary_cells(
                 st.as_ref(),
@@ -241,13 +243,7 @@ pub fn build(
                     String::new()
                 },
                 baseline_file: String::new(),
-                note: st.map_or(String::new(), |s| {
-                    format!(
-                        "n={} std={}",
-                        s.n,
-                        s.std.map_or("-".into(), |v| v.to_string())
-                    )
-                }),
+                note: st.map_or(String::new(), |s| s.note()),
             });
             out.push(cell);
             out.push(delta_cell);
@@ -275,10 +271,7 @@ pub fn build(
             header,
             rows: out_rows,
         }],
-        footnotes: marks.0.into_iter().enumerate().map(|(i, text)| Footnote {
-            mark: ((b'a' + (i % 26) as u8) as char).to_string().repeat(i / 26 + 1),
-            text,
-        }).collect(),
+        footnotes: footnotes(marks),
         legend: Vec::new(),
         charts: Vec::new(),
         filled: tally.filled,
@@ -288,6 +281,34 @@ pub fn build(
         failed: tally.failed,
         records,
     }
+}
+
+/// What each replicate without a value says: not run yet, failed, or not applicable.
+fn gaps(row: &AblationRow, ones: &[One]) -> Vec<String> {
+    ones.iter()
+        .zip(&row.replicates)
+        .filter_map(|(o, r)| match o {
+            One::Value(..) => None,
+            One::NotRun(why) => Some(format!("{} not run yet ({why})", r.label)),
+            One::Failed(e) => Some(format!("{} failed: {e}", r.label)),
+            One::Na(e) => Some(format!("{}: {e}", r.label)),
+        })
+        .collect()
+}
+
+/// The table's footnotes, marked a, b, …, z, aa, bb, ….
+fn footnotes(marks: Notes) -> Vec<Footnote> {
+    marks
+        .0
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Footnote {
+            mark: ((b'a' + (i % 26) as u8) as char)
+                .to_string()
+                .repeat(i / 26 + 1),
+            text,
+        })
+        .collect()
 }
 
 /// How many measured cells a table has, and how each ended.

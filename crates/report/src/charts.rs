@@ -44,25 +44,10 @@ pub fn bars(id: &str, title: &str, unit: &str, categories: &[String], series: &[
         .max()
         .unwrap_or(0);
     let slot = longest as f64 * 6.5 + 30.0;
-    let per_line = (((left + right + group_w * categories.len() as f64).max(360.0) - left) / slot)
-        .floor()
-        .max(1.0) as usize;
+    let per_line = ((width - left) / slot).floor().max(1.0) as usize;
     let legend_h = 18.0 * series.len().div_ceil(per_line) as f64;
     let height = top + plot_h + bottom + legend_h;
-    let vals = series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten().copied());
-    let (mut lo, mut hi) = vals.fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
-    if hi - lo < 1e-9 {
-        hi = lo + 1.0;
-    }
-    let pad = (hi - lo) * 0.05;
-    if hi > 0.0 {
-        hi += pad;
-    }
-    if lo < 0.0 {
-        lo -= pad;
-    }
+    let (lo, hi) = bar_range(series);
     let y = |v: f64| top + plot_h * (hi - v) / (hi - lo);
     let mut s = String::new();
     let _ = write!(
@@ -101,18 +86,7 @@ pub fn bars(id: &str, title: &str, unit: &str, categories: &[String], series: &[
         r##"<line x1="{left}" x2="{:.1}" y1="{zero:.1}" y2="{zero:.1}" stroke="#555"/>"##,
         width - right
     );
-    let mut colour = 0;
-    let colours: Vec<&str> = series
-        .iter()
-        .map(|se| {
-            if se.published {
-                PUBLISHED
-            } else {
-                colour += 1;
-                PALETTE[(colour - 1) % PALETTE.len()]
-            }
-        })
-        .collect();
+    let colours = bar_colours(series);
     for (ci, cat) in categories.iter().enumerate() {
         let gx = left + group_w * ci as f64 + 4.0;
         for (si, se) in series.iter().enumerate() {
@@ -154,6 +128,40 @@ pub fn bars(id: &str, title: &str, unit: &str, categories: &[String], series: &[
     );
     s.push_str("</svg>");
     s
+}
+/// The value range of a bar chart: zero always in it, padded by 5 % on the sides with data.
+fn bar_range(series: &[Series]) -> (f64, f64) {
+    let vals = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied());
+    let (mut lo, mut hi) = vals.fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+    if hi - lo < 1e-9 {
+        hi = lo + 1.0;
+    }
+    let pad = (hi - lo) * 0.05;
+    if hi > 0.0 {
+        hi += pad;
+    }
+    if lo < 0.0 {
+        lo -= pad;
+    }
+    (lo, hi)
+}
+
+/// Each series' colour: published ones grey, measured ones the palette in turn.
+fn bar_colours(series: &[Series]) -> Vec<&'static str> {
+    let mut colour = 0;
+    series
+        .iter()
+        .map(|se| {
+            if se.published {
+                PUBLISHED
+            } else {
+                colour += 1;
+                PALETTE[(colour - 1) % PALETTE.len()]
+            }
+        })
+        .collect()
 }
 
 /// A legend under a chart: a colour swatch and a label per series, `per_line` to a line.
@@ -202,29 +210,7 @@ pub fn lines(id: &str, title: &str, x_label: &str, y_label: &str, series: &[Line
     let per_line = ((width - left) / slot).floor().max(1.0) as usize;
     let legend_h = 18.0 * series.len().div_ceil(per_line) as f64;
     let height = top + plot_h + bottom + legend_h;
-    let pts = || series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
-        (l.min(p.0), h.max(p.0))
-    });
-    let (mut y0, mut y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
-        let e = p.2.unwrap_or(0.0);
-        (l.min(p.1 - e), h.max(p.1 + e))
-    });
-    if !x0.is_finite() {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
-    }
-    if x1 - x0 < 1e-12 {
-        x0 -= 0.5;
-        x1 += 0.5;
-    }
-    if y1 - y0 < 1e-12 {
-        y0 -= 0.5;
-        y1 += 0.5;
-    }
-    let pad = (y1 - y0) * 0.08;
-    (y0, y1) = (y0 - pad, y1 + pad);
-    let x = |v: f64| left + plot_w * (v - x0) / (x1 - x0);
-    let y = |v: f64| top + plot_h * (y1 - v) / (y1 - y0);
+    let frame = LineFrame::of(series, left, top, plot_w, plot_h);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -240,84 +226,9 @@ pub fn lines(id: &str, title: &str, x_label: &str, y_label: &str, series: &[Line
         esc(x_label),
         m = top + plot_h / 2.0,
     );
-    for i in 0..=4 {
-        let v = y0 + (y1 - y0) * i as f64 / 4.0;
-        let yy = y(v);
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            left + plot_w,
-            left - 4.0,
-            yy + 4.0,
-            tick(v)
-        );
-    }
-    let mut xs: Vec<f64> = pts().map(|p| p.0).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    if xs.len() > 8 {
-        xs = (0..=4).map(|i| x0 + (x1 - x0) * i as f64 / 4.0).collect();
-    }
-    for v in xs {
-        let _ = write!(
-            s,
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#555"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            top + plot_h,
-            top + plot_h + 4.0,
-            top + plot_h + 16.0,
-            // An axis of integers (layers, steps) reads as integers.
-            if v.fract() == 0.0 && v.abs() < 1e15 {
-                format!("{v:.0}")
-            } else {
-                tick(v)
-            },
-            xx = x(v)
-        );
-    }
-    let _ = write!(
-        s,
-        r##"<line x1="{left}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}" stroke="#555"/>"##,
-        left + plot_w,
-        b = top + plot_h
-    );
+    frame.axes(&mut s, series);
     for (si, se) in series.iter().enumerate() {
-        let c = PALETTE[si % PALETTE.len()];
-        let path: Vec<String> = se
-            .points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
-            .collect();
-        if path.len() > 1 {
-            let _ = write!(
-                s,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
-                path.join(" ")
-            );
-        }
-        // Markers only where there are few points (an ablation axis), not on a loss curve.
-        if se.points.len() <= 32 {
-            for p in &se.points {
-                if let Some(e) = p.2.filter(|e| *e > 0.0) {
-                    let _ = write!(
-                        s,
-                        r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
-                        y(p.1 - e),
-                        y(p.1 + e),
-                        xx = x(p.0)
-                    );
-                }
-                let err = p.2.map(|e| format!(" ± {}", tick(e))).unwrap_or_default();
-                let _ = write!(
-                    s,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{} — {}: {}{err}</title></circle>"#,
-                    x(p.0),
-                    y(p.1),
-                    esc(&se.label),
-                    tick(p.0),
-                    tick(p.1)
-                );
-            }
-        }
+        frame.series(&mut s, se, PALETTE[si % PALETTE.len()]);
     }
     let labels: Vec<&str> = series.iter().map(|se| se.label.as_str()).collect();
     let colours: Vec<&str> = (0..series.len())
@@ -333,6 +244,157 @@ pub fn lines(id: &str, title: &str, x_label: &str, y_label: &str, series: &[Line
     );
     s.push_str("</svg>");
     s
+}
+
+/// A line chart's plot area and the data ranges it maps: x and y to pixels.
+struct LineFrame {
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl LineFrame {
+    /// The ranges of every point of `series` (error bars included; y padded by 8 %, an
+    /// empty or flat range widened to one unit).
+    fn of(series: &[LineSeries], left: f64, top: f64, plot_w: f64, plot_h: f64) -> Self {
+        let pts = || series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+            (l.min(p.0), h.max(p.0))
+        });
+        let (mut y0, mut y1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+            let e = p.2.unwrap_or(0.0);
+            (l.min(p.1 - e), h.max(p.1 + e))
+        });
+        if !x0.is_finite() {
+            (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+        }
+        if x1 - x0 < 1e-12 {
+            x0 -= 0.5;
+            x1 += 0.5;
+        }
+        if y1 - y0 < 1e-12 {
+            y0 -= 0.5;
+            y1 += 0.5;
+        }
+        let pad = (y1 - y0) * 0.08;
+        (y0, y1) = (y0 - pad, y1 + pad);
+        LineFrame {
+            left,
+            top,
+            plot_w,
+            plot_h,
+            x0,
+            x1,
+            y0,
+            y1,
+        }
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        self.left + self.plot_w * (v - self.x0) / (self.x1 - self.x0)
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        self.top + self.plot_h * (self.y1 - v) / (self.y1 - self.y0)
+    }
+
+    /// The y grid with its ticks, the x ticks (the points' own x values, or five when there
+    /// are more than eight) and the x axis.
+    fn axes(&self, s: &mut String, series: &[LineSeries]) {
+        let (left, top, plot_w, plot_h) = (self.left, self.top, self.plot_w, self.plot_h);
+        let (x0, x1, y0, y1) = (self.x0, self.x1, self.y0, self.y1);
+        for i in 0..=4 {
+            let v = y0 + (y1 - y0) * i as f64 / 4.0;
+            let yy = self.y(v);
+            let _ = write!(
+                s,
+                r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                left + plot_w,
+                left - 4.0,
+                yy + 4.0,
+                tick(v)
+            );
+        }
+        let mut xs: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .map(|p| p.0)
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        if xs.len() > 8 {
+            xs = (0..=4).map(|i| x0 + (x1 - x0) * i as f64 / 4.0).collect();
+        }
+        for v in xs {
+            let _ = write!(
+                s,
+                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#555"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                top + plot_h,
+                top + plot_h + 4.0,
+                top + plot_h + 16.0,
+                // An axis of integers (layers, steps) reads as integers.
+                if v.fract() == 0.0 && v.abs() < 1e15 {
+                    format!("{v:.0}")
+                } else {
+                    tick(v)
+                },
+                xx = self.x(v)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{:.1}" y1="{b:.1}" y2="{b:.1}" stroke="#555"/>"##,
+            left + plot_w,
+            b = top + plot_h
+        );
+    }
+
+    /// One series in colour `c`: its line, and where it has few points, a marker per
+    /// point with its error bar and a tooltip.
+    fn series(&self, s: &mut String, se: &LineSeries, c: &str) {
+        let path: Vec<String> = se
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", self.x(p.0), self.y(p.1)))
+            .collect();
+        if path.len() > 1 {
+            let _ = write!(
+                s,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        // Markers only where there are few points (an ablation axis), not on a loss curve.
+        if se.points.len() > 32 {
+            return;
+        }
+        for p in &se.points {
+            if let Some(e) = p.2.filter(|e| *e > 0.0) {
+                let _ = write!(
+                    s,
+                    r#"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}"/>"#,
+                    self.y(p.1 - e),
+                    self.y(p.1 + e),
+                    xx = self.x(p.0)
+                );
+            }
+            let err = p.2.map(|e| format!(" ± {}", tick(e))).unwrap_or_default();
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{c}"><title>{} — {}: {}{err}</title></circle>"#,
+                self.x(p.0),
+                self.y(p.1),
+                esc(&se.label),
+                tick(p.0),
+                tick(p.1)
+            );
+        }
+    }
 }
 
 /// A heat map of a matrix; darker is better (`lower_is_better` flips the scale). Empty

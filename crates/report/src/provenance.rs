@@ -4,7 +4,7 @@
 //! digest each result was measured against, backend and device (from `env.json`), dates
 //! and wall times.
 
-use super::runs::{utc, Inputs};
+use super::runs::{utc, Inputs, SystemRuns};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::time::SystemTime;
@@ -48,96 +48,7 @@ pub fn collect(inputs: &Inputs) -> Provenance {
     let systems = inputs
         .systems
         .values()
-        .map(|s| {
-            let results = s.results.values();
-            let set = |f: &dyn Fn(&super::runs::ResultFile) -> String| -> Vec<String> {
-                s.results
-                    .values()
-                    .map(f)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect()
-            };
-            let encoders = set(&|r| {
-                format!(
-                    "{} {} (dim {})",
-                    r.result.encoder.name, r.result.encoder.fingerprint, r.result.encoder.dim
-                )
-            });
-            let datasets = set(&|r| {
-                if r.result.datasets == lock {
-                    format!("{} (same as this build)", short(&r.result.datasets))
-                } else {
-                    format!(
-                        "{} (differs from this build's {})",
-                        short(&r.result.datasets),
-                        short(&lock)
-                    )
-                }
-            });
-            let harness_versions = set(&|r| r.result.harness_version.clone());
-            let seconds: f64 = results.clone().map(|r| r.result.seconds).sum();
-            let newest: Option<SystemTime> = results.clone().filter_map(|r| r.modified).max();
-            let failed = s
-                .results
-                .iter()
-                .filter(|(_, r)| r.result.error.is_some())
-                .map(|(b, _)| b.clone())
-                .collect();
-            let mut env = Vec::new();
-            let mut backend = None;
-            let mut device = None;
-            let mut env_wall = None;
-            for src in &s.sources {
-                if let Some(serde_json::Value::Object(m)) = &src.env {
-                    for (k, v) in m {
-                        let text = match v {
-                            serde_json::Value::String(t) => t.clone(),
-                            serde_json::Value::Number(n) => n.to_string(),
-                            serde_json::Value::Bool(b) => b.to_string(),
-                            _ => continue,
-                        };
-                        match k.as_str() {
-                            "backend" => backend = Some(text),
-                            "device" => device = Some(text),
-                            "wall_seconds" | "wall_time_s" | "seconds" => env_wall = Some(text),
-                            _ => env.push((k.clone(), text)),
-                        }
-                    }
-                }
-            }
-            let not_recorded = "not recorded (no env.json beside these results)".to_string();
-            SystemProvenance {
-                id: s.id.clone(),
-                inputs: s
-                    .sources
-                    .iter()
-                    .map(|x| x.results_dir.display().to_string())
-                    .collect(),
-                identified_by: s.sources.iter().map(|x| x.identified_by.clone()).collect(),
-                recipe_fingerprints: s
-                    .sources
-                    .iter()
-                    .filter_map(|x| x.recipe_fingerprint.clone())
-                    .collect(),
-                encoders,
-                datasets,
-                harness_versions,
-                backend: backend.unwrap_or_else(|| not_recorded.clone()),
-                device: device.unwrap_or(not_recorded),
-                env,
-                benchmarks: s.results.len(),
-                failed,
-                wall_time: match env_wall {
-                    Some(w) => format!(
-                        "{seconds:.1} s over {} benchmarks; run: {w} s (env.json)",
-                        s.results.len()
-                    ),
-                    None => format!("{seconds:.1} s over {} benchmarks", s.results.len()),
-                },
-                measured_at: newest.map(utc).unwrap_or_else(|| "unknown".into()),
-            }
-        })
+        .map(|s| system_provenance(s, &lock))
         .collect();
     Provenance {
         harness_version: harness_core::VERSION.to_string(),
@@ -145,6 +56,123 @@ pub fn collect(inputs: &Inputs) -> Provenance {
         rendered_at: utc(SystemTime::now()),
         datasets_lock: lock,
         systems,
+    }
+}
+
+/// One system's provenance: its inputs, encoders, datasets, versions, environment and times.
+fn system_provenance(s: &SystemRuns, lock: &str) -> SystemProvenance {
+    let results = s.results.values();
+    let set = |f: &dyn Fn(&super::runs::ResultFile) -> String| -> Vec<String> {
+        s.results
+            .values()
+            .map(f)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let encoders = set(&|r| {
+        format!(
+            "{} {} (dim {})",
+            r.result.encoder.name, r.result.encoder.fingerprint, r.result.encoder.dim
+        )
+    });
+    let datasets = set(&|r| {
+        if r.result.datasets == lock {
+            format!("{} (same as this build)", short(&r.result.datasets))
+        } else {
+            format!(
+                "{} (differs from this build's {})",
+                short(&r.result.datasets),
+                short(lock)
+            )
+        }
+    });
+    let harness_versions = set(&|r| r.result.harness_version.clone());
+    let seconds: f64 = results.clone().map(|r| r.result.seconds).sum();
+    let newest: Option<SystemTime> = results.clone().filter_map(|r| r.modified).max();
+    let failed = s
+        .results
+        .iter()
+        .filter(|(_, r)| r.result.error.is_some())
+        .map(|(b, _)| b.clone())
+        .collect();
+    let EnvFacts {
+        env,
+        backend,
+        device,
+        wall: env_wall,
+    } = env_facts(s);
+    let not_recorded = "not recorded (no env.json beside these results)".to_string();
+    SystemProvenance {
+        id: s.id.clone(),
+        inputs: s
+            .sources
+            .iter()
+            .map(|x| x.results_dir.display().to_string())
+            .collect(),
+        identified_by: s.sources.iter().map(|x| x.identified_by.clone()).collect(),
+        recipe_fingerprints: s
+            .sources
+            .iter()
+            .filter_map(|x| x.recipe_fingerprint.clone())
+            .collect(),
+        encoders,
+        datasets,
+        harness_versions,
+        backend: backend.unwrap_or_else(|| not_recorded.clone()),
+        device: device.unwrap_or(not_recorded),
+        env,
+        benchmarks: s.results.len(),
+        failed,
+        wall_time: match env_wall {
+            Some(w) => format!(
+                "{seconds:.1} s over {} benchmarks; run: {w} s (env.json)",
+                s.results.len()
+            ),
+            None => format!("{seconds:.1} s over {} benchmarks", s.results.len()),
+        },
+        measured_at: newest.map(utc).unwrap_or_else(|| "unknown".into()),
+    }
+}
+
+/// What the runs' `env.json` files say: the backend, device and wall time apart, the rest
+/// as (key, text).
+struct EnvFacts {
+    env: Vec<(String, String)>,
+    backend: Option<String>,
+    device: Option<String>,
+    wall: Option<String>,
+}
+
+/// The facts of every `env.json` beside a system's results (a later file's value wins).
+fn env_facts(s: &SystemRuns) -> EnvFacts {
+    let mut env = Vec::new();
+    let mut backend = None;
+    let mut device = None;
+    let mut wall = None;
+    for src in &s.sources {
+        if let Some(serde_json::Value::Object(m)) = &src.env {
+            for (k, v) in m {
+                let text = match v {
+                    serde_json::Value::String(t) => t.clone(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    serde_json::Value::Bool(b) => b.to_string(),
+                    _ => continue,
+                };
+                match k.as_str() {
+                    "backend" => backend = Some(text),
+                    "device" => device = Some(text),
+                    "wall_seconds" | "wall_time_s" | "seconds" => wall = Some(text),
+                    _ => env.push((k.clone(), text)),
+                }
+            }
+        }
+    }
+    EnvFacts {
+        env,
+        backend,
+        device,
+        wall,
     }
 }
 

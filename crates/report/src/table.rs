@@ -6,8 +6,8 @@
 use super::charts::{self, Series};
 use super::runs::{resolve, run_hint, Inputs, SystemRuns};
 use super::spec::{
-    cell_template, fill, matrix_vars, AxisKey, BaselineMode, Better, ChartKind, Layout, Published,
-    PublishedValues, ResolvedColumn, Status, SystemRow, TableSpec, Variant,
+    cell_template, fill, matrix_vars, Axis, AxisKey, BaselineMode, Better, ChartKind, Layout,
+    Published, PublishedValues, ResolvedColumn, Status, SystemRow, TableSpec, Variant,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -414,6 +414,33 @@ impl Ctx<'_> {
         }
     }
 
+    /// Records one published cell (`coord` is its key in the spec's `status_of`): the
+    /// value, its display text, status and note.
+    fn push_published_record(
+        &mut self,
+        p: &Published,
+        matrix_row: &str,
+        column: &str,
+        coord: &str,
+        v: Option<f64>,
+        cell: &Cell,
+    ) {
+        let mut rec = self.record("published", &p.key, &p.label);
+        rec.matrix_row = matrix_row.to_string();
+        rec.column = column.to_string();
+        rec.value = v;
+        rec.display = cell.text.clone();
+        rec.status = p
+            .status_of
+            .get(coord)
+            .copied()
+            .unwrap_or(p.status)
+            .name()
+            .into();
+        rec.note = p.note.clone().unwrap_or_default();
+        self.records.push(rec);
+    }
+
     fn record(&self, kind: &'static str, row: &str, row_label: &str) -> CellRecord {
         CellRecord {
             table: self.spec.name.clone(),
@@ -529,7 +556,6 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
     let spec = ctx.spec;
     let cols = spec.grid_columns();
     let published = PublishedGrid::of(spec);
-    let value_of = |key: Option<&str>, col: &str| published.value(key, col);
     let mut rows = published_grid_rows(ctx, &cols, &published);
     // Series for the chart: (label, values per column).
     let mut measured_series: Vec<Series> = Vec::new();
@@ -562,57 +588,13 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
                 ));
                 continue;
             };
-            let label = ctx.label_with_note(&base_label, s.note());
-            let mut cells = Vec::new();
-            let mut values = Vec::new();
-            for c in &cols {
-                if !c.mean_of.is_empty() {
-                    // Filled below, once the columns it averages are known.
-                    cells.push(None);
-                    values.push(None);
-                    continue;
-                }
-                let mut vars = v.vars.clone();
-                vars.insert("key".into(), c.key.clone());
-                let field = c.field.as_deref().and_then(|f| fill(f, &vars).ok());
-                let na = s
-                    .na(&c.key)
-                    .or(v.na.get(&c.key).map(String::as_str))
-                    .or(c.na.as_deref());
-                let reference = value_of(compare, &c.key);
-                let mut rec = ctx.record("measured", s.system(), &base_label);
-                rec.variant = v.key.clone();
-                rec.column = c.key.clone();
-                let cell = ctx.measured_cell(
-                    sys,
-                    s,
-                    na,
-                    c.bench.as_deref(),
-                    field.as_deref(),
-                    c.scale,
-                    c.offset,
-                    reference,
-                    c.decimals,
-                    c.better,
-                    &mut rec,
-                );
-                values.push(rec.value);
-                ctx.records.push(rec);
-                cells.push(Some(cell));
-            }
-            for (ci, c) in cols.iter().enumerate() {
-                if c.mean_of.is_empty() {
-                    continue;
-                }
-                let reference = value_of(compare, &c.key);
-                let mut rec = ctx.record("measured", s.system(), &base_label);
-                rec.variant = v.key.clone();
-                rec.column = c.key.clone();
-                let cell = mean_of_cell(ctx, c, &cols, &mut values, ci, reference, &mut rec);
-                ctx.records.push(rec);
-                cells[ci] = Some(cell);
-            }
-            let cells: Vec<Cell> = cells.into_iter().flatten().collect();
+            let line = GridLine {
+                s,
+                v,
+                base_label: &base_label,
+                compare,
+            };
+            let (row, values) = measured_grid_row(ctx, &line, sys, &cols, &published);
             if values.iter().any(Option::is_some) {
                 measured_series.push(Series {
                     label: base_label.clone(),
@@ -620,11 +602,7 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
                     published: false,
                 });
             }
-            rows.push(Row {
-                label,
-                kind: "measured",
-                cells,
-            });
+            rows.push(row);
         }
     }
     let header: Vec<String> = cols.iter().map(|c| c.label.clone()).collect();
@@ -643,6 +621,83 @@ fn grid(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
         .into_iter()
         .collect();
     (vec![block], charts)
+}
+
+/// One row of a grid table: a system under one variant, compared with a published row.
+struct GridLine<'a> {
+    s: &'a SystemRow,
+    v: &'a Variant,
+    base_label: &'a str,
+    compare: Option<&'a str>,
+}
+
+/// A measured grid row and its values by column (for the chart): the plain columns first,
+/// then the `mean_of` columns over them.
+fn measured_grid_row(
+    ctx: &mut Ctx,
+    line: &GridLine,
+    sys: &SystemRuns,
+    cols: &[ResolvedColumn],
+    published: &PublishedGrid,
+) -> (Row, Vec<Option<f64>>) {
+    let label = ctx.label_with_note(line.base_label, line.s.note());
+    let mut cells = Vec::new();
+    let mut values = Vec::new();
+    for c in cols {
+        if !c.mean_of.is_empty() {
+            // Filled below, once the columns it averages are known.
+            cells.push(None);
+            values.push(None);
+            continue;
+        }
+        let mut vars = line.v.vars.clone();
+        vars.insert("key".into(), c.key.clone());
+        let field = c.field.as_deref().and_then(|f| fill(f, &vars).ok());
+        let na = line
+            .s
+            .na(&c.key)
+            .or(line.v.na.get(&c.key).map(String::as_str))
+            .or(c.na.as_deref());
+        let reference = published.value(line.compare, &c.key);
+        let mut rec = ctx.record("measured", line.s.system(), line.base_label);
+        rec.variant = line.v.key.clone();
+        rec.column = c.key.clone();
+        let cell = ctx.measured_cell(
+            sys,
+            line.s,
+            na,
+            c.bench.as_deref(),
+            field.as_deref(),
+            c.scale,
+            c.offset,
+            reference,
+            c.decimals,
+            c.better,
+            &mut rec,
+        );
+        values.push(rec.value);
+        ctx.records.push(rec);
+        cells.push(Some(cell));
+    }
+    for (ci, c) in cols.iter().enumerate() {
+        if c.mean_of.is_empty() {
+            continue;
+        }
+        let reference = published.value(line.compare, &c.key);
+        let mut rec = ctx.record("measured", line.s.system(), line.base_label);
+        rec.variant = line.v.key.clone();
+        rec.column = c.key.clone();
+        let cell = mean_of_cell(ctx, c, cols, &mut values, ci, reference, &mut rec);
+        ctx.records.push(rec);
+        cells[ci] = Some(cell);
+    }
+    let cells: Vec<Cell> = cells.into_iter().flatten().collect();
+    let row = Row {
+        label,
+        kind: "measured",
+        cells,
+    };
+    (row, values)
 }
 
 /// The published rows of a grid's spec, by key.
@@ -676,19 +731,7 @@ fn published_grid_rows(
         for c in cols {
             let v = value_of(Some(&p.key), &c.key);
             let cell = ctx.published_cell(p, &c.key, v, c.decimals);
-            let mut rec = ctx.record("published", &p.key, &p.label);
-            rec.column = c.key.clone();
-            rec.value = v;
-            rec.display = cell.text.clone();
-            rec.status = p
-                .status_of
-                .get(&c.key)
-                .copied()
-                .unwrap_or(p.status)
-                .name()
-                .into();
-            rec.note = p.note.clone().unwrap_or_default();
-            ctx.records.push(rec);
+            ctx.push_published_record(p, "", &c.key, &c.key, v, &cell);
             cells.push(cell);
         }
         rows.push(Row {
@@ -886,172 +929,214 @@ fn transpose(header: &[String], rows: &[Row]) -> Block {
     }
 }
 
+/// A matrix table: a block per published matrix and per system, each with its heat map.
 fn matrix(ctx: &mut Ctx) -> (Vec<Block>, Vec<Chart>) {
     let spec = ctx.spec;
     let (Some(rax), Some(cax)) = (&spec.rows, &spec.cols) else {
         return (Vec::new(), Vec::new());
     };
-    let header: Vec<String> = cax.keys.iter().map(|k| k.label().to_string()).collect();
-    let row_labels: Vec<String> = rax.keys.iter().map(|k| k.label().to_string()).collect();
-    let corner = format!("{} \\ {}", rax.label, cax.label);
-    let published: BTreeMap<&str, &Published> =
-        spec.published.iter().map(|p| (p.key.as_str(), p)).collect();
-    let pub_value = |key: Option<&str>, ri: usize, ci: usize| -> Option<f64> {
-        match &published.get(key?)?.values {
-            PublishedValues::Matrix(m) => m.get(ri)?.get(ci).copied().flatten(),
-            PublishedValues::Map(_) => None,
-        }
+    let layout = MatrixLayout {
+        spec,
+        rax,
+        cax,
+        header: cax.keys.iter().map(|k| k.label().to_string()).collect(),
+        row_labels: rax.keys.iter().map(|k| k.label().to_string()).collect(),
+        corner: format!("{} \\ {}", rax.label, cax.label),
+        published: spec.published.iter().map(|p| (p.key.as_str(), p)).collect(),
     };
     let mut blocks = Vec::new();
     let mut charts = Vec::new();
-    let decimals = spec.decimals;
-    let heat = |charts: &mut Vec<Chart>, caption: &str, grid: Vec<Vec<Option<f64>>>| {
-        if grid.iter().flatten().any(Option::is_some) {
-            let id = format!("{}-heat-{}", spec.name, charts.len());
-            let title = format!("{} — {caption}", spec.table);
-            charts.push(Chart {
-                svg: charts::heatmap(
-                    &id,
-                    &title,
-                    &corner,
-                    &row_labels,
-                    &header,
-                    &grid,
-                    spec.better == Better::Lower,
-                    decimals,
-                ),
-                id,
-                title,
-            });
-        }
-    };
     for p in &spec.published {
-        let mut rows = Vec::new();
-        let mut grid = Vec::new();
-        for (ri, r) in rax.keys.iter().enumerate() {
-            let mut cells = Vec::new();
-            let mut gr = Vec::new();
-            for (ci, c) in cax.keys.iter().enumerate() {
-                let v = pub_value(Some(&p.key), ri, ci);
-                let coord = format!("{}/{}", r.key(), c.key());
-                let cell = ctx.published_cell(p, &coord, v, decimals);
-                let mut rec = ctx.record("published", &p.key, &p.label);
-                rec.matrix_row = r.key().to_string();
-                rec.column = c.key().to_string();
-                rec.value = v;
-                rec.display = cell.text.clone();
-                rec.status = p
-                    .status_of
-                    .get(&coord)
-                    .copied()
-                    .unwrap_or(p.status)
-                    .name()
-                    .into();
-                rec.note = p.note.clone().unwrap_or_default();
-                ctx.records.push(rec);
-                cells.push(cell);
-                gr.push(v);
-            }
-            rows.push(Row {
-                label: r.label().to_string(),
-                kind: "published",
-                cells,
-            });
-            grid.push(gr);
-        }
+        let (rows, grid) = published_matrix_rows(ctx, &layout, p);
         let caption = ctx.label_with_note(&format!("{} (published)", p.label), p.note.as_deref());
-        heat(&mut charts, &format!("{} (published)", p.label), grid);
-        blocks.push(Block {
-            caption: Some(caption),
-            message: None,
-            corner: corner.clone(),
-            header: header.clone(),
-            rows,
-        });
+        layout.heat(&mut charts, &format!("{} (published)", p.label), grid);
+        blocks.push(layout.block(caption, rows));
     }
     for s in &spec.systems {
         let compare = s.compare_to().or(spec.compare_to.as_deref());
         let vs = compare
-            .and_then(|k| published.get(k))
+            .and_then(|k| layout.published.get(k))
             .map(|p| format!(" (deltas to {})", p.label))
             .unwrap_or_default();
         let label = s.label();
         let Some(sys) = lookup(ctx.inputs, s) else {
-            let caption = ctx.not_run_label(&label, s.system());
-            for r in &rax.keys {
-                for c in &cax.keys {
-                    ctx.measured += 1;
-                    let mut rec = ctx.record("measured", s.system(), &label);
-                    rec.matrix_row = r.key().to_string();
-                    rec.column = c.key().to_string();
-                    rec.status = "not run yet".into();
-                    rec.display = "not run yet".into();
-                    rec.note = format!("`{}`", run_hint(s.system()));
-                    ctx.records.push(rec);
-                }
-            }
-            blocks.push(Block {
-                caption: Some(caption),
-                message: Some(format!("not run yet: `{}`", run_hint(s.system()))),
-                corner: corner.clone(),
-                header: Vec::new(),
-                rows: Vec::new(),
-            });
+            blocks.push(not_run_matrix_block(ctx, &layout, s, &label));
             continue;
         };
-        let mut rows = Vec::new();
-        let mut grid = Vec::new();
-        for (ri, r) in rax.keys.iter().enumerate() {
-            let mut cells = Vec::new();
-            let mut gr = Vec::new();
-            for (ci, c) in cax.keys.iter().enumerate() {
-                let coord = format!("{}/{}", r.key(), c.key());
-                let template = cell_template(spec, r, c).or(spec.field.as_deref());
-                let field = template.and_then(|t| fill(t, &matrix_vars(r, ri, c, ci)).ok());
-                // The diagonal reason does not hide explicit `cells` (avg/avg).
-                let diag = (r.key() == c.key() && !spec.cells.contains_key(&coord))
-                    .then_some(())
-                    .and(spec.diagonal.as_deref());
-                let na = s.na(&coord).or(axis_na(c)).or(axis_na(r)).or(diag);
-                let mut rec = ctx.record("measured", s.system(), &label);
-                rec.matrix_row = r.key().to_string();
-                rec.column = c.key().to_string();
-                let reference = pub_value(compare, ri, ci);
-                let cell = ctx.measured_cell(
-                    sys,
-                    s,
-                    na,
-                    spec.bench.as_deref(),
-                    field.as_deref(),
-                    spec.scale,
-                    spec.offset,
-                    reference,
-                    decimals,
-                    spec.better,
-                    &mut rec,
-                );
-                gr.push(rec.value);
-                ctx.records.push(rec);
-                cells.push(cell);
-            }
-            rows.push(Row {
-                label: r.label().to_string(),
-                kind: "measured",
-                cells,
-            });
-            grid.push(gr);
-        }
+        let (rows, grid) = measured_matrix_rows(ctx, &layout, s, sys, compare, &label);
         let caption = ctx.label_with_note(&format!("{label}{vs}"), s.note());
-        heat(&mut charts, &label, grid);
-        blocks.push(Block {
-            caption: Some(caption),
-            message: None,
-            corner: corner.clone(),
-            header: header.clone(),
-            rows,
-        });
+        layout.heat(&mut charts, &label, grid);
+        blocks.push(layout.block(caption, rows));
     }
     (blocks, charts)
+}
+
+/// A matrix's values by row and column, for its heat map.
+type HeatGrid = Vec<Vec<Option<f64>>>;
+
+/// What every block of a matrix table shares: its axes, header, corner and published values.
+struct MatrixLayout<'a> {
+    spec: &'a TableSpec,
+    rax: &'a Axis,
+    cax: &'a Axis,
+    header: Vec<String>,
+    row_labels: Vec<String>,
+    corner: String,
+    published: BTreeMap<&'a str, &'a Published>,
+}
+
+impl MatrixLayout<'_> {
+    /// The published value of matrix `key` at row `ri`, column `ci`.
+    fn published_value(&self, key: Option<&str>, ri: usize, ci: usize) -> Option<f64> {
+        match &self.published.get(key?)?.values {
+            PublishedValues::Matrix(m) => m.get(ri)?.get(ci).copied().flatten(),
+            PublishedValues::Map(_) => None,
+        }
+    }
+
+    /// A heat map of `grid` under `caption`, when it has any value.
+    fn heat(&self, charts: &mut Vec<Chart>, caption: &str, grid: HeatGrid) {
+        if !grid.iter().flatten().any(Option::is_some) {
+            return;
+        }
+        let spec = self.spec;
+        let id = format!("{}-heat-{}", spec.name, charts.len());
+        let title = format!("{} — {caption}", spec.table);
+        charts.push(Chart {
+            svg: charts::heatmap(
+                &id,
+                &title,
+                &self.corner,
+                &self.row_labels,
+                &self.header,
+                &grid,
+                spec.better == Better::Lower,
+                spec.decimals,
+            ),
+            id,
+            title,
+        });
+    }
+
+    /// A block of the table's full matrix.
+    fn block(&self, caption: String, rows: Vec<Row>) -> Block {
+        Block {
+            caption: Some(caption),
+            message: None,
+            corner: self.corner.clone(),
+            header: self.header.clone(),
+            rows,
+        }
+    }
+}
+
+/// One published matrix's rows, and its values for the heat map.
+fn published_matrix_rows(
+    ctx: &mut Ctx,
+    layout: &MatrixLayout,
+    p: &Published,
+) -> (Vec<Row>, HeatGrid) {
+    let mut rows = Vec::new();
+    let mut grid = Vec::new();
+    for (ri, r) in layout.rax.keys.iter().enumerate() {
+        let mut cells = Vec::new();
+        let mut gr = Vec::new();
+        for (ci, c) in layout.cax.keys.iter().enumerate() {
+            let v = layout.published_value(Some(&p.key), ri, ci);
+            let coord = format!("{}/{}", r.key(), c.key());
+            let cell = ctx.published_cell(p, &coord, v, layout.spec.decimals);
+            ctx.push_published_record(p, r.key(), c.key(), &coord, v, &cell);
+            cells.push(cell);
+            gr.push(v);
+        }
+        rows.push(Row {
+            label: r.label().to_string(),
+            kind: "published",
+            cells,
+        });
+        grid.push(gr);
+    }
+    (rows, grid)
+}
+
+/// The block of a system with no results yet: every cell recorded as such, with the command.
+fn not_run_matrix_block(ctx: &mut Ctx, layout: &MatrixLayout, s: &SystemRow, label: &str) -> Block {
+    let caption = ctx.not_run_label(label, s.system());
+    for r in &layout.rax.keys {
+        for c in &layout.cax.keys {
+            ctx.measured += 1;
+            let mut rec = ctx.record("measured", s.system(), label);
+            rec.matrix_row = r.key().to_string();
+            rec.column = c.key().to_string();
+            rec.status = "not run yet".into();
+            rec.display = "not run yet".into();
+            rec.note = format!("`{}`", run_hint(s.system()));
+            ctx.records.push(rec);
+        }
+    }
+    Block {
+        caption: Some(caption),
+        message: Some(format!("not run yet: `{}`", run_hint(s.system()))),
+        corner: layout.corner.clone(),
+        header: Vec::new(),
+        rows: Vec::new(),
+    }
+}
+
+/// One system's measured rows (deltas to `compare`'s published matrix), and its values for
+/// the heat map.
+fn measured_matrix_rows(
+    ctx: &mut Ctx,
+    layout: &MatrixLayout,
+    s: &SystemRow,
+    sys: &SystemRuns,
+    compare: Option<&str>,
+    label: &str,
+) -> (Vec<Row>, HeatGrid) {
+    let spec = layout.spec;
+    let mut rows = Vec::new();
+    let mut grid = Vec::new();
+    for (ri, r) in layout.rax.keys.iter().enumerate() {
+        let mut cells = Vec::new();
+        let mut gr = Vec::new();
+        for (ci, c) in layout.cax.keys.iter().enumerate() {
+            let coord = format!("{}/{}", r.key(), c.key());
+            let template = cell_template(spec, r, c).or(spec.field.as_deref());
+            let field = template.and_then(|t| fill(t, &matrix_vars(r, ri, c, ci)).ok());
+            // The diagonal reason does not hide explicit `cells` (avg/avg).
+            let diag = (r.key() == c.key() && !spec.cells.contains_key(&coord))
+                .then_some(())
+                .and(spec.diagonal.as_deref());
+            let na = s.na(&coord).or(axis_na(c)).or(axis_na(r)).or(diag);
+            let mut rec = ctx.record("measured", s.system(), label);
+            rec.matrix_row = r.key().to_string();
+            rec.column = c.key().to_string();
+            let reference = layout.published_value(compare, ri, ci);
+            let cell = ctx.measured_cell(
+                sys,
+                s,
+                na,
+                spec.bench.as_deref(),
+                field.as_deref(),
+                spec.scale,
+                spec.offset,
+                reference,
+                spec.decimals,
+                spec.better,
+                &mut rec,
+            );
+            gr.push(rec.value);
+            ctx.records.push(rec);
+            cells.push(cell);
+        }
+        rows.push(Row {
+            label: r.label().to_string(),
+            kind: "measured",
+            cells,
+        });
+        grid.push(gr);
+    }
+    (rows, grid)
 }
 
 /// The results filling a system row: its own, else an alias's.

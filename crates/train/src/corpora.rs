@@ -253,7 +253,6 @@ fn load_labelled(
     eval: &EvalSentences,
     counts: &mut CorpusCounts,
 ) -> Result<Loaded, TrainError> {
-    use harness_data::loaders::{slot_gated, xsid};
     let slot_gated = corpus.dataset.as_deref() != Some("xsid");
     if slot_gated && corpus.languages.iter().any(|l| l != "en") {
         return Err(TrainError::recipe(
@@ -275,54 +274,7 @@ fn load_labelled(
     let mut texts: Vec<(String, String)> = Vec::new();
     for lang in &languages {
         for s in &splits {
-            let part: Vec<(String, String)> = match (s.as_str(), lang.as_str()) {
-                (split, _) if slot_gated => {
-                    let folder = match split {
-                        "train" => "train",
-                        "valid" | "validation" | "dev" => "valid",
-                        "test" => "test",
-                        _ => {
-                            return Err(TrainError::recipe(
-                                format!("data.corpora.{name}.splits"),
-                                format!("unknown split `{split}`"),
-                                "use `train`, `valid` or `test`",
-                            ))
-                        }
-                    };
-                    slot_gated::load_split(dir, folder)?
-                        .into_iter()
-                        .map(|t| (t.text, t.label))
-                        .collect()
-                }
-                ("train", "en") => xsid::load_train_en(dir)?
-                    .into_iter()
-                    .map(|t| (t.text, t.label))
-                    .collect(),
-                ("train", _) => {
-                    return Err(TrainError::recipe(
-                        format!("data.corpora.{name}.splits"),
-                        format!("xSID has training data in English only, not `{lang}`"),
-                        "read `valid` or `test` for the other languages",
-                    ))
-                }
-                (other, _) => {
-                    let split = match other {
-                        "valid" | "validation" | "dev" => xsid::Split::Valid,
-                        "test" => xsid::Split::Test,
-                        _ => {
-                            return Err(TrainError::recipe(
-                                format!("data.corpora.{name}.splits"),
-                                format!("unknown split `{other}`"),
-                                "use `train`, `valid` or `test`",
-                            ))
-                        }
-                    };
-                    xsid::load(dir, lang, split)?
-                        .into_iter()
-                        .map(|t| (t.text, t.label))
-                        .collect()
-                }
-            };
+            let part = labelled_part(dir, name, slot_gated, lang, s)?;
             let before = part.len();
             let kept: Vec<(String, String)> = part
                 .into_iter()
@@ -352,6 +304,67 @@ fn load_labelled(
         .collect::<Vec<_>>();
     counts.used = items.len();
     Ok(Loaded::Labelled { items, classes })
+}
+
+/// One language and split of an intent corpus (ATIS/SNIPS: English only; xSID: English
+/// training data, every language's `valid` and `test`) as (text, label).
+fn labelled_part(
+    dir: &std::path::Path,
+    name: &str,
+    slot_gated: bool,
+    lang: &str,
+    s: &str,
+) -> Result<Vec<(String, String)>, TrainError> {
+    use harness_data::loaders::{slot_gated, xsid};
+    let part: Vec<(String, String)> = match (s, lang) {
+        (split, _) if slot_gated => {
+            let folder = match split {
+                "train" => "train",
+                "valid" | "validation" | "dev" => "valid",
+                "test" => "test",
+                _ => {
+                    return Err(TrainError::recipe(
+                        format!("data.corpora.{name}.splits"),
+                        format!("unknown split `{split}`"),
+                        "use `train`, `valid` or `test`",
+                    ))
+                }
+            };
+            slot_gated::load_split(dir, folder)?
+                .into_iter()
+                .map(|t| (t.text, t.label))
+                .collect()
+        }
+        ("train", "en") => xsid::load_train_en(dir)?
+            .into_iter()
+            .map(|t| (t.text, t.label))
+            .collect(),
+        ("train", _) => {
+            return Err(TrainError::recipe(
+                format!("data.corpora.{name}.splits"),
+                format!("xSID has training data in English only, not `{lang}`"),
+                "read `valid` or `test` for the other languages",
+            ))
+        }
+        (other, _) => {
+            let split = match other {
+                "valid" | "validation" | "dev" => xsid::Split::Valid,
+                "test" => xsid::Split::Test,
+                _ => {
+                    return Err(TrainError::recipe(
+                        format!("data.corpora.{name}.splits"),
+                        format!("unknown split `{other}`"),
+                        "use `train`, `valid` or `test`",
+                    ))
+                }
+            };
+            xsid::load(dir, lang, split)?
+                .into_iter()
+                .map(|t| (t.text, t.label))
+                .collect()
+        }
+    };
+    Ok(part)
 }
 
 /// Translation pairs of `xsid` (`pairs: [de-en, …]`, each `X-en`): every utterance of
@@ -498,25 +511,8 @@ pub fn load_corpus(
         ));
     };
     if is_parallel_dataset(dataset) {
-        let built = build_recipe_parallel(corpus, registry, settings)?;
-        for p in &built.report.pairs {
-            counts.parts.insert(
-                format!("{}-{}", p.source_lang, p.target_lang),
-                (p.kept, p.removed),
-            );
-        }
-        let mut c: Vec<(String, String, Vec<Bitext>)> = built
-            .corpora
-            .into_iter()
-            .map(|c| (c.source_lang, c.target_lang, c.pairs))
-            .collect();
-        cap_pairs(
-            &mut c,
-            corpus.max_examples.map_or(usize::MAX, |m| m as usize),
-            recipe.seed,
-        );
-        counts.used = c.iter().map(|x| x.2.len()).sum();
-        return Ok((Loaded::Parallel(c), counts));
+        let loaded = load_parallel(corpus, recipe, registry, settings, &mut counts)?;
+        return Ok((loaded, counts));
     }
     let dir = ensure_dataset(settings, dataset)?;
     let eval = excluded_sentences(corpus, registry, settings)?;
@@ -541,6 +537,48 @@ pub fn load_corpus(
         }
         _ => {}
     }
+    let loaded = load_nli(&dir, name, dataset, corpus, &eval, &mut counts)?;
+    Ok((loaded, counts))
+}
+
+/// A parallel dataset's language pairs, built as the recipe says (exclusions, caps).
+fn load_parallel(
+    corpus: &Corpus,
+    recipe: &Recipe,
+    registry: &Registry,
+    settings: &Settings,
+    counts: &mut CorpusCounts,
+) -> Result<Loaded, TrainError> {
+    let built = build_recipe_parallel(corpus, registry, settings)?;
+    for p in &built.report.pairs {
+        counts.parts.insert(
+            format!("{}-{}", p.source_lang, p.target_lang),
+            (p.kept, p.removed),
+        );
+    }
+    let mut c: Vec<(String, String, Vec<Bitext>)> = built
+        .corpora
+        .into_iter()
+        .map(|c| (c.source_lang, c.target_lang, c.pairs))
+        .collect();
+    cap_pairs(
+        &mut c,
+        corpus.max_examples.map_or(usize::MAX, |m| m as usize),
+        recipe.seed,
+    );
+    counts.used = c.iter().map(|x| x.2.len()).sum();
+    Ok(Loaded::Parallel(c))
+}
+
+/// An NLI dataset's pairs (SNLI, SICK) of the corpus's splits, evaluation sentences left out.
+fn load_nli(
+    dir: &std::path::Path,
+    name: &str,
+    dataset: &str,
+    corpus: &Corpus,
+    eval: &EvalSentences,
+    counts: &mut CorpusCounts,
+) -> Result<Loaded, TrainError> {
     let splits: Vec<String> = if corpus.splits.is_empty() {
         vec!["train".into()]
     } else {
@@ -556,8 +594,8 @@ pub fn load_corpus(
             )
         })?;
         let pairs = match dataset {
-            "snli" => harness_data::loaders::snli::load(&dir, split)?,
-            "sick" => harness_data::loaders::sick::entailment(&dir, split)?,
+            "snli" => harness_data::loaders::snli::load(dir, split)?,
+            "sick" => harness_data::loaders::sick::entailment(dir, split)?,
             other => {
                 return Err(TrainError::recipe(
                     format!("data.corpora.{name}.dataset"),
@@ -580,7 +618,7 @@ pub fn load_corpus(
         all.truncate(m as usize);
     }
     counts.used = all.len();
-    Ok((Loaded::Nli(all), counts))
+    Ok(Loaded::Nli(all))
 }
 
 /// [`load_corpora_in`] with files relative to the current folder.

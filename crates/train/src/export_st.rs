@@ -19,6 +19,8 @@ use crate::TrainError;
 use burn::backend::NdArray;
 use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
+use harness_data::pretrained_tokenizer::PretrainedTokenizer;
+use harness_model::encoder::bert_sentence::BertSentenceEncoder;
 use harness_model::encoder::SentenceEncoder;
 use harness_model::trained::{load_system, RunFiles, EVAL_MAX_LEN};
 use std::path::Path;
@@ -62,6 +64,23 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
                 .into(),
         });
     };
+    write_tensors(files, encoder, &mut dir)?;
+
+    let files_json = config_files(pretrained, encoder);
+    for (name, value) in files_json {
+        let bytes = json_bytes(&out.join(name), &value)?;
+        dir.write(name, &bytes)?;
+    }
+    dir.finish()?;
+    Ok(())
+}
+
+/// Writes the encoder's weights as `model.safetensors` (HF key names) into `dir`.
+fn write_tensors(
+    files: &RunFiles,
+    encoder: &BertSentenceEncoder<NdArray<f32>>,
+    dir: &mut OutDir,
+) -> Result<(), TrainError> {
     let scratch = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
     let tensors = scratch.path().join("model.safetensors");
     let mut store = SafetensorsStore::from_file(&tensors)
@@ -86,7 +105,15 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
             detail: format!("writing safetensors: {e:?}"),
         })?;
     dir.copy("model.safetensors", &tensors)?;
+    Ok(())
+}
 
+/// The folder's JSON files: sentence-transformers' modules, the BERT and tokenizer
+/// configurations, pooling and prompts.
+fn config_files(
+    pretrained: &PretrainedTokenizer,
+    encoder: &BertSentenceEncoder<NdArray<f32>>,
+) -> [(&'static str, serde_json::Value); 8] {
     let mut config = pretrained.config.clone();
     if let Some(m) = config.as_object_mut() {
         m.insert("architectures".into(), serde_json::json!(["BertModel"]));
@@ -114,7 +141,7 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
     let mut st_config = prompts;
     st_config["__version__"] = serde_json::json!({"harness": env!("CARGO_PKG_VERSION")});
     st_config["similarity_fn_name"] = "cosine".into();
-    let files_json: [(&str, serde_json::Value); 8] = [
+    [
         (
             "modules.json",
             serde_json::json!([
@@ -148,11 +175,5 @@ pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainErro
                 "include_prompt": true,
             }),
         ),
-    ];
-    for (name, value) in files_json {
-        let bytes = json_bytes(&out.join(name), &value)?;
-        dir.write(name, &bytes)?;
-    }
-    dir.finish()?;
-    Ok(())
+    ]
 }

@@ -16,7 +16,7 @@
 //! `k`, and the sha256 of every source and target text) and is reused only under that key.
 
 use crate::corpora::Loaded;
-use crate::data::Examples;
+use crate::data::{Examples, PairExample};
 use crate::plan::Plan;
 use crate::TrainError;
 use harness_bench::knn::{top_k, KnnOptions, Metric};
@@ -95,45 +95,10 @@ pub fn mine(
             ));
         };
         let corpus = corpora.get(&task.name).and_then(|c| loaded.get(c));
-        let texts: Vec<(&str, &str)> = match corpus {
-            Some(Loaded::Parallel(parts)) => parts
-                .iter()
-                .flat_map(|(_, _, p)| p.iter().map(|b| (b.source.as_str(), b.target.as_str())))
-                .collect(),
-            Some(Loaded::Conversation(p)) => p
-                .iter()
-                .map(|b| (b.source.as_str(), b.target.as_str()))
-                .collect(),
-            _ => return Err(TrainError::recipe(
-                format!("tasks.{}.corpus", task.name),
-                "hard negatives need the task's corpus texts (a parallel or conversation corpus)",
-                "drop `hard_negatives` from this task",
-            )),
-        };
-        // Each example's (source, target) text, in example order.
-        let pairs: Vec<(&str, &str)> = examples
-            .iter()
-            .map(|e| {
-                let (s, t) = texts[e.origin as usize];
-                if e.forward {
-                    (s, t)
-                } else {
-                    (t, s)
-                }
-            })
-            .collect();
+        let pairs = example_texts(&task.name, examples, corpus)?;
         let encoder = open(&spec.encoder)?;
         let miner = encoder.fingerprint();
-        let mut h = Sha256::new();
-        h.update(miner.as_bytes());
-        h.update((spec.k as u64).to_le_bytes());
-        for (s, t) in &pairs {
-            h.update(s.as_bytes());
-            h.update([0]);
-            h.update(t.as_bytes());
-            h.update([1]);
-        }
-        let key = hex::encode(h.finalize());
+        let key = cache_key(&miner, spec.k, &pairs);
         let path = run_dir
             .join("hard-negatives")
             .join(format!("{}.json", task.name));
@@ -180,6 +145,56 @@ pub fn mine(
         data.negatives = Some(negatives);
     }
     Ok(out)
+}
+
+/// Each example's (source, target) text from the task's corpus, in example order.
+fn example_texts<'a>(
+    task: &str,
+    examples: &[PairExample],
+    corpus: Option<&'a Loaded>,
+) -> Result<Vec<(&'a str, &'a str)>, TrainError> {
+    let texts: Vec<(&str, &str)> =
+        match corpus {
+            Some(Loaded::Parallel(parts)) => parts
+                .iter()
+                .flat_map(|(_, _, p)| p.iter().map(|b| (b.source.as_str(), b.target.as_str())))
+                .collect(),
+            Some(Loaded::Conversation(p)) => p
+                .iter()
+                .map(|b| (b.source.as_str(), b.target.as_str()))
+                .collect(),
+            _ => return Err(TrainError::recipe(
+                format!("tasks.{task}.corpus"),
+                "hard negatives need the task's corpus texts (a parallel or conversation corpus)",
+                "drop `hard_negatives` from this task",
+            )),
+        };
+    // Each example's (source, target) text, in example order.
+    Ok(examples
+        .iter()
+        .map(|e| {
+            let (s, t) = texts[e.origin as usize];
+            if e.forward {
+                (s, t)
+            } else {
+                (t, s)
+            }
+        })
+        .collect())
+}
+
+/// The cache key of a task's mined negatives: the miner, `k` and every example's texts.
+fn cache_key(miner: &str, k: usize, pairs: &[(&str, &str)]) -> String {
+    let mut h = Sha256::new();
+    h.update(miner.as_bytes());
+    h.update((k as u64).to_le_bytes());
+    for (s, t) in pairs {
+        h.update(s.as_bytes());
+        h.update([0]);
+        h.update(t.as_bytes());
+        h.update([1]);
+    }
+    hex::encode(h.finalize())
 }
 
 /// For each example, the examples holding its `k` nearest distinct target texts of its own

@@ -563,7 +563,7 @@ pub fn train_mpi(
     stop_after: Option<u64>,
     rank: crate::mpi_world::Rank,
 ) -> Result<Trained, TrainError> {
-    check_precision(resolved, device)?;
+    check_devices(resolved, &[device])?;
     let (plan, _tokenizer, _counts) = prepare(resolved, settings, prepare_dir)?;
     crate::parallel::check_plan(&plan)?;
     if plan
@@ -636,23 +636,13 @@ pub fn train_mpi(
     })
 }
 
-/// Refuses `train.precision: bf16` on a device without bfloat16 arithmetic, before
-/// anything is prepared: the CPU backend trains through f32 kernels of our own, and wgpu's
-/// WGSL has no bfloat16 (cubecl panics on it).
-pub fn check_precision(resolved: &Resolved, device: Device) -> Result<(), TrainError> {
-    if !resolved.recipe.precision().is_bf16() {
-        return Ok(());
+/// Refuses a recipe that cannot train on `devices` ([`harness_recipe::device`]: the rules
+/// `harness validate --device` applies, in the same words), before any work.
+pub fn check_devices(resolved: &Resolved, devices: &[Device]) -> Result<(), TrainError> {
+    match harness_recipe::device::device_refusal(&resolved.recipe, devices) {
+        Some(r) => Err(TrainError::recipe(r.key, r.detail, r.fix)),
+        None => Ok(()),
     }
-    let why = match device {
-        Device::Cpu => "the CPU backend (burn-ndarray) trains through f32 kernels of its own",
-        Device::Wgpu => "wgpu compiles to WGSL, which has no bfloat16",
-        Device::Cuda(_) | Device::Flex => return Ok(()),
-    };
-    Err(TrainError::recipe(
-        "train.precision",
-        format!("`bf16` cannot train on `--device {device}`: {why}"),
-        "train on `cuda:N` (a build with `--features cuda`), or on `flex` (burn-flex on the CPU, `--features flex`: bfloat16 arithmetic at f32's speed or below, for measuring what bf16 costs), or set `train.precision: f32`",
-    ))
 }
 
 /// What a training session did.
@@ -690,24 +680,9 @@ pub fn train_on_devices(
             "name one: `--device cpu`",
         ));
     };
-    check_precision(resolved, device)?;
+    check_devices(resolved, devices)?;
     let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
-    for c in &counts {
-        let removed: usize = c.parts.values().map(|p| p.1).sum();
-        harness_core::note!(
-            "corpus `{}` ({}): {} examples used, {removed} removed by the contamination filter",
-            c.corpus,
-            c.dataset,
-            c.used
-        );
-    }
-    harness_core::note!(
-        "tokenizer: {} tokens, {} languages; model: {} steps ({} per epoch)",
-        tokenizer.vocab_size(),
-        tokenizer.languages().len(),
-        plan.total_steps,
-        plan.steps_per_epoch
-    );
+    note_prepared(&plan, &tokenizer, &counts);
     // One call for every backend: only the backend type and its device differ.
     macro_rules! train_with {
         ($backend:ty, $device:expr) => {
@@ -766,6 +741,35 @@ pub fn train_on_devices(
         #[allow(unreachable_patterns)]
         other => return Err(TrainError::Device(other.not_compiled())),
     };
+    note_selected_encoders(run_dir)?;
+    Ok(Trained {
+        plan_steps: plan.total_steps,
+        outcome,
+    })
+}
+
+/// Says what was prepared: each corpus's examples used and removed, the tokenizer, the steps.
+fn note_prepared(plan: &Plan, tokenizer: &TextTokenizer, counts: &[CorpusCounts]) {
+    for c in counts {
+        let removed: usize = c.parts.values().map(|p| p.1).sum();
+        harness_core::note!(
+            "corpus `{}` ({}): {} examples used, {removed} removed by the contamination filter",
+            c.corpus,
+            c.dataset,
+            c.used
+        );
+    }
+    harness_core::note!(
+        "tokenizer: {} tokens, {} languages; model: {} steps ({} per epoch)",
+        tokenizer.vocab_size(),
+        tokenizer.languages().len(),
+        plan.total_steps,
+        plan.steps_per_epoch
+    );
+}
+
+/// Says which encoder was kept per language, when the run selects them on a metric.
+fn note_selected_encoders(run_dir: &Path) -> Result<(), TrainError> {
     let checkpoints = run_dir.join("checkpoints");
     if let Some(list) = harness_model::best_encoders::BestEncoders::read(&checkpoints)? {
         let chosen: Vec<String> = list
@@ -779,8 +783,5 @@ pub fn train_on_devices(
             chosen.join(", ")
         );
     }
-    Ok(Trained {
-        plan_steps: plan.total_steps,
-        outcome,
-    })
+    Ok(())
 }

@@ -938,29 +938,7 @@ fn train_with(
     dev: Option<(&Matrix, &[usize])>,
     kernel: Kernel,
 ) -> Result<(Mlp, TrainReport), ClassifyError> {
-    check_data(x, y, n_classes, "training data")?;
-    if x.rows == 0 {
-        return invalid("no training rows");
-    }
-    if n_classes < 2 {
-        return invalid("a classifier needs at least two classes");
-    }
-    if cfg.batch_size == 0 || cfg.eval_every == 0 {
-        return invalid("batch_size and eval_every must be positive");
-    }
-    for p in [spec.dropout, spec.input_dropout] {
-        if !(0.0..1.0).contains(&p) {
-            return invalid(format!("dropout {p} is outside [0, 1)"));
-        }
-    }
-    if let Some((dx, dy)) = dev {
-        check_data(dx, dy, n_classes, "dev data")?;
-        if dx.cols != x.cols {
-            return invalid("dev and training features differ in dimension");
-        }
-    } else if matches!(cfg.selection, Selection::BestOnDev { .. }) {
-        return invalid("selection on dev needs dev data");
-    }
+    check_training(spec, cfg, x, y, n_classes, dev)?;
 
     let mut model = Mlp::new(spec, x.cols, n_classes, cfg.seed);
     let mut adam = Adam::new(model.params.len(), cfg);
@@ -979,9 +957,11 @@ fn train_with(
         best_dev_accuracy: None,
         stopped_early: false,
     };
-    let mut best_params: Option<Vec<f32>> = None;
-    let mut best = -1.0f64;
-    let mut non_improving = 0usize;
+    let mut selected = DevSelection {
+        best: -1.0,
+        best_params: None,
+        non_improving: 0,
+    };
 
     // Long trainings (XNLI's 200 epochs over ~24k pairs) show their epochs; the many small
     // ones (SentEval's folds, SIB-200) would only flood the terminal.
@@ -1022,41 +1002,102 @@ fn train_with(
         let acc = model.accuracy(dx, dy);
         progress.set_message(format!("dev {:.2}", 100.0 * acc));
         report.dev_accuracy.push((epoch, acc));
-        match cfg.selection {
-            Selection::Last => {
-                report.best_epoch = epoch;
-                report.best_dev_accuracy = Some(acc);
-            }
-            Selection::BestOnDev { ties, tenacity } => {
-                let improved = match ties {
-                    TieBreak::First => acc > best,
-                    TieBreak::Last => acc >= best,
-                };
-                if improved {
-                    best = acc;
-                    best_params = Some(model.params.clone());
-                    report.best_epoch = epoch;
-                    report.best_dev_accuracy = Some(acc);
-                } else if let Some(t) = tenacity {
-                    if non_improving >= t {
-                        report.stopped_early = true;
-                        break;
-                    }
-                    non_improving += 1;
-                }
-            }
+        if selected.observe(cfg.selection, epoch, acc, &model.params, &mut report) {
+            break;
         }
     }
     progress.finish_and_clear();
     match cfg.selection {
         Selection::Last => report.best_epoch = report.epochs_run,
         Selection::BestOnDev { .. } => {
-            if let Some(p) = best_params {
+            if let Some(p) = selected.best_params {
                 model.params = p;
             }
         }
     }
     Ok((model, report))
+}
+
+/// Refuses training data, dev data or settings the trainer cannot use.
+fn check_training(
+    spec: &MlpSpec,
+    cfg: &TrainConfig,
+    x: &Matrix,
+    y: &[usize],
+    n_classes: usize,
+    dev: Option<(&Matrix, &[usize])>,
+) -> Result<(), ClassifyError> {
+    check_data(x, y, n_classes, "training data")?;
+    if x.rows == 0 {
+        return invalid("no training rows");
+    }
+    if n_classes < 2 {
+        return invalid("a classifier needs at least two classes");
+    }
+    if cfg.batch_size == 0 || cfg.eval_every == 0 {
+        return invalid("batch_size and eval_every must be positive");
+    }
+    for p in [spec.dropout, spec.input_dropout] {
+        if !(0.0..1.0).contains(&p) {
+            return invalid(format!("dropout {p} is outside [0, 1)"));
+        }
+    }
+    if let Some((dx, dy)) = dev {
+        check_data(dx, dy, n_classes, "dev data")?;
+        if dx.cols != x.cols {
+            return invalid("dev and training features differ in dimension");
+        }
+    } else if matches!(cfg.selection, Selection::BestOnDev { .. }) {
+        return invalid("selection on dev needs dev data");
+    }
+    Ok(())
+}
+
+/// The choice of epoch on dev accuracy: the best so far, its parameters, and how many
+/// evaluations since it did not improve.
+struct DevSelection {
+    best: f64,
+    best_params: Option<Vec<f32>>,
+    non_improving: usize,
+}
+
+impl DevSelection {
+    /// Records the dev accuracy `acc` after `epoch` under `selection`; `true` when
+    /// training stops early (tenacity spent).
+    fn observe(
+        &mut self,
+        selection: Selection,
+        epoch: usize,
+        acc: f64,
+        params: &[f32],
+        report: &mut TrainReport,
+    ) -> bool {
+        match selection {
+            Selection::Last => {
+                report.best_epoch = epoch;
+                report.best_dev_accuracy = Some(acc);
+            }
+            Selection::BestOnDev { ties, tenacity } => {
+                let improved = match ties {
+                    TieBreak::First => acc > self.best,
+                    TieBreak::Last => acc >= self.best,
+                };
+                if improved {
+                    self.best = acc;
+                    self.best_params = Some(params.to_vec());
+                    report.best_epoch = epoch;
+                    report.best_dev_accuracy = Some(acc);
+                } else if let Some(t) = tenacity {
+                    if self.non_improving >= t {
+                        report.stopped_early = true;
+                        return true;
+                    }
+                    self.non_improving += 1;
+                }
+            }
+        }
+        false
+    }
 }
 
 #[cfg(test)]

@@ -250,17 +250,77 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     };
     // The extra row: every benchmark language (default: every folder), named by code.
     let all_test: Vec<String> = ctx.languages_or(folders.iter().map(codes_of_folders).collect());
+    let (labels, cache) = load_languages(ctx, &params, &folders, &all_test)?;
 
-    // Category order of the first matrix language; every language must have the same set.
-    let first = folder_of(ctx, &params.languages[0], &folders)?;
+    // The classifiers are independent and tiny (a 512→10→8→7 network in batches of 12, where
+    // per-step overhead, not arithmetic, is the cost): one per thread. Each draws from its own
+    // seed, so the results do not depend on the number of threads.
+    let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
+    let trained = params
+        .languages
+        .par_iter()
+        .map(|code| train_classifier(ctx, &params, &spec, &cache[code], labels.len(), code))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Tested {
+        matrix,
+        row_average,
+        row_transfer_average,
+        dev_accuracy,
+        chosen_epoch,
+        main_score,
+        train_language_on_every_language,
+        groups,
+    } = test_every_classifier(&params, &cache, &all_test, trained);
+
+    let n = params.languages.len() as f64;
+    let matrix_avg = matrix.iter().flatten().sum::<f64>() / (n * n);
+    let scores = MldocScores {
+        languages: params.languages.clone(),
+        folders: params
+            .languages
+            .iter()
+            .map(|c| folder_of(ctx, c, &folders))
+            .collect::<Result<Vec<_>, _>>()?,
+        matrix: MldocMatrix {
+            rows: "train language".into(),
+            columns: "test language".into(),
+            accuracy: matrix,
+            average: matrix_avg,
+        },
+        row_average,
+        row_transfer_average,
+        dev_accuracy,
+        chosen_epoch,
+        train_language: params.train_language.clone(),
+        zero_shot_average: main_score,
+        train_language_on_every_language,
+    };
+    Ok(Outcome {
+        main_metric: "accuracy".into(),
+        main_score,
+        scores: ctx.scores(&scores)?,
+        params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
+        notes: notes(&params),
+        items: Some(Items::mean_of(groups)),
+    })
+}
+
+/// The category order (the first matrix language's) and every needed language's embedded
+/// splits, by code; every language must have the same set of categories.
+fn load_languages(
+    ctx: &Context,
+    params: &MldocParams,
+    folders: &[String],
+    all_test: &[String],
+) -> Result<(Vec<String>, BTreeMap<String, Lang>), BenchError> {
+    let first = folder_of(ctx, &params.languages[0], folders)?;
     let labels = sib200::labels(ctx.dataset_dir, &first)?;
-
     let mut cache: BTreeMap<String, Lang> = Default::default();
-    let mut load = |code: &String| -> Result<(), BenchError> {
+    for code in params.languages.iter().chain(all_test) {
         if cache.contains_key(code) {
-            return Ok(());
+            continue;
         }
-        let folder = folder_of(ctx, code, &folders)?;
+        let folder = folder_of(ctx, code, folders)?;
         let mut own = sib200::labels(ctx.dataset_dir, &folder)?;
         let mut want = labels.clone();
         own.sort();
@@ -277,73 +337,91 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             test: embed_split(ctx, &s.test, &labels, params.normalize)?,
         };
         cache.insert(code.clone(), lang);
-        Ok(())
-    };
-    for code in params.languages.iter().chain(&all_test) {
-        load(code)?;
     }
+    Ok((labels, cache))
+}
 
-    let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
-    let train_on = |code: &str| -> Result<(Mlp, crate::classify::TrainReport), BenchError> {
-        let l = &cache[code];
-        let cfg = TrainConfig {
-            lr: params.lr,
-            weight_decay: params.weight_decay,
-            batch_size: params.batch_size,
-            epochs: params.epochs,
-            selection: Selection::BestOnDev {
-                ties: TieBreak::Last,
-                tenacity: None,
-            },
-            seed: sub_seed(ctx.seed, &format!("mldoc/classifier/{code}")),
-            ..TrainConfig::default()
-        };
-        train(
-            &spec,
-            &cfg,
-            &l.train.0,
-            &l.train.1,
-            labels.len(),
-            Some((&l.dev.0, &l.dev.1)),
-        )
-        .map_err(|e| ctx.error(e.to_string()))
+/// One language's classifier, its epoch chosen on that language's dev set.
+fn train_classifier(
+    ctx: &Context,
+    params: &MldocParams,
+    spec: &MlpSpec,
+    lang: &Lang,
+    n_labels: usize,
+    code: &str,
+) -> Result<(Mlp, crate::classify::TrainReport), BenchError> {
+    let cfg = TrainConfig {
+        lr: params.lr,
+        weight_decay: params.weight_decay,
+        batch_size: params.batch_size,
+        epochs: params.epochs,
+        selection: Selection::BestOnDev {
+            ties: TieBreak::Last,
+            tenacity: None,
+        },
+        seed: sub_seed(ctx.seed, &format!("mldoc/classifier/{code}")),
+        ..TrainConfig::default()
     };
-    // Test accuracy (%) and the per-sentence right/wrong flags it comes from.
-    let test_on = |model: &Mlp, code: &str| {
-        let l = &cache[code];
-        let predicted = model.predict(&l.test.0);
-        let acc = percent(crate::classify::accuracy(&predicted, &l.test.1));
-        let correct = predicted
-            .iter()
-            .zip(&l.test.1)
-            .map(|(p, y)| p == y)
-            .collect();
-        (acc, Outcomes::correct(correct))
-    };
+    train(
+        spec,
+        &cfg,
+        &lang.train.0,
+        &lang.train.1,
+        n_labels,
+        Some((&lang.dev.0, &lang.dev.1)),
+    )
+    .map_err(|e| ctx.error(e.to_string()))
+}
 
-    let mut matrix = Vec::new();
-    let mut row_avg = BTreeMap::new();
-    let mut row_transfer_avg = BTreeMap::new();
-    let mut dev = BTreeMap::new();
-    let mut epochs = BTreeMap::new();
-    let mut main_score = 0.0;
-    let mut pivot_all = BTreeMap::new();
-    let mut groups = Vec::new();
-    // The classifiers are independent and tiny (a 512→10→8→7 network in batches of 12, where
-    // per-step overhead, not arithmetic, is the cost): one per thread. Each draws from its own
-    // seed, so the results do not depend on the number of threads.
-    let trained = params
-        .languages
-        .par_iter()
-        .map(|code| train_on(code))
-        .collect::<Result<Vec<_>, _>>()?;
+/// Test accuracy (%) of `model` on `lang` and the per-sentence right/wrong flags it comes from.
+fn test_on(model: &Mlp, lang: &Lang) -> (f64, Outcomes) {
+    let predicted = model.predict(&lang.test.0);
+    let acc = percent(crate::classify::accuracy(&predicted, &lang.test.1));
+    let correct = predicted
+        .iter()
+        .zip(&lang.test.1)
+        .map(|(p, y)| p == y)
+        .collect();
+    (acc, Outcomes::correct(correct))
+}
+
+/// What testing every trained classifier gives: the matrix and its summaries, by train language.
+struct Tested {
+    matrix: Vec<Vec<f64>>,
+    row_average: BTreeMap<String, f64>,
+    row_transfer_average: BTreeMap<String, f64>,
+    dev_accuracy: BTreeMap<String, Option<f64>>,
+    chosen_epoch: BTreeMap<String, usize>,
+    main_score: f64,
+    train_language_on_every_language: BTreeMap<String, f64>,
+    groups: Vec<Group>,
+}
+
+/// Tests each language's classifier on every matrix language, and the train language's on
+/// every benchmark language too; the main score is the train language's zero-shot average.
+fn test_every_classifier(
+    params: &MldocParams,
+    cache: &BTreeMap<String, Lang>,
+    all_test: &[String],
+    trained: Vec<(Mlp, crate::classify::TrainReport)>,
+) -> Tested {
+    let mut out = Tested {
+        matrix: Vec::new(),
+        row_average: BTreeMap::new(),
+        row_transfer_average: BTreeMap::new(),
+        dev_accuracy: BTreeMap::new(),
+        chosen_epoch: BTreeMap::new(),
+        main_score: 0.0,
+        train_language_on_every_language: BTreeMap::new(),
+        groups: Vec::new(),
+    };
     for ((i, code), (model, report)) in params.languages.iter().enumerate().zip(trained) {
         let is_main = *code == params.train_language;
         let mut row: Vec<f64> = Vec::with_capacity(params.languages.len());
         for (j, t) in params.languages.iter().enumerate() {
-            let (acc, outcomes) = test_on(&model, t);
+            let (acc, outcomes) = test_on(&model, &cache[t]);
             row.push(acc);
-            groups.push(Group {
+            out.groups.push(Group {
                 name: format!("{code}/{t}"),
                 weight: if is_main && j != i { 1.0 } else { 0.0 },
                 outcomes,
@@ -355,18 +433,19 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             .filter(|&(j, _)| j != i)
             .map(|(_, &a)| a)
             .collect();
-        row_avg.insert(code.clone(), mean(&row));
-        row_transfer_avg.insert(code.clone(), mean(&others));
-        dev.insert(code.clone(), report.best_dev_accuracy.map(percent));
-        epochs.insert(code.clone(), report.best_epoch);
+        out.row_average.insert(code.clone(), mean(&row));
+        out.row_transfer_average.insert(code.clone(), mean(&others));
+        out.dev_accuracy
+            .insert(code.clone(), report.best_dev_accuracy.map(percent));
+        out.chosen_epoch.insert(code.clone(), report.best_epoch);
         if is_main {
-            main_score = mean(&others);
-            for t in &all_test {
-                let (acc, outcomes) = test_on(&model, t);
-                pivot_all.insert(t.clone(), acc);
+            out.main_score = mean(&others);
+            for t in all_test {
+                let (acc, outcomes) = test_on(&model, &cache[t]);
+                out.train_language_on_every_language.insert(t.clone(), acc);
                 // Cells of the matrix are recorded above already.
                 if !params.languages.contains(t) {
-                    groups.push(Group {
+                    out.groups.push(Group {
                         name: format!("{code}/{t}"),
                         weight: 0.0,
                         outcomes,
@@ -374,32 +453,14 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
                 }
             }
         }
-        matrix.push(row);
+        out.matrix.push(row);
     }
-    let n = params.languages.len() as f64;
-    let matrix_avg = matrix.iter().flatten().sum::<f64>() / (n * n);
-    let scores = MldocScores {
-        languages: params.languages.clone(),
-        folders: params
-            .languages
-            .iter()
-            .map(|c| folder_of(ctx, c, &folders))
-            .collect::<Result<Vec<_>, _>>()?,
-        matrix: MldocMatrix {
-            rows: "train language".into(),
-            columns: "test language".into(),
-            accuracy: matrix,
-            average: matrix_avg,
-        },
-        row_average: row_avg,
-        row_transfer_average: row_transfer_avg,
-        dev_accuracy: dev,
-        chosen_epoch: epochs,
-        train_language: params.train_language.clone(),
-        zero_shot_average: main_score,
-        train_language_on_every_language: pivot_all,
-    };
-    let notes = vec![
+    out
+}
+
+/// The result's notes: the stand-in dataset and how the main score is made.
+fn notes(params: &MldocParams) -> Vec<String> {
+    vec![
         "SIB-200 (7 topics, FLORES-200 sentences) stands in for MLDoc (4 Reuters genres): \
          the Reuters texts are licensed and absent. Numbers are not comparable to LASER Table 2."
             .to_string(),
@@ -411,15 +472,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             params.languages.len() - 1,
             params.languages.join(" ")
         ),
-    ];
-    Ok(Outcome {
-        main_metric: "accuracy".into(),
-        main_score,
-        scores: ctx.scores(&scores)?,
-        params: serde_json::to_value(&params).map_err(|e| ctx.error(e.to_string()))?,
-        notes,
-        items: Some(Items::mean_of(groups)),
-    })
+    ]
 }
 
 #[cfg(test)]

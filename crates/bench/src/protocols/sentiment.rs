@@ -250,112 +250,34 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     if targets.is_empty() {
         return Err(ctx.error("no target language besides the training language"));
     }
-    let spec = MlpSpec::laser(&p.hidden, p.activation, p.dropout);
-    let cfg = |tag: &str| TrainConfig {
-        lr: p.lr,
-        lr_decay: p.lr_decay,
-        batch_size: p.batch_size,
-        epochs: p.epochs,
-        selection: match p.selection {
-            SentimentSelection::Dev => Selection::BestOnDev {
-                ties: TieBreak::First,
-                tenacity: None,
-            },
-            SentimentSelection::Last => Selection::Last,
-        },
-        seed: sub_seed(ctx.seed, tag),
-        ..TrainConfig::default()
-    };
-    let fit = |data: &Data, tag: &str, dev: &Data| {
-        train(
-            &spec,
-            &cfg(tag),
-            &data.x,
-            &data.y,
-            2,
-            Some((&dev.x, &dev.y[..])),
-        )
-        .map_err(|e| ctx.error(e.to_string()))
-    };
-    // Test accuracy (%) and the group of per-review right/wrong flags it comes from.
-    let test_acc = |m: &Mlp, d: &Data, name: String, weight: f64| {
-        let predicted = m.predict(&d.x);
-        let acc = percent(crate::classify::accuracy(&predicted, &d.y));
-        let correct = predicted.iter().zip(&d.y).map(|(p, y)| p == y).collect();
-        let group = Group {
-            name,
-            weight,
-            outcomes: Outcomes::correct(correct),
-        };
-        (acc, group)
-    };
-    let load = |lang: &str| -> Result<(Data, Data, Data), BenchError> {
-        let s = cls_amazon::load(ctx.dataset_dir, lang)?;
-        let mut test = cls_amazon::binary(&s.test);
-        if p.eval_limit > 0 {
-            test.truncate(p.eval_limit);
-        }
-        Ok((
-            embed(ctx, &cls_amazon::binary(&s.train), &p)?,
-            embed(ctx, &cls_amazon::binary(&s.dev), &p)?,
-            embed(ctx, &test, &p)?,
-        ))
+    let fitter = Fitter {
+        ctx,
+        p: &p,
+        spec: MlpSpec::laser(&p.hidden, p.activation, p.dropout),
     };
 
-    let (src_train, src_dev, src_test) = load(&p.train_language)?;
-    let (model, report) = fit(&src_train, "sentiment/zero-shot", &src_dev)?;
+    let source = load_language(ctx, &p, &p.train_language)?;
+    let (model, report) = fitter.fit(&source.train, "sentiment/zero-shot", &source.dev)?;
     let mut zero_shot = BTreeMap::new();
     let mut few_shot = BTreeMap::new();
     let mut sum = 0.0;
     let mut groups = Vec::new();
     for t in &targets {
-        let (t_train, _, t_test) = load(t)?;
-        let (acc, group) = test_acc(&model, &t_test, format!("zero_shot/{t}"), 1.0);
+        let target = load_language(ctx, &p, t)?;
+        let (acc, group) = test_acc(&model, &target.test, format!("zero_shot/{t}"), 1.0);
         groups.push(group);
         sum += acc;
         zero_shot.insert(t.clone(), acc);
         if p.few_shot.is_empty() {
             continue;
         }
-        let mut order: Vec<usize> = (0..t_train.y.len()).collect();
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(sub_seed(
-            ctx.seed,
-            &format!("sentiment/sample/{t}"),
-        )));
-        let mut mixed = Vec::new();
-        let mut mono = Vec::new();
-        let mut rows = Vec::new();
-        for &f in &p.few_shot {
-            let n = ((f * order.len() as f64).round() as usize).clamp(1, order.len());
-            let idx = &order[..n];
-            rows.push(n);
-            let tag = format!("sentiment/few-shot/{t}/{f}");
-            let (m, _) = fit(&concat(Some(&src_train), &t_train, idx), &tag, &src_dev)?;
-            let (acc, group) = test_acc(&m, &t_test, format!("few_shot/{t}/{f}"), 0.0);
-            mixed.push(acc);
-            groups.push(group);
-            if p.monolingual {
-                let tag = format!("sentiment/monolingual/{t}/{f}");
-                let (m, _) = fit(&concat(None, &t_train, idx), &tag, &src_dev)?;
-                let (acc, group) = test_acc(&m, &t_test, format!("monolingual/{t}/{f}"), 0.0);
-                mono.push(acc);
-                groups.push(group);
-            }
-        }
-        few_shot.insert(
-            t.clone(),
-            FewShotLanguage {
-                target_train_reviews: rows,
-                few_shot: mixed,
-                zero_shot: acc,
-                monolingual: p.monolingual.then_some(mono),
-            },
-        );
+        let language = fitter.few_shot(&source, t, &target, acc, &mut groups)?;
+        few_shot.insert(t.clone(), language);
     }
     let main_score = sum / targets.len() as f64;
     let (source_acc, source_group) = test_acc(
         &model,
-        &src_test,
+        &source.test,
         format!("source/{}", p.train_language),
         0.0,
     );
@@ -367,7 +289,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         source_test_accuracy: source_acc,
         source_dev_accuracy: report.best_dev_accuracy.map(percent),
         source_best_epoch: report.best_epoch,
-        train_reviews: src_train.y.len(),
+        train_reviews: source.train.y.len(),
         few_shot: (!p.few_shot.is_empty()).then(|| FewShotScores {
             percent: p.few_shot.iter().map(|f| 100.0 * f).collect(),
             rows: format!(
@@ -377,6 +299,148 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             languages: few_shot,
         }),
     };
+    Ok(Outcome {
+        main_metric: "accuracy".into(),
+        main_score,
+        scores: ctx.scores(&scores)?,
+        params: serde_json::to_value(&p).map_err(|e| ctx.error(e.to_string()))?,
+        notes: notes(&p, &targets),
+        items: Some(Items::mean_of(groups)),
+    })
+}
+
+/// One language's embedded binary splits (the test split cut to `eval_limit` when set).
+struct Splits {
+    train: Data,
+    dev: Data,
+    test: Data,
+}
+
+/// Loads and embeds `lang`'s train, dev and test reviews.
+fn load_language(ctx: &Context, p: &SentimentParams, lang: &str) -> Result<Splits, BenchError> {
+    let s = cls_amazon::load(ctx.dataset_dir, lang)?;
+    let mut test = cls_amazon::binary(&s.test);
+    if p.eval_limit > 0 {
+        test.truncate(p.eval_limit);
+    }
+    Ok(Splits {
+        train: embed(ctx, &cls_amazon::binary(&s.train), p)?,
+        dev: embed(ctx, &cls_amazon::binary(&s.dev), p)?,
+        test: embed(ctx, &test, p)?,
+    })
+}
+
+/// Test accuracy (%) and the group of per-review right/wrong flags it comes from.
+fn test_acc(m: &Mlp, d: &Data, name: String, weight: f64) -> (f64, Group) {
+    let predicted = m.predict(&d.x);
+    let acc = percent(crate::classify::accuracy(&predicted, &d.y));
+    let correct = predicted.iter().zip(&d.y).map(|(p, y)| p == y).collect();
+    let group = Group {
+        name,
+        weight,
+        outcomes: Outcomes::correct(correct),
+    };
+    (acc, group)
+}
+
+/// Trains the protocol's classifiers: one spec and schedule, a seed per tag.
+struct Fitter<'a> {
+    ctx: &'a Context<'a>,
+    p: &'a SentimentParams,
+    spec: MlpSpec,
+}
+
+impl Fitter<'_> {
+    /// The training configuration of the classifier named `tag`.
+    fn config(&self, tag: &str) -> TrainConfig {
+        let p = self.p;
+        TrainConfig {
+            lr: p.lr,
+            lr_decay: p.lr_decay,
+            batch_size: p.batch_size,
+            epochs: p.epochs,
+            selection: match p.selection {
+                SentimentSelection::Dev => Selection::BestOnDev {
+                    ties: TieBreak::First,
+                    tenacity: None,
+                },
+                SentimentSelection::Last => Selection::Last,
+            },
+            seed: sub_seed(self.ctx.seed, tag),
+            ..TrainConfig::default()
+        }
+    }
+
+    /// A classifier trained on `data`, its epoch chosen on `dev`.
+    fn fit(
+        &self,
+        data: &Data,
+        tag: &str,
+        dev: &Data,
+    ) -> Result<(Mlp, crate::classify::TrainReport), BenchError> {
+        train(
+            &self.spec,
+            &self.config(tag),
+            &data.x,
+            &data.y,
+            2,
+            Some((&dev.x, &dev.y[..])),
+        )
+        .map_err(|e| self.ctx.error(e.to_string()))
+    }
+
+    /// Target language `t`'s few-shot row: for each fraction, a classifier on the source
+    /// data plus that share of `t`'s training reviews (and on the share alone when
+    /// `monolingual`), tested on `t`; their groups go to `groups`.
+    fn few_shot(
+        &self,
+        source: &Splits,
+        t: &str,
+        target: &Splits,
+        zero_shot: f64,
+        groups: &mut Vec<Group>,
+    ) -> Result<FewShotLanguage, BenchError> {
+        let p = self.p;
+        let mut order: Vec<usize> = (0..target.train.y.len()).collect();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(sub_seed(
+            self.ctx.seed,
+            &format!("sentiment/sample/{t}"),
+        )));
+        let mut mixed = Vec::new();
+        let mut mono = Vec::new();
+        let mut rows = Vec::new();
+        for &f in &p.few_shot {
+            let n = ((f * order.len() as f64).round() as usize).clamp(1, order.len());
+            let idx = &order[..n];
+            rows.push(n);
+            let tag = format!("sentiment/few-shot/{t}/{f}");
+            let (m, _) = self.fit(
+                &concat(Some(&source.train), &target.train, idx),
+                &tag,
+                &source.dev,
+            )?;
+            let (acc, group) = test_acc(&m, &target.test, format!("few_shot/{t}/{f}"), 0.0);
+            mixed.push(acc);
+            groups.push(group);
+            if p.monolingual {
+                let tag = format!("sentiment/monolingual/{t}/{f}");
+                let (m, _) = self.fit(&concat(None, &target.train, idx), &tag, &source.dev)?;
+                let (acc, group) = test_acc(&m, &target.test, format!("monolingual/{t}/{f}"), 0.0);
+                mono.push(acc);
+                groups.push(group);
+            }
+        }
+        Ok(FewShotLanguage {
+            target_train_reviews: rows,
+            few_shot: mixed,
+            zero_shot,
+            monolingual: p.monolingual.then_some(mono),
+        })
+    }
+}
+
+/// The result's notes: the stand-in dataset, the main score, a smoke run's cut.
+fn notes(p: &SentimentParams, targets: &[String]) -> Vec<String> {
     let mut notes = vec![
         "STAND-IN: MARC Amazon reviews (en/de/fr, stars 1-2 negative, 4-5 positive, 3 dropped; \
          review body only, 1,024 training reviews per language) replace Webis-CLS-10. Numbers \
@@ -394,14 +458,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
             p.eval_limit
         ));
     }
-    Ok(Outcome {
-        main_metric: "accuracy".into(),
-        main_score,
-        scores: ctx.scores(&scores)?,
-        params: serde_json::to_value(&p).map_err(|e| ctx.error(e.to_string()))?,
-        notes,
-        items: Some(Items::mean_of(groups)),
-    })
+    notes
 }
 
 #[cfg(test)]

@@ -382,27 +382,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         }
     }
 
-    // Every distinct sentence once, in order of first appearance.
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut unique: Vec<&str> = Vec::new();
-    let mut rows: Vec<Vec<(usize, usize)>> = Vec::with_capacity(plan.sets.len());
-    for s in &plan.sets {
-        let mut idx = Vec::with_capacity(s.pairs.len());
-        for p in &s.pairs {
-            let a = intern(&mut index, &mut unique, &p.sentence1);
-            let b = intern(&mut index, &mut unique, &p.sentence2);
-            idx.push((a, b));
-        }
-        rows.push(idx);
-    }
-    let emb = ctx.embed(&unique)?;
-    if emb.rows != unique.len() {
-        return Err(ctx.error(format!(
-            "the encoder returned {} rows for {} sentences",
-            emb.rows,
-            unique.len()
-        )));
-    }
+    let (rows, emb) = embed_unique(ctx, &plan.sets)?;
 
     let order = |cross: bool| -> Vec<&str> {
         plan.sets
@@ -417,17 +397,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     let mut cross_stats = Vec::new();
     let mut groups = Vec::with_capacity(plan.sets.len());
     for (s, idx) in plan.sets.iter().zip(&rows) {
-        let cos: Vec<f64> = idx
-            .iter()
-            .map(|&(a, b)| pair_cosine(emb.row(a), emb.row(b)))
-            .collect();
-        let ang: Vec<f64> = cos.iter().map(|&c| angular_similarity(c)).collect();
-        let gold: Vec<f64> = s.pairs.iter().map(|p| p.score).collect();
-        let st = SetStats {
-            n: gold.len(),
-            cosine: Corr::of(&cos, &gold),
-            angular: Corr::of(&ang, &gold),
-        };
+        let (st, group) = score_set(s, idx, &emb, &params, plan.aggregate);
         let (map, stats) = if s.cross {
             (&mut cross_sets, &mut cross_stats)
         } else {
@@ -435,31 +405,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         };
         map.insert(s.key.clone(), st.scores());
         stats.push(st);
-        // The set's weight in the headline: cross-lingual sets are aggregated apart.
-        let weight = match (s.cross, plan.aggregate) {
-            (true, _) => 0.0,
-            (false, Aggregate::Mean) => 1.0,
-            (false, Aggregate::WeightedMean) => gold.len() as f64,
-        };
-        groups.push(Group {
-            name: if s.cross {
-                format!("cross_lingual/{}", s.key)
-            } else {
-                s.key.clone()
-            },
-            weight,
-            outcomes: Outcomes::Scored {
-                correlation: match params.metric {
-                    Metric::Spearman => Correlation::Spearman,
-                    Metric::Pearson => Correlation::Pearson,
-                },
-                predicted: match params.similarity {
-                    Similarity::Cosine => cos,
-                    Similarity::Angular => ang,
-                },
-                gold,
-            },
-        });
+        groups.push(group);
     }
 
     let all = Aggregates::of(&main_stats);
@@ -488,21 +434,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         cross_lingual_all: cross.then(|| Aggregates::of(&cross_stats).scores(&cross_stats)),
     };
 
-    let mut notes = plan.notes;
-    if params.similarity == Similarity::Angular {
-        notes.push(
-            "headline on angular similarity 1 − arccos(cos)/π (multilingual USE §3.5); \
-             cosine scores are in `scores` too"
-                .into(),
-        );
-    }
-    if main_score.is_nan() {
-        notes.push(
-            "the headline correlation is undefined (NaN): the encoder gave every pair of some \
-             set the same similarity"
-                .into(),
-        );
-    }
+    let notes = notes(plan.notes, &params, main_score);
     let mut used = Map::new();
     used.insert("similarity".into(), json!(params.similarity.name()));
     used.insert("metric".into(), json!(params.metric.name()));
@@ -517,6 +449,100 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         notes,
         items: Some(Items::mean_of(groups)),
     })
+}
+/// Every distinct sentence of `sets` embedded once, in order of first appearance, and each
+/// set's pairs as row indices into those embeddings.
+fn embed_unique(
+    ctx: &Context,
+    sets: &[Set],
+) -> Result<(Vec<Vec<(usize, usize)>>, harness_embed::matrix::Matrix), BenchError> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut unique: Vec<&str> = Vec::new();
+    let mut rows: Vec<Vec<(usize, usize)>> = Vec::with_capacity(sets.len());
+    for s in sets {
+        let mut idx = Vec::with_capacity(s.pairs.len());
+        for p in &s.pairs {
+            let a = intern(&mut index, &mut unique, &p.sentence1);
+            let b = intern(&mut index, &mut unique, &p.sentence2);
+            idx.push((a, b));
+        }
+        rows.push(idx);
+    }
+    let emb = ctx.embed(&unique)?;
+    if emb.rows != unique.len() {
+        return Err(ctx.error(format!(
+            "the encoder returned {} rows for {} sentences",
+            emb.rows,
+            unique.len()
+        )));
+    }
+    Ok((rows, emb))
+}
+
+/// One set's correlations (cosine and angular) and its group of scored pairs, weighted for
+/// the headline by `aggregate` (cross-lingual sets weigh nothing: they are aggregated apart).
+fn score_set(
+    s: &Set,
+    idx: &[(usize, usize)],
+    emb: &harness_embed::matrix::Matrix,
+    params: &StsParams,
+    aggregate: Aggregate,
+) -> (SetStats, Group) {
+    let cos: Vec<f64> = idx
+        .iter()
+        .map(|&(a, b)| pair_cosine(emb.row(a), emb.row(b)))
+        .collect();
+    let ang: Vec<f64> = cos.iter().map(|&c| angular_similarity(c)).collect();
+    let gold: Vec<f64> = s.pairs.iter().map(|p| p.score).collect();
+    let st = SetStats {
+        n: gold.len(),
+        cosine: Corr::of(&cos, &gold),
+        angular: Corr::of(&ang, &gold),
+    };
+    let weight = match (s.cross, aggregate) {
+        (true, _) => 0.0,
+        (false, Aggregate::Mean) => 1.0,
+        (false, Aggregate::WeightedMean) => gold.len() as f64,
+    };
+    let group = Group {
+        name: if s.cross {
+            format!("cross_lingual/{}", s.key)
+        } else {
+            s.key.clone()
+        },
+        weight,
+        outcomes: Outcomes::Scored {
+            correlation: match params.metric {
+                Metric::Spearman => Correlation::Spearman,
+                Metric::Pearson => Correlation::Pearson,
+            },
+            predicted: match params.similarity {
+                Similarity::Cosine => cos,
+                Similarity::Angular => ang,
+            },
+            gold,
+        },
+    };
+    (st, group)
+}
+
+/// The plan's notes, and a note on the angular headline or an undefined one.
+fn notes(mut notes: Vec<String>, params: &StsParams, main_score: f64) -> Vec<String> {
+    if params.similarity == Similarity::Angular {
+        notes.push(
+            "headline on angular similarity 1 − arccos(cos)/π (multilingual USE §3.5); \
+             cosine scores are in `scores` too"
+                .into(),
+        );
+    }
+    if main_score.is_nan() {
+        notes.push(
+            "the headline correlation is undefined (NaN): the encoder gave every pair of some \
+             set the same similarity"
+                .into(),
+        );
+    }
+    notes
 }
 
 /// The cosine of two embeddings, exactly 1 when they are equal and clamped to [-1, 1].

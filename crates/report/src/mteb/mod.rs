@@ -268,31 +268,7 @@ pub fn export(
             fix: "give a run directory with results/ or a result directory".into(),
         })?;
     let mut notes = inputs.warnings.clone();
-    let mut skipped = Vec::new();
-    let mut contributions: Vec<(Contribution, &ResultFile)> = Vec::new();
-    for (bench, file) in &system.results {
-        match convert(file)? {
-            Mapping::Export(c) => {
-                notes.extend(c.left_out.iter().map(|l| format!("{bench}: {l}")));
-                contributions.push((c, file));
-            }
-            Mapping::Skip(reason) => skipped.push((bench.clone(), reason)),
-        }
-    }
-    if contributions.is_empty() {
-        return Err(ReportError::Input {
-            path: run_dir.to_path_buf(),
-            detail: format!(
-                "none of its results has an MTEB counterpart ({})",
-                skipped
-                    .iter()
-                    .map(|(b, r)| format!("{b}: {r}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            fix: "evaluate a benchmark MTEB has first (stsb-test, sts12…sts16, sts17, stsb-multi, tatoeba, flores200), e.g. `harness eval --encoder ENC --bench stsb-test,sts17 --out DIR`".into(),
-        });
-    }
+    let (contributions, skipped) = contributions_of(run_dir, system, &mut notes)?;
 
     let revision = revision(run_dir, contributions.iter().map(|(_, f)| *f))?;
     let model_name = match &opts.model_name {
@@ -309,26 +285,7 @@ pub fn export(
     let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
     let mut tasks = Vec::new();
     for (name, parts) in &by_task {
-        let mut seen: BTreeMap<(String, String), &str> = BTreeMap::new();
-        for (c, _) in parts.iter().map(|p| (&p.0, p.1)) {
-            for e in &c.entries {
-                if let Some(other) =
-                    seen.insert((e.split.clone(), e.hf_subset.clone()), &c.benchmark)
-                {
-                    return Err(ReportError::Input {
-                        path: run_dir.to_path_buf(),
-                        detail: format!(
-                            "benchmarks `{other}` and `{}` both give MTEB {name} {}/{}",
-                            c.benchmark, e.split, e.hf_subset
-                        ),
-                        fix: format!(
-                            "export from a directory that holds only one of them (copy the result files of one into a folder of their own, or move `{}.json` aside)",
-                            c.benchmark
-                        ),
-                    });
-                }
-            }
-        }
+        refuse_two_for_one_subset(run_dir, name, parts)?;
         let json = task_json(parts, run_dir);
         let mut main_scores: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
         for (c, _) in parts.iter().map(|p| (&p.0, p.1)) {
@@ -374,6 +331,69 @@ pub fn export(
         skipped,
         notes,
     })
+}
+
+/// Each result's MTEB counterpart (its left-out parts added to `notes`) and the results
+/// without one, with the reason; an error when none has one.
+#[allow(clippy::type_complexity)]
+fn contributions_of<'a>(
+    run_dir: &Path,
+    system: &'a SystemRuns,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<(Contribution, &'a ResultFile)>, Vec<(String, String)>), ReportError> {
+    let mut skipped = Vec::new();
+    let mut contributions: Vec<(Contribution, &ResultFile)> = Vec::new();
+    for (bench, file) in &system.results {
+        match convert(file)? {
+            Mapping::Export(c) => {
+                notes.extend(c.left_out.iter().map(|l| format!("{bench}: {l}")));
+                contributions.push((c, file));
+            }
+            Mapping::Skip(reason) => skipped.push((bench.clone(), reason)),
+        }
+    }
+    if contributions.is_empty() {
+        return Err(ReportError::Input {
+            path: run_dir.to_path_buf(),
+            detail: format!(
+                "none of its results has an MTEB counterpart ({})",
+                skipped
+                    .iter()
+                    .map(|(b, r)| format!("{b}: {r}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            fix: "evaluate a benchmark MTEB has first (stsb-test, sts12…sts16, sts17, stsb-multi, tatoeba, flores200), e.g. `harness eval --encoder ENC --bench stsb-test,sts17 --out DIR`".into(),
+        });
+    }
+    Ok((contributions, skipped))
+}
+
+/// Refuses two benchmarks giving MTEB task `name` the same (split, hf_subset).
+fn refuse_two_for_one_subset(
+    run_dir: &Path,
+    name: &str,
+    parts: &[&(Contribution, &ResultFile)],
+) -> Result<(), ReportError> {
+    let mut seen: BTreeMap<(String, String), &str> = BTreeMap::new();
+    for (c, _) in parts.iter().map(|p| (&p.0, p.1)) {
+        for e in &c.entries {
+            if let Some(other) = seen.insert((e.split.clone(), e.hf_subset.clone()), &c.benchmark) {
+                return Err(ReportError::Input {
+                    path: run_dir.to_path_buf(),
+                    detail: format!(
+                        "benchmarks `{other}` and `{}` both give MTEB {name} {}/{}",
+                        c.benchmark, e.split, e.hf_subset
+                    ),
+                    fix: format!(
+                        "export from a directory that holds only one of them (copy the result files of one into a folder of their own, or move `{}.json` aside)",
+                        c.benchmark
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A `/`-separated relative path as a path.
