@@ -5,7 +5,7 @@
 //! ablation — the paper's table from its spec, filled from the sweep's runs. Rendered by
 //! harness-report (Markdown, HTML, CSV, terminal) like every other report.
 
-use crate::grid::Direction;
+use crate::grid::{Direction, PaperTable};
 use crate::ledger::{Ledger, State};
 use crate::plan::Sweep;
 use harness_report::ablation::{self, AblationRow, Metric, Replicate};
@@ -244,6 +244,36 @@ pub fn render(
 ) -> Result<SweepReport, ReportError> {
     let metrics = metrics(sweep);
     let rows = rows(sweep, ledger);
+    let mut tables: Vec<RenderedTable> = vec![ablation_table(sweep, ledger, &rows, &metrics)];
+    let mut warnings = Vec::new();
+    let inputs = harness_report::runs::load_inputs(&provenance_inputs(sweep), known)?;
+    if let Some(paper) = &sweep.grid.file.paper {
+        tables.extend(paper_tables(sweep, paper, known, &mut warnings)?);
+    }
+    let report = harness_report::render::Report {
+        provenance: harness_report::provenance::collect(&inputs),
+        tables,
+        warnings: warnings.clone(),
+    };
+    let out_dir = sweep.dir.join("report");
+    let files = harness_report::render::write_all(&report, &out_dir, true)?;
+    let t = &report.tables[0];
+    Ok(SweepReport {
+        out_dir,
+        files,
+        terminal: harness_report::render::terminal(&report),
+        filled: t.filled,
+        measured: t.measured,
+        not_run: t.not_run,
+        failed: t.failed,
+        charts: report.tables.iter().map(|t| t.charts.len()).sum(),
+        warnings,
+    })
+}
+
+/// The notes of the ablation table: the grid and its size, the overrides every run gets,
+/// the grid's description, and the runs by state.
+fn notes(sweep: &Sweep, ledger: &Ledger) -> Vec<String> {
     let g = &sweep.grid;
     let mut notes = vec![format!(
         "Grid `{}`{} over recipe {}{}: {} configurations × {} seed(s) = {} runs; sweep directory {}.",
@@ -277,11 +307,23 @@ pub fn render(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    notes
+}
+
+/// The ablation table with its notes, its axis charts and the training curves of every run.
+fn ablation_table(
+    sweep: &Sweep,
+    ledger: &Ledger,
+    rows: &[AblationRow],
+    metrics: &[Metric],
+) -> RenderedTable {
+    let g = &sweep.grid;
+    let notes = notes(sweep, ledger);
     let title = format!("Sweep `{}` — ablation table", g.name);
-    let mut table = ablation::build(&format!("sweep-{}", g.name), &title, notes, &rows, &metrics);
+    let mut table = ablation::build(&format!("sweep-{}", g.name), &title, notes, rows, metrics);
     table.paper = format!("sweep {}", g.name);
     table.table = g.path.display().to_string();
-    table.charts = axis_charts(sweep, &rows, &metrics);
+    table.charts = axis_charts(sweep, rows, metrics);
     let trained: Vec<(String, PathBuf)> = sweep
         .points
         .iter()
@@ -295,10 +337,12 @@ pub fn render(
     ) {
         table.charts.push(c);
     }
-    let mut tables: Vec<RenderedTable> = vec![table];
-    let mut warnings = Vec::new();
-    // Inputs for provenance: every run with results, named by its point.
-    let with_results: Vec<PathBuf> = sweep
+    table
+}
+
+/// Inputs for provenance: every run with results, named by its point.
+fn provenance_inputs(sweep: &Sweep) -> Vec<PathBuf> {
+    sweep
         .points
         .iter()
         .filter(|p| has_results(&p.run_dir))
@@ -309,64 +353,54 @@ pub fn render(
                 p.run_dir.display()
             ))
         })
-        .collect();
-    let inputs = harness_report::runs::load_inputs(&with_results, known)?;
-    if let Some(paper) = &g.file.paper {
-        let specs = harness_report::spec::select(
-            harness_report::spec::load()?,
-            std::slice::from_ref(&paper.table),
-        )?;
-        // Each mapped configuration's first replicate with results fills the spec's system.
-        let mut named = Vec::new();
-        for (ci, c) in sweep.expansion.configs.iter().enumerate() {
-            let Some(system) = paper.systems.get(&c.alias) else {
-                continue;
-            };
-            if let Some(p) = sweep
-                .points
-                .iter()
-                .find(|p| p.point.config == ci && has_results(&p.run_dir))
-            {
-                named.push(PathBuf::from(format!("{system}={}", p.run_dir.display())));
-            }
-        }
-        for alias in paper.systems.keys() {
-            if !sweep.expansion.configs.iter().any(|c| &c.alias == alias) {
-                warnings.push(format!(
-                    "{}: paper.systems names `{alias}`, which is not a configuration of the grid (they are: {})",
-                    g.path.display(),
-                    sweep.expansion.configs.iter().map(|c| c.alias.as_str()).collect::<Vec<_>>().join(", ")
-                ));
-            }
-        }
-        let paper_inputs = harness_report::runs::load_inputs(&named, known)?;
-        for mut t in harness_report::table::build(&specs, &paper_inputs) {
-            t.notes.insert(
-                0,
-                format!("Filled from sweep `{}`: each row from the first seed of its configuration (the ablation table above has the mean ± std over seeds).", g.name),
-            );
-            tables.push(t);
+        .collect()
+}
+
+/// The paper's tables of this ablation (`paper:`), filled from the sweep's runs; a
+/// `paper.systems` alias that is no configuration of the grid is a warning.
+fn paper_tables(
+    sweep: &Sweep,
+    paper: &PaperTable,
+    known: &harness_recipe::Known,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<RenderedTable>, ReportError> {
+    let g = &sweep.grid;
+    let specs = harness_report::spec::select(
+        harness_report::spec::load()?,
+        std::slice::from_ref(&paper.table),
+    )?;
+    // Each mapped configuration's first replicate with results fills the spec's system.
+    let mut named = Vec::new();
+    for (ci, c) in sweep.expansion.configs.iter().enumerate() {
+        let Some(system) = paper.systems.get(&c.alias) else {
+            continue;
+        };
+        if let Some(p) = sweep
+            .points
+            .iter()
+            .find(|p| p.point.config == ci && has_results(&p.run_dir))
+        {
+            named.push(PathBuf::from(format!("{system}={}", p.run_dir.display())));
         }
     }
-    let report = harness_report::render::Report {
-        provenance: harness_report::provenance::collect(&inputs),
-        tables,
-        warnings: warnings.clone(),
-    };
-    let out_dir = sweep.dir.join("report");
-    let files = harness_report::render::write_all(&report, &out_dir, true)?;
-    let t = &report.tables[0];
-    Ok(SweepReport {
-        out_dir,
-        files,
-        terminal: harness_report::render::terminal(&report),
-        filled: t.filled,
-        measured: t.measured,
-        not_run: t.not_run,
-        failed: t.failed,
-        charts: report.tables.iter().map(|t| t.charts.len()).sum(),
-        warnings,
-    })
+    for alias in paper.systems.keys() {
+        if !sweep.expansion.configs.iter().any(|c| &c.alias == alias) {
+            warnings.push(format!(
+                "{}: paper.systems names `{alias}`, which is not a configuration of the grid (they are: {})",
+                g.path.display(),
+                sweep.expansion.configs.iter().map(|c| c.alias.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let paper_inputs = harness_report::runs::load_inputs(&named, known)?;
+    let mut tables = harness_report::table::build(&specs, &paper_inputs);
+    for t in &mut tables {
+        t.notes.insert(
+            0,
+            format!("Filled from sweep `{}`: each row from the first seed of its configuration (the ablation table above has the mean ± std over seeds).", g.name),
+        );
+    }
+    Ok(tables)
 }
 
 fn has_results(run_dir: &std::path::Path) -> bool {
