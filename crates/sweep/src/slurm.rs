@@ -276,48 +276,56 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
 }
 
 /// The paths the scripts name, made absolute, as the UTF-8 text they are spelled with.
-struct ScriptPaths {
+pub(crate) struct ScriptPaths {
     /// The output directory.
-    out: PathBuf,
-    out_s: String,
-    workdir_s: String,
-    harness_s: String,
+    pub(crate) out: PathBuf,
+    pub(crate) out_s: String,
+    pub(crate) workdir_s: String,
+    pub(crate) harness_s: String,
 }
 
 impl ScriptPaths {
+    /// Makes `out` and `workdir` absolute, and `harness` when it is a path (a bare name is
+    /// left to the nodes' `PATH`), refusing a path that is not UTF-8.
+    pub(crate) fn new(
+        out: &Path,
+        workdir: &Path,
+        harness: &Path,
+    ) -> Result<ScriptPaths, SlurmError> {
+        let out = absolute(out)?;
+        let workdir = absolute(workdir)?;
+        let harness = if harness.components().count() > 1 {
+            absolute(harness)?
+        } else {
+            harness.to_path_buf()
+        };
+        Ok(ScriptPaths {
+            out_s: utf8("out", &out)?.to_string(),
+            workdir_s: utf8("workdir", &workdir)?.to_string(),
+            harness_s: utf8("harness", &harness)?.to_string(),
+            out,
+        })
+    }
+
     /// Resolves `req.out`, `req.workdir` and `req.harness`, refusing what a script cannot
     /// spell.
     fn resolve(req: &EmitRequest) -> Result<ScriptPaths, SlurmError> {
-        let out = absolute(req.out)?;
-        let workdir = absolute(req.workdir)?;
-        let harness = if req.harness.components().count() > 1 {
-            absolute(req.harness)?
-        } else {
-            req.harness.to_path_buf()
-        };
-        let out_s = utf8("out", &out)?.to_string();
-        let workdir_s = utf8("workdir", &workdir)?.to_string();
-        let harness_s = utf8("harness", &harness)?.to_string();
+        let paths = ScriptPaths::new(req.out, req.workdir, req.harness)?;
         // Slurm reads `--output` as a filename pattern: `%` must be doubled, and a backslash
         // would turn every pattern off (the logs would collide in one `%A_%a.out`).
-        if out_s.contains('\\') || out_s.contains('\n') {
+        if paths.out_s.contains('\\') || paths.out_s.contains('\n') {
             return Err(SlurmError::Value {
                 field: "out",
-                value: out_s,
+                value: paths.out_s,
                 detail: "Slurm's --output pattern cannot express a backslash or newline".into(),
                 fix: "write the Slurm scripts to a directory without them".into(),
             });
         }
-        Ok(ScriptPaths {
-            out,
-            out_s,
-            workdir_s,
-            harness_s,
-        })
+        Ok(paths)
     }
 
     /// The `--output` pattern of log `file` in `logs/` (the directory's `%` doubled).
-    fn logs_pattern(&self, file: &str) -> String {
+    pub(crate) fn logs_pattern(&self, file: &str) -> String {
         format!("{}/logs/{file}", self.out_s.replace('%', "%%"))
     }
 }
@@ -622,7 +630,7 @@ fn resources(s: &mut String, opts: &SlurmOptions, task: bool) {
 }
 
 /// Appends `#SBATCH --key=value`, quoting the value the way sbatch's script parser reads it.
-fn sbatch(s: &mut String, key: &str, value: &str) {
+pub(crate) fn sbatch(s: &mut String, key: &str, value: &str) {
     s.push_str(&format!("#SBATCH --{key}={}\n", sbatch_quote(value)));
 }
 
@@ -762,7 +770,7 @@ pub(crate) fn utf8<'p>(field: &'static str, p: &'p Path) -> Result<&'p str, Slur
     })
 }
 
-fn make_executable(path: &Path) -> Result<(), SlurmError> {
+pub(crate) fn make_executable(path: &Path) -> Result<(), SlurmError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
