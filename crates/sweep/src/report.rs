@@ -5,10 +5,10 @@
 //! ablation — the paper's table from its spec, filled from the sweep's runs. Rendered by
 //! harness-report (Markdown, HTML, CSV, terminal) like every other report.
 
-use crate::grid::{Direction, PaperTable};
+use crate::grid::{Config, Direction, PaperTable};
 use crate::ledger::{Ledger, State};
 use crate::plan::Sweep;
-use harness_report::ablation::{self, AblationRow, Metric, Replicate};
+use harness_report::ablation::{self, AblationRow, Metric, Replicate, Stats};
 use harness_report::charts::{self, LineSeries, Series};
 use harness_report::spec::Better;
 use harness_report::table::{Chart, RenderedTable};
@@ -129,108 +129,151 @@ fn number(v: &Value) -> Option<f64> {
 /// A line chart per numeric axis and metric: x the axis value, y the mean over seeds with
 /// ± std bars, one line per combination of the other axes' values.
 fn axis_charts(sweep: &Sweep, rows: &[AblationRow], metrics: &[Metric]) -> Vec<Chart> {
-    let configs = &sweep.expansion.configs;
     let mut out = Vec::new();
     for (key, short) in &sweep.expansion.axes {
-        let xs: Vec<Option<f64>> = configs
-            .iter()
-            .map(|c| {
-                c.assignment
-                    .iter()
-                    .find(|(k, _)| k == key)
-                    .and_then(|(_, v)| number(v))
-            })
-            .collect();
-        let present = configs
-            .iter()
-            .filter(|c| c.assignment.iter().any(|(k, _)| k == key))
-            .count();
-        let mut distinct: Vec<f64> = xs.iter().flatten().copied().collect();
-        distinct.sort_by(f64::total_cmp);
-        distinct.dedup();
-        if distinct.len() < 2 || xs.iter().flatten().count() != present {
+        let Some(xs) = numeric_xs(&sweep.expansion.configs, key) else {
             continue; // not numeric, or a single value: nothing to draw a line through
-        }
+        };
         for (mi, m) in metrics.iter().enumerate() {
             let st = ablation::column_stats(rows, m);
-            let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
-            for (ci, c) in configs.iter().enumerate() {
-                let (Some(x), Some(s)) = (xs[ci], st[ci].1) else {
-                    continue;
-                };
-                let rest: Vec<String> = c
-                    .assignment
-                    .iter()
-                    .filter(|(k, _)| k != key)
-                    .map(|(k, v)| {
-                        let short = sweep
-                            .expansion
-                            .axes
-                            .iter()
-                            .find(|(a, _)| a == k)
-                            .map_or(k.as_str(), |(_, s)| s.as_str());
-                        format!("{short}={}", crate::grid::value_text(v))
-                    })
-                    .collect();
-                let label = if rest.is_empty() {
-                    m.label.clone()
-                } else {
-                    rest.join(" ")
-                };
-                match groups.iter_mut().find(|(l, _)| *l == label) {
-                    Some((_, pts)) => pts.push((x, s.mean, s.std)),
-                    None => groups.push((label, vec![(x, s.mean, s.std)])),
-                }
-            }
+            let groups = line_groups(sweep, key, &xs, m, &st);
             if groups.is_empty() {
                 continue;
             }
-            for g in &mut groups {
-                g.1.sort_by(|a, b| a.0.total_cmp(&b.0));
-            }
-            let series: Vec<LineSeries> = groups
-                .into_iter()
-                .map(|(label, points)| LineSeries { label, points })
-                .collect();
-            let id = format!(
-                "sweep-{}-{}-{mi}",
-                sweep.grid.name,
-                harness_core::rundir::safe_name(short)
-            );
-            let title = format!("{} over {short} (mean ± std over seeds)", m.label);
-            out.push(Chart {
-                svg: charts::lines(&id, &title, short, &m.label, &series),
-                id,
-                title,
-            });
+            out.push(line_chart(sweep, short, mi, m, groups));
         }
     }
     if out.is_empty() {
         // No numeric axis: one bar chart per metric over the configurations.
-        let categories: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
-        for (mi, m) in metrics.iter().enumerate() {
-            let values = ablation::column_stats(rows, m)
-                .into_iter()
-                .map(|(_, s)| s.map(|s| s.mean))
-                .collect();
-            let id = format!("sweep-{}-bars-{mi}", sweep.grid.name);
-            let title = format!("{} per configuration (mean over seeds)", m.label);
-            out.push(Chart {
-                svg: charts::bars(
-                    &id,
-                    &title,
-                    &m.label,
-                    &categories,
-                    &[Series {
-                        label: "mean".into(),
-                        values,
-                        published: false,
-                    }],
-                ),
-                id,
-                title,
-            });
+        out = bar_charts(sweep, rows, metrics);
+    }
+    out
+}
+
+/// Each configuration's value of axis `key` as a number; `None` when the axis is not
+/// numeric or takes a single value.
+fn numeric_xs(configs: &[Config], key: &str) -> Option<Vec<Option<f64>>> {
+    let xs: Vec<Option<f64>> = configs
+        .iter()
+        .map(|c| {
+            c.assignment
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| number(v))
+        })
+        .collect();
+    let present = configs
+        .iter()
+        .filter(|c| c.assignment.iter().any(|(k, _)| k == key))
+        .count();
+    let mut distinct: Vec<f64> = xs.iter().flatten().copied().collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if distinct.len() < 2 || xs.iter().flatten().count() != present {
+        return None;
+    }
+    Some(xs)
+}
+
+/// The lines of metric `m` over axis `key` (x values `xs`, column stats `st`): one per
+/// combination of the other axes' values, labelled by it, points sorted by x.
+fn line_groups(
+    sweep: &Sweep,
+    key: &str,
+    xs: &[Option<f64>],
+    m: &Metric,
+    st: &[(String, Option<Stats>)],
+) -> Vec<(String, Vec<Point>)> {
+    let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
+    for (ci, c) in sweep.expansion.configs.iter().enumerate() {
+        let (Some(x), Some(s)) = (xs[ci], st[ci].1) else {
+            continue;
+        };
+        let rest = other_axes(sweep, c, key);
+        let label = if rest.is_empty() {
+            m.label.clone()
+        } else {
+            rest.join(" ")
+        };
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, pts)) => pts.push((x, s.mean, s.std)),
+            None => groups.push((label, vec![(x, s.mean, s.std)])),
         }
+    }
+    for g in &mut groups {
+        g.1.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    groups
+}
+
+/// `short=value` of each axis of `c` but `key`.
+fn other_axes(sweep: &Sweep, c: &Config, key: &str) -> Vec<String> {
+    c.assignment
+        .iter()
+        .filter(|(k, _)| k != key)
+        .map(|(k, v)| {
+            let short = sweep
+                .expansion
+                .axes
+                .iter()
+                .find(|(a, _)| a == k)
+                .map_or(k.as_str(), |(_, s)| s.as_str());
+            format!("{short}={}", crate::grid::value_text(v))
+        })
+        .collect()
+}
+
+/// The line chart of metric `m` (the `mi`th) over the axis named `short`.
+fn line_chart(
+    sweep: &Sweep,
+    short: &str,
+    mi: usize,
+    m: &Metric,
+    groups: Vec<(String, Vec<Point>)>,
+) -> Chart {
+    let series: Vec<LineSeries> = groups
+        .into_iter()
+        .map(|(label, points)| LineSeries { label, points })
+        .collect();
+    let id = format!(
+        "sweep-{}-{}-{mi}",
+        sweep.grid.name,
+        harness_core::rundir::safe_name(short)
+    );
+    let title = format!("{} over {short} (mean ± std over seeds)", m.label);
+    Chart {
+        svg: charts::lines(&id, &title, short, &m.label, &series),
+        id,
+        title,
+    }
+}
+
+/// One bar chart per metric over the configurations (mean over seeds).
+fn bar_charts(sweep: &Sweep, rows: &[AblationRow], metrics: &[Metric]) -> Vec<Chart> {
+    let categories: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    let mut out = Vec::new();
+    for (mi, m) in metrics.iter().enumerate() {
+        let values = ablation::column_stats(rows, m)
+            .into_iter()
+            .map(|(_, s)| s.map(|s| s.mean))
+            .collect();
+        let id = format!("sweep-{}-bars-{mi}", sweep.grid.name);
+        let title = format!("{} per configuration (mean over seeds)", m.label);
+        out.push(Chart {
+            svg: charts::bars(
+                &id,
+                &title,
+                &m.label,
+                &categories,
+                &[Series {
+                    label: "mean".into(),
+                    values,
+                    published: false,
+                }],
+            ),
+            id,
+            title,
+        });
     }
     out
 }
