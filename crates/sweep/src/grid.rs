@@ -399,52 +399,78 @@ impl Grid {
     /// Structural checks that need no recipe: string keys, lists of values, zip lengths,
     /// exclude and baseline keys that are axes, seeds distinct, metrics named.
     fn check_shape(&self) -> Vec<Problem> {
-        let f = &self.file;
         let mut out = Vec::new();
-        let mut axis_keys: Vec<String> = Vec::new();
-        let seen = |k: &str, at: &[Seg], out: &mut Vec<Problem>, axis_keys: &mut Vec<String>| {
-            if axis_keys.iter().any(|a| a == k) {
-                out.push(self.problem(at, format!("`{k}` is varied twice (an axis, a zip group or one_at_a_time). Fix: name each key once")));
-            }
-            axis_keys.push(k.to_string());
-        };
-        let list_of =
-            |section: &str, m: &Mapping, out: &mut Vec<Problem>| -> Vec<(String, usize)> {
-                let mut keys = Vec::new();
-                for (k, v) in m {
-                    let Some(k) = k.as_str() else {
-                        out.push(self.problem(
-                            &[key(section)],
-                            format!(
-                                "a key of `{section}` is {}, not a dotted recipe key",
-                                de::describe(k)
-                            ),
-                        ));
-                        continue;
-                    };
-                    match v {
-                        Value::Sequence(s) if !s.is_empty() => keys.push((k.to_string(), s.len())),
-                        Value::Sequence(_) => out.push(self.problem(
-                            &[key(section), key(k)],
-                            "the list of values is empty. Fix: give at least one value",
-                        )),
-                        other => out.push(self.problem(
-                            &[key(section), key(k)],
-                            format!(
-                                "expected a list of values (`{k}: [1, 3, 5]`), found {}",
-                                de::describe(other)
-                            ),
-                        )),
-                    }
-                }
-                keys
+        let (product_keys, axis_keys) = self.check_varied(&mut out);
+        self.check_product_refs(&product_keys, &mut out);
+        self.check_set(&axis_keys, &mut out);
+        self.check_seeds_metrics_paper(&axis_keys, &mut out);
+        out
+    }
+
+    /// Records `k` as varied, refusing a key varied twice.
+    fn note_varied(
+        &self,
+        k: &str,
+        at: &[Seg],
+        out: &mut Vec<Problem>,
+        axis_keys: &mut Vec<String>,
+    ) {
+        if axis_keys.iter().any(|a| a == k) {
+            out.push(self.problem(at, format!("`{k}` is varied twice (an axis, a zip group or one_at_a_time). Fix: name each key once")));
+        }
+        axis_keys.push(k.to_string());
+    }
+
+    /// The keys of a section of value lists (`axes`, a zip group, `one_at_a_time`), each with
+    /// its number of values; a key that is no string or whose value is no non-empty list is
+    /// a problem instead.
+    fn value_lists(
+        &self,
+        section: &str,
+        m: &Mapping,
+        out: &mut Vec<Problem>,
+    ) -> Vec<(String, usize)> {
+        let mut keys = Vec::new();
+        for (k, v) in m {
+            let Some(k) = k.as_str() else {
+                out.push(self.problem(
+                    &[key(section)],
+                    format!(
+                        "a key of `{section}` is {}, not a dotted recipe key",
+                        de::describe(k)
+                    ),
+                ));
+                continue;
             };
-        for (k, _) in list_of("axes", &f.axes, &mut out) {
-            seen(&k, &[key("axes"), key(&k)], &mut out, &mut axis_keys);
+            match v {
+                Value::Sequence(s) if !s.is_empty() => keys.push((k.to_string(), s.len())),
+                Value::Sequence(_) => out.push(self.problem(
+                    &[key(section), key(k)],
+                    "the list of values is empty. Fix: give at least one value",
+                )),
+                other => out.push(self.problem(
+                    &[key(section), key(k)],
+                    format!(
+                        "expected a list of values (`{k}: [1, 3, 5]`), found {}",
+                        de::describe(other)
+                    ),
+                )),
+            }
+        }
+        keys
+    }
+
+    /// Checks `axes`, `zip` and `one_at_a_time`; returns the product's keys (axes and zip
+    /// groups) and every varied key.
+    fn check_varied(&self, out: &mut Vec<Problem>) -> (Vec<String>, Vec<String>) {
+        let f = &self.file;
+        let mut axis_keys: Vec<String> = Vec::new();
+        for (k, _) in self.value_lists("axes", &f.axes, out) {
+            self.note_varied(&k, &[key("axes"), key(&k)], out, &mut axis_keys);
         }
         for (i, group) in f.zip.iter().enumerate() {
             let section = format!("zip[{i}]");
-            let keys = list_of(&section, group, &mut out);
+            let keys = self.value_lists(&section, group, out);
             let at = [key("zip"), Seg::Index(i)];
             if keys.len() < 2 {
                 out.push(self.problem(&at, "a zip group moves two or more keys together. Fix: put a single key under `axes:`"));
@@ -457,23 +483,24 @@ impl Grid {
                 }
             }
             for (k, _) in keys {
-                seen(
+                self.note_varied(
                     &k,
                     &[key("zip"), Seg::Index(i), key(&k)],
-                    &mut out,
+                    out,
                     &mut axis_keys,
                 );
             }
         }
         let product_keys = axis_keys.clone();
-        for (k, _) in list_of("one_at_a_time", &f.one_at_a_time, &mut out) {
-            seen(
-                &k,
-                &[key("one_at_a_time"), key(&k)],
-                &mut out,
-                &mut axis_keys,
-            );
+        for (k, _) in self.value_lists("one_at_a_time", &f.one_at_a_time, out) {
+            self.note_varied(&k, &[key("one_at_a_time"), key(&k)], out, &mut axis_keys);
         }
+        (product_keys, axis_keys)
+    }
+
+    /// Checks that `exclude` and `baseline` name only keys of the product.
+    fn check_product_refs(&self, product_keys: &[String], out: &mut Vec<Problem>) {
+        let f = &self.file;
         for (i, ex) in f.exclude.iter().enumerate() {
             if ex.is_empty() {
                 out.push(self.problem(
@@ -500,6 +527,11 @@ impl Grid {
                 });
             }
         }
+    }
+
+    /// Checks that `set` fixes no varied key (nor `seed` beside `seeds:`).
+    fn check_set(&self, axis_keys: &[String], out: &mut Vec<Problem>) {
+        let f = &self.file;
         for (k, _) in &f.set {
             if let Some(k) = k.as_str() {
                 if axis_keys.iter().any(|a| a == k) {
@@ -515,6 +547,12 @@ impl Grid {
                 out.push(self.problem(&[key("set")], "a key of `set` is not a dotted recipe key"));
             }
         }
+    }
+
+    /// Checks that `seed` is no axis, the seeds are distinct, and metrics and the paper
+    /// table are named.
+    fn check_seeds_metrics_paper(&self, axis_keys: &[String], out: &mut Vec<Problem>) {
+        let f = &self.file;
         if axis_keys.iter().any(|k| k == "seed") {
             out.push(self.problem(&[key("seeds")], "`seed` is varied as an axis. Fix: use `seeds: [1, 2, 3]`, the replicate axis the table aggregates over"));
         }
@@ -540,7 +578,6 @@ impl Grid {
                 out.push(self.problem(&[key("paper"), key("table")], "empty table name"));
             }
         }
-        out
     }
 
     fn short(&self, k: &str, all: &[String]) -> String {
@@ -562,8 +599,28 @@ impl Grid {
 
     /// Expands the grid into rows and points (pure: no recipe is read).
     pub fn expand(&self) -> Result<Expansion, Vec<Problem>> {
+        let axes = self.product_axes();
+        let mut assignments = self.product(&axes)?;
+        let baseline_index = self.baseline_index(&assignments)?;
+        self.add_one_at_a_time(&mut assignments, baseline_index);
+        let shorts = self.short_names(&assignments);
+        let configs = configs(&assignments, &shorts, baseline_index);
+        let points = self.points(&configs)?;
+        let clashes = self.name_clashes(&configs, &points);
+        if !clashes.is_empty() {
+            return Err(clashes);
+        }
+        Ok(Expansion {
+            configs,
+            points,
+            axes: shorts,
+        })
+    }
+
+    /// Product axes in file order: each `axes` key, then each zip group, as the list of
+    /// assignments each value (or zipped row of values) makes.
+    fn product_axes(&self) -> Vec<Vec<Assignment>> {
         let f = &self.file;
-        // Product axes in file order: each `axes` key, then each zip group.
         let mut axes: Vec<Vec<Assignment>> = Vec::new();
         for (k, v) in &f.axes {
             let (Some(k), Value::Sequence(vals)) = (k.as_str(), v) else {
@@ -591,20 +648,28 @@ impl Grid {
                     .collect(),
             );
         }
-        let too_many = |what: &str, at: &str| {
-            vec![self.problem(
-                &[key(at)],
-                format!("{what} more than {MAX_POINTS} points, the most a grid may have. Fix: split the sweep into several grids, or vary fewer values at once"),
-            )]
-        };
+        axes
+    }
+
+    /// The problem of a grid past [`MAX_POINTS`]: `what` more, at key `at`.
+    fn too_many(&self, what: &str, at: &str) -> Vec<Problem> {
+        vec![self.problem(
+            &[key(at)],
+            format!("{what} more than {MAX_POINTS} points, the most a grid may have. Fix: split the sweep into several grids, or vary fewer values at once"),
+        )]
+    }
+
+    /// The product of `axes` (the last varying fastest) less the excluded combinations;
+    /// refused when it is too large or nothing is left.
+    fn product(&self, axes: &[Vec<Assignment>]) -> Result<Vec<Assignment>, Vec<Problem>> {
         let n_product = axes
             .iter()
             .try_fold(1usize, |n, axis| n.checked_mul(axis.len()));
         if n_product.is_none_or(|n| n > MAX_POINTS) {
-            return Err(too_many("the axes and zip groups multiply to", "axes"));
+            return Err(self.too_many("the axes and zip groups multiply to", "axes"));
         }
         let mut product: Vec<Assignment> = vec![Vec::new()];
-        for axis in &axes {
+        for axis in axes {
             let mut next = Vec::with_capacity(product.len() * axis.len());
             for p in &product {
                 for values in axis {
@@ -615,58 +680,50 @@ impl Grid {
             }
             product = next;
         }
-        let excluded = |a: &Assignment| {
-            f.exclude.iter().any(|ex| {
-                ex.iter().all(|(k, v)| {
-                    a.iter()
-                        .any(|(ak, av)| Some(ak.as_str()) == k.as_str() && same_value(av, v))
-                })
-            })
-        };
-        product.retain(|a| !excluded(a));
+        product.retain(|a| !self.file.exclude.iter().any(|ex| assigns(a, ex)));
         if product.is_empty() {
             return Err(vec![self.problem(
                 &[key("exclude")],
                 "the exclusions leave no point of the product. Fix: exclude fewer combinations",
             )]);
         }
-        let baseline_index = if f.baseline.is_empty() {
-            0
-        } else {
-            let matches: Vec<usize> = product
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| {
-                    f.baseline.iter().all(|(k, v)| {
-                        a.iter()
-                            .any(|(ak, av)| Some(ak.as_str()) == k.as_str() && same_value(av, v))
-                    })
-                })
-                .map(|(i, _)| i)
-                .collect();
-            match matches.as_slice() {
-                [i] => *i,
-                [] => {
-                    return Err(vec![self.problem(
-                        &[key("baseline")],
-                        "no point of the grid has these values (or it is excluded). Fix: name values the axes list",
-                    )])
-                }
-                _ => {
-                    return Err(vec![self.problem(
-                        &[key("baseline")],
-                        format!(
-                            "{} points have these values. Fix: give a value for every axis so that one point matches",
-                            matches.len()
-                        ),
-                    )])
-                }
-            }
-        };
-        let mut assignments: Vec<Assignment> = product;
-        // One at a time: each value applied alone to the baseline point.
+        Ok(product)
+    }
+
+    /// Index in `product` of the point `baseline:` names (the first when it names none);
+    /// refused unless exactly one point matches.
+    fn baseline_index(&self, product: &[Assignment]) -> Result<usize, Vec<Problem>> {
+        let f = &self.file;
+        if f.baseline.is_empty() {
+            return Ok(0);
+        }
+        let matches: Vec<usize> = product
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| assigns(a, &f.baseline))
+            .map(|(i, _)| i)
+            .collect();
+        match matches.as_slice() {
+            [i] => Ok(*i),
+            [] => Err(vec![self.problem(
+                &[key("baseline")],
+                "no point of the grid has these values (or it is excluded). Fix: name values the axes list",
+            )]),
+            _ => Err(vec![self.problem(
+                &[key("baseline")],
+                format!(
+                    "{} points have these values. Fix: give a value for every axis so that one point matches",
+                    matches.len()
+                ),
+            )]),
+        }
+    }
+
+    /// One at a time: each value applied alone to the baseline point, appended unless
+    /// the product already has that assignment.
+    fn add_one_at_a_time(&self, assignments: &mut Vec<Assignment>, baseline_index: usize) {
         let base = assignments[baseline_index].clone();
-        for (k, v) in &f.one_at_a_time {
+        for (k, v) in &self.file.one_at_a_time {
             let (Some(k), Value::Sequence(vals)) = (k.as_str(), v) else {
                 continue;
             };
@@ -678,41 +735,28 @@ impl Grid {
                 }
             }
         }
+    }
+
+    /// Every key the assignments set, in order of first use, with its short name.
+    fn short_names(&self, assignments: &[Assignment]) -> Vec<(String, String)> {
         let mut all_keys: Vec<String> = Vec::new();
-        for a in &assignments {
+        for a in assignments {
             for (k, _) in a {
                 if !all_keys.contains(k) {
                     all_keys.push(k.clone());
                 }
             }
         }
-        let shorts: Vec<(String, String)> = all_keys
+        all_keys
             .iter()
             .map(|k| (k.clone(), self.short(k, &all_keys)))
-            .collect();
-        let short_of = |k: &str| {
-            shorts
-                .iter()
-                .find(|(a, _)| a == k)
-                .map(|(_, s)| s.clone())
-                .unwrap_or_else(|| k.to_string())
-        };
-        let configs: Vec<Config> = assignments
-            .iter()
-            .enumerate()
-            .map(|(i, a)| Config {
-                alias: if a.is_empty() {
-                    "baseline".to_string()
-                } else {
-                    a.iter()
-                        .map(|(k, v)| format!("{}={}", short_of(k), value_text(v)))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                },
-                assignment: a.clone(),
-                is_baseline: i == baseline_index,
-            })
-            .collect();
+            .collect()
+    }
+
+    /// Every configuration once per seed (once with the recipe's seed when `seeds:` is
+    /// empty), with its `--set` arguments: the fixed ones, the axis values, the seed.
+    fn points(&self, configs: &[Config]) -> Result<Vec<Point>, Vec<Problem>> {
+        let f = &self.file;
         let mut fixed: Vec<String> = Vec::new();
         for (k, v) in &f.set {
             if let Some(k) = k.as_str() {
@@ -725,7 +769,7 @@ impl Grid {
             f.seeds.iter().copied().map(Some).collect()
         };
         if configs.len().saturating_mul(seeds.len()) > MAX_POINTS {
-            return Err(too_many("its configurations times its seeds make", "seeds"));
+            return Err(self.too_many("its configurations times its seeds make", "seeds"));
         }
         let mut points = Vec::new();
         for (ci, c) in configs.iter().enumerate() {
@@ -749,15 +793,7 @@ impl Grid {
                 });
             }
         }
-        let clashes = self.name_clashes(&configs, &points);
-        if !clashes.is_empty() {
-            return Err(clashes);
-        }
-        Ok(Expansion {
-            configs,
-            points,
-            axes: shorts,
-        })
+        Ok(points)
     }
 
     /// Points whose aliases make one file name ([`link_name`]: `a/b` and `a_b`
@@ -856,6 +892,47 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         _ => a == b,
     }
+}
+
+/// One table row per assignment, its alias made of the keys' short names (`baseline` for
+/// the empty assignment).
+fn configs(
+    assignments: &[Assignment],
+    shorts: &[(String, String)],
+    baseline_index: usize,
+) -> Vec<Config> {
+    let short_of = |k: &str| {
+        shorts
+            .iter()
+            .find(|(a, _)| a == k)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| k.to_string())
+    };
+    assignments
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Config {
+            alias: if a.is_empty() {
+                "baseline".to_string()
+            } else {
+                a.iter()
+                    .map(|(k, v)| format!("{}={}", short_of(k), value_text(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+            assignment: a.clone(),
+            is_baseline: i == baseline_index,
+        })
+        .collect()
+}
+
+/// Whether assignment `a` gives every key of `m` its value (an `exclude:` entry, the
+/// `baseline:`).
+fn assigns(a: &Assignment, m: &Mapping) -> bool {
+    m.iter().all(|(k, v)| {
+        a.iter()
+            .any(|(ak, av)| Some(ak.as_str()) == k.as_str() && same_value(av, v))
+    })
 }
 
 fn same_assignment(a: &Assignment, b: &Assignment) -> bool {

@@ -4,6 +4,7 @@
 //! the same command, so a point with all its results there is done, whoever ran it.
 
 use crate::grid::{Expansion, Grid, Point};
+use harness_recipe::load::NamedBy;
 use harness_recipe::{Known, LoadOptions, Problem, RecipeError};
 use std::path::{Path, PathBuf};
 
@@ -121,10 +122,45 @@ pub fn plan(
 ) -> Result<Sweep, Vec<Problem>> {
     let expansion = grid.expand()?;
     let recipe = grid.recipe_path();
+    let named_by = named_recipe(&grid, &recipe)?;
+    let registry = harness_bench::registry::Registry::load()
+        .map_err(|e| vec![Problem::new(grid.path.clone(), None, "", e.to_string())])?;
+    let mut problems: Vec<Problem> = grid.check_metrics(&registry.protocols());
+    let resolver = PointResolver {
+        grid: &grid,
+        recipe: &recipe,
+        named_by: &named_by,
+        known,
+        registry: &registry,
+        runs_dir,
+    };
+    let mut points = Vec::new();
+    for point in &expansion.points {
+        match resolver.resolve(point) {
+            Ok(p) => points.push(p),
+            Err(ps) => problems.extend(ps),
+        }
+    }
+    drop_repeats(&mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let (fingerprint, dir) = sweep_dir(&grid, &points, sweeps_dir);
+    Ok(Sweep {
+        grid,
+        expansion,
+        points,
+        fingerprint,
+        dir,
+    })
+}
+
+/// Who names the recipe (the grid's `recipe:` key), once the recipe is a file.
+fn named_recipe(grid: &Grid, recipe: &Path) -> Result<NamedBy, Vec<Problem>> {
     let line =
         harness_recipe::load::locate(&grid.text, &[harness_recipe::de::Seg::Key("recipe".into())]);
     // The grid names the recipe: until it reads as one, none of its text is shown.
-    let named_by = harness_recipe::load::NamedBy {
+    let named_by = NamedBy {
         file: grid.path.clone(),
         line,
         key: "recipe".into(),
@@ -140,50 +176,78 @@ pub fn plan(
             ),
         )]);
     }
-    let registry = harness_bench::registry::Registry::load()
-        .map_err(|e| vec![Problem::new(grid.path.clone(), None, "", e.to_string())])?;
-    let mut problems: Vec<Problem> = grid.check_metrics(&registry.protocols());
-    let mut points = Vec::new();
-    for point in &expansion.points {
+    Ok(named_by)
+}
+
+/// What resolving a point needs: the grid, its recipe, this build's names and benchmarks,
+/// and where runs go.
+struct PointResolver<'a> {
+    grid: &'a Grid,
+    recipe: &'a Path,
+    named_by: &'a NamedBy,
+    known: &'a Known,
+    registry: &'a harness_bench::registry::Registry,
+    runs_dir: &'a Path,
+}
+
+impl PointResolver<'_> {
+    /// Loads `point` as the recipe it is and plans its benchmarks; its problems, pointed
+    /// into the grid where they can be.
+    fn resolve(&self, point: &Point) -> Result<PlannedPoint, Vec<Problem>> {
+        let grid = self.grid;
         let opts = LoadOptions {
             profile: grid.file.profile.clone(),
             sets: point.sets.clone(),
         };
-        let resolved = match harness_recipe::load_named(&recipe, &named_by, &opts, known) {
-            Ok(r) => r,
-            Err(RecipeError::Setup(m)) => {
-                problems.push(Problem::new(grid.path.clone(), None, "", m));
-                continue;
-            }
-            Err(RecipeError::Invalid { problems: ps }) => {
-                for p in ps {
-                    problems.push(attribute(&grid, &point.alias, p));
+        let resolved =
+            match harness_recipe::load_named(self.recipe, self.named_by, &opts, self.known) {
+                Ok(r) => r,
+                Err(RecipeError::Setup(m)) => {
+                    return Err(vec![Problem::new(grid.path.clone(), None, "", m)]);
                 }
-                continue;
-            }
-        };
+                Err(RecipeError::Invalid { problems: ps }) => {
+                    return Err(ps
+                        .into_iter()
+                        .map(|p| attribute(grid, &point.alias, p))
+                        .collect());
+                }
+            };
         let entries = harness_bench::runner::entries(&resolved.recipe);
-        let benches = match harness_bench::runner::plan(&registry, &entries) {
+        let benches = match harness_bench::runner::plan(self.registry, &entries) {
             Ok(plan) => plan.into_iter().map(|(name, _)| name).collect(),
             Err(e) => {
-                problems.push(Problem::new(
+                return Err(vec![Problem::new(
                     grid.path.clone(),
                     None,
                     "evaluate",
                     format!("point `{}`: {e}", point.alias),
-                ));
-                continue;
+                )]);
             }
         };
         let fp = resolved.fingerprint.clone();
         let run_dir = harness_core::rundir::default_dir(
-            runs_dir,
+            self.runs_dir,
             &resolved.recipe.name,
             resolved.profile.as_deref(),
             fp.short(),
         );
-        let mut args = vec!["run".to_string(), recipe.display().to_string()];
-        if let Some(p) = &grid.file.profile {
+        let args = self.args(point, &run_dir);
+        Ok(PlannedPoint {
+            point: point.clone(),
+            recipe_name: resolved.recipe.name.clone(),
+            fingerprint: fp.0.clone(),
+            run_dir,
+            benches,
+            trains: !resolved.recipe.tasks.is_empty(),
+            reports: !resolved.recipe.report.is_empty(),
+            args,
+        })
+    }
+
+    /// The arguments after `harness` that run `point` into `run_dir`.
+    fn args(&self, point: &Point, run_dir: &Path) -> Vec<String> {
+        let mut args = vec!["run".to_string(), self.recipe.display().to_string()];
+        if let Some(p) = &self.grid.file.profile {
             args.push("--profile".into());
             args.push(p.clone());
         }
@@ -193,17 +257,12 @@ pub fn plan(
         }
         args.push("--out".into());
         args.push(run_dir.display().to_string());
-        points.push(PlannedPoint {
-            point: point.clone(),
-            recipe_name: resolved.recipe.name.clone(),
-            fingerprint: fp.0.clone(),
-            run_dir,
-            benches,
-            trains: !resolved.recipe.tasks.is_empty(),
-            reports: !resolved.recipe.report.is_empty(),
-            args,
-        });
+        args
     }
+}
+
+/// Keeps the first of problems that differ only in the point they name.
+fn drop_repeats(problems: &mut Vec<Problem>) {
     // One problem of an axis value shows once per seed: keep the first.
     let mut seen = std::collections::BTreeSet::new();
     problems.retain(|p| {
@@ -214,11 +273,13 @@ pub fn plan(
             strip_point(&p.message),
         ))
     });
-    if !problems.is_empty() {
-        return Err(problems);
-    }
+}
+
+/// The sweep's fingerprint (over its name, profile, and points' aliases and recipe
+/// fingerprints) and its directory in `sweeps_dir`.
+fn sweep_dir(grid: &Grid, points: &[PlannedPoint], sweeps_dir: &Path) -> (String, PathBuf) {
     let mut text = format!("{}\n{:?}\n", grid.name, grid.profile);
-    for p in &points {
+    for p in points {
         text.push_str(&format!("{}\t{}\n", p.point.alias, p.fingerprint));
     }
     let fingerprint = harness_core::fsutil::sha256_hex(text.as_bytes());
@@ -228,13 +289,7 @@ pub fn plan(
         grid.profile.as_deref(),
         &fingerprint[..8],
     );
-    Ok(Sweep {
-        grid,
-        expansion,
-        points,
-        fingerprint,
-        dir,
-    })
+    (fingerprint, dir)
 }
 
 fn strip_point(message: &str) -> String {

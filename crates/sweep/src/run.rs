@@ -15,7 +15,7 @@ use crate::ledger::{Entry, Ledger, LedgerError, Session, State};
 use crate::plan::{PlannedPoint, Progress, Sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Which points to run.
@@ -264,177 +264,258 @@ pub fn run(
     opts: &RunOptions,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(RunSummary, Ledger), RunError> {
-    let mut ledger = current_ledger(sweep)?;
-    let mut summary = RunSummary {
-        reused: ledger
-            .points
-            .iter()
-            .filter(|e| matches!(e.state, State::Reused | State::Done))
-            .count(),
-        ..RunSummary::default()
-    };
-    let queue = to_run(&ledger, opts.only);
-    ledger.sessions.push(Session {
-        started: harness_core::rundir::utc_now(),
-        started_points: 0,
-        ended: None,
-    });
-    ledger.write(&dir.path)?;
-    let jobs = opts.jobs.max(1);
-    let threads = (opts.threads / jobs).max(1);
+    let mut s = Scheduler::start(sweep, dir, opts, on_event)?;
     harness_core::signal::reset();
     // SIGTERM (a scheduler's cancel or time limit, `kill`) is handled as Ctrl-C: the points
     // running are told to stop at a checkpoint, and are recorded as interrupted. The
     // handlers found here are put back when `interrupts` is dropped.
     let interrupts = harness_core::signal::Interrupts::catch();
-    let total = queue.len();
-    let mut next = 0;
-    let mut running: Vec<Running> = Vec::new();
-    let mut stopping: Option<String> = None;
     loop {
-        if stopping.is_none() && harness_core::signal::interrupted() {
+        if s.stopping.is_none() && harness_core::signal::interrupted() {
             let why =
                 "interrupted (Ctrl-C or SIGTERM): the points running stop at their next checkpoint"
                     .to_string();
-            for r in &running {
+            s.stop(why, true);
+        }
+        s.launch()?;
+        if s.running.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        s.reap()?;
+    }
+    drop(interrupts);
+    s.finish()
+}
+
+/// One invocation of [`run`] under way: the ledger and summary it keeps, the points it has
+/// yet to start and the children running.
+struct Scheduler<'a> {
+    sweep: &'a Sweep,
+    dir: &'a SweepDir,
+    opts: &'a RunOptions,
+    on_event: &'a mut dyn FnMut(Event),
+    ledger: Ledger,
+    summary: RunSummary,
+    /// The points to run, in order; `queue[next..]` are not started yet.
+    queue: Vec<usize>,
+    next: usize,
+    running: Vec<Running>,
+    /// Why launching stopped, once it has.
+    stopping: Option<String>,
+    /// Points run at once, and the threads each gets.
+    jobs: usize,
+    threads: usize,
+}
+
+impl<'a> Scheduler<'a> {
+    /// Takes the ledger as it stands, selects the points to run and records a new session.
+    fn start(
+        sweep: &'a Sweep,
+        dir: &'a SweepDir,
+        opts: &'a RunOptions,
+        on_event: &'a mut dyn FnMut(Event),
+    ) -> Result<Scheduler<'a>, RunError> {
+        let mut ledger = current_ledger(sweep)?;
+        let summary = RunSummary {
+            reused: ledger
+                .points
+                .iter()
+                .filter(|e| matches!(e.state, State::Reused | State::Done))
+                .count(),
+            ..RunSummary::default()
+        };
+        let queue = to_run(&ledger, opts.only);
+        ledger.sessions.push(Session {
+            started: harness_core::rundir::utc_now(),
+            started_points: 0,
+            ended: None,
+        });
+        ledger.write(&dir.path)?;
+        let jobs = opts.jobs.max(1);
+        let threads = (opts.threads / jobs).max(1);
+        Ok(Scheduler {
+            sweep,
+            dir,
+            opts,
+            on_event,
+            ledger,
+            summary,
+            queue,
+            next: 0,
+            running: Vec::new(),
+            stopping: None,
+            jobs,
+            threads,
+        })
+    }
+
+    /// Stops launching, for `why`; with `interrupt`, the points running are sent SIGINT
+    /// (they stop at their next checkpoint).
+    fn stop(&mut self, why: String, interrupt: bool) {
+        if interrupt {
+            for r in &self.running {
                 // SAFETY: kill(2) touches no memory of ours; the pid is a child in `running`,
                 // not yet waited for, so it cannot have been reused by another process.
                 unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGINT) };
             }
-            on_event(Event::Stopping { why: why.clone() });
-            stopping = Some(why);
         }
-        while stopping.is_none() && running.len() < jobs && next < total {
-            let index = queue[next];
-            next += 1;
+        (self.on_event)(Event::Stopping { why: why.clone() });
+        self.stopping = Some(why);
+    }
+
+    /// Starts queued points until `jobs` run (none once launching has stopped).
+    fn launch(&mut self) -> Result<(), RunError> {
+        let sweep = self.sweep;
+        let total = self.queue.len();
+        while self.stopping.is_none() && self.running.len() < self.jobs && self.next < total {
+            let index = self.queue[self.next];
+            self.next += 1;
             let p = &sweep.points[index];
-            let e = &mut ledger.points[index];
-            let log = dir.path.join(e.log.clone().unwrap_or_default());
-            let child = spawn(p, &opts.exe, threads, &log)?;
+            let e = &mut self.ledger.points[index];
+            let log = self.dir.path.join(e.log.clone().unwrap_or_default());
+            let child = spawn(p, &self.opts.exe, self.threads, &log)?;
             e.state = State::Running;
             e.attempts += 1;
             e.started = Some(harness_core::rundir::utc_now());
             e.ended = None;
             e.exit_code = None;
             e.error = None;
-            if let Some(s) = ledger.sessions.last_mut() {
+            if let Some(s) = self.ledger.sessions.last_mut() {
                 s.started_points += 1;
             }
-            ledger.write(&dir.path)?;
-            summary.started += 1;
-            on_event(Event::Start {
+            self.ledger.write(&self.dir.path)?;
+            self.summary.started += 1;
+            (self.on_event)(Event::Start {
                 alias: p.point.alias.clone(),
-                n: next,
+                n: self.next,
                 total,
-                threads,
+                threads: self.threads,
             });
-            running.push(Running {
+            self.running.push(Running {
                 index,
                 child,
                 started: Instant::now(),
             });
         }
-        if running.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        Ok(())
+    }
+
+    /// Records every running point that has ended, writing the ledger after each.
+    fn reap(&mut self) -> Result<(), RunError> {
         let mut i = 0;
-        while i < running.len() {
-            let status = running[i].child.try_wait().map_err(io(&opts.exe))?;
+        while i < self.running.len() {
+            let status = self.running[i]
+                .child
+                .try_wait()
+                .map_err(io(&self.opts.exe))?;
             let Some(status) = status else {
                 i += 1;
                 continue;
             };
-            let r = running.swap_remove(i);
-            let p = &sweep.points[r.index];
-            let e = &mut ledger.points[r.index];
-            let seconds = r.started.elapsed().as_secs_f64();
-            e.ended = Some(harness_core::rundir::utc_now());
-            e.seconds = Some(seconds);
-            e.exit_code = status.code();
-            let log = dir.path.join(e.log.clone().unwrap_or_default());
-            let interrupted = status.code() == Some(130) || status.code().is_none();
-            match p.progress() {
-                Progress::Done => {
-                    e.state = State::Done;
-                    summary.done += 1;
-                    on_event(Event::Done {
-                        alias: p.point.alias.clone(),
-                        seconds,
-                    });
-                }
-                _ if interrupted && stopping.is_some() => {
-                    e.state = State::Interrupted;
-                    summary.interrupted += 1;
-                    on_event(Event::Interrupted {
-                        alias: p.point.alias.clone(),
-                    });
-                }
-                progress => {
-                    let error = match progress {
-                        Progress::Failed { bench, error } => format!("{bench}: {error}"),
-                        Progress::Missing { have, of } => format!(
-                            "exit {}: {} ({have} of {of} results written)",
-                            status
-                                .code()
-                                .map_or("by a signal".into(), |c| c.to_string()),
-                            last_error(&log)
-                        ),
-                        Progress::Unreported => format!(
-                            "exit {}: {} (every result written, the report not finished)",
-                            status
-                                .code()
-                                .map_or("by a signal".into(), |c| c.to_string()),
-                            last_error(&log)
-                        ),
-                        Progress::Done => unreachable!(),
-                    };
-                    e.state = State::Failed;
-                    e.error = Some(error.clone());
-                    summary
-                        .failed
-                        .push((p.point.alias.clone(), error.clone(), log.clone()));
-                    on_event(Event::Failed {
-                        alias: p.point.alias.clone(),
-                        error,
-                        log,
-                    });
-                    if stopping.is_none() {
-                        let why = if opts.fail_fast {
-                            Some("--fail-fast: stopping at the first failure".to_string())
-                        } else {
-                            opts.max_fails
-                                .filter(|m| summary.failed.len() >= *m)
-                                .map(|m| format!("--max-fails {m} reached"))
-                        };
-                        if let Some(why) = why {
-                            if opts.fail_fast {
-                                for r in &running {
-                                    // SAFETY: kill(2) touches no memory of ours; the pid is a
-                                    // child in `running`, not yet waited for, so it cannot
-                                    // have been reused by another process.
-                                    unsafe {
-                                        libc::kill(r.child.id() as libc::pid_t, libc::SIGINT)
-                                    };
-                                }
-                            }
-                            on_event(Event::Stopping { why: why.clone() });
-                            stopping = Some(why);
-                        }
-                    }
+            let r = self.running.swap_remove(i);
+            self.record_end(r, status);
+            self.ledger.write(&self.dir.path)?;
+        }
+        Ok(())
+    }
+
+    /// Records how the point of `r` ended: done, interrupted, or failed (which may stop
+    /// launching).
+    fn record_end(&mut self, r: Running, status: ExitStatus) {
+        let sweep = self.sweep;
+        let p = &sweep.points[r.index];
+        let e = &mut self.ledger.points[r.index];
+        let seconds = r.started.elapsed().as_secs_f64();
+        e.ended = Some(harness_core::rundir::utc_now());
+        e.seconds = Some(seconds);
+        e.exit_code = status.code();
+        let log = self.dir.path.join(e.log.clone().unwrap_or_default());
+        let interrupted = status.code() == Some(130) || status.code().is_none();
+        match p.progress() {
+            Progress::Done => {
+                e.state = State::Done;
+                self.summary.done += 1;
+                (self.on_event)(Event::Done {
+                    alias: p.point.alias.clone(),
+                    seconds,
+                });
+            }
+            _ if interrupted && self.stopping.is_some() => {
+                e.state = State::Interrupted;
+                self.summary.interrupted += 1;
+                (self.on_event)(Event::Interrupted {
+                    alias: p.point.alias.clone(),
+                });
+            }
+            progress => {
+                let error = failure(progress, status, &log);
+                e.state = State::Failed;
+                e.error = Some(error.clone());
+                self.summary
+                    .failed
+                    .push((p.point.alias.clone(), error.clone(), log.clone()));
+                (self.on_event)(Event::Failed {
+                    alias: p.point.alias.clone(),
+                    error,
+                    log,
+                });
+                if self.stopping.is_none() {
+                    self.stop_after_failure();
                 }
             }
-            ledger.write(&dir.path)?;
         }
     }
-    drop(interrupts);
-    summary.not_started = total - next;
-    summary.stopped = stopping;
-    if let Some(s) = ledger.sessions.last_mut() {
-        s.ended = Some(harness_core::rundir::utc_now());
+
+    /// After a failure, stops launching if `--fail-fast` (which also interrupts the points
+    /// running) or `--max-fails` says so.
+    fn stop_after_failure(&mut self) {
+        let opts = self.opts;
+        let why = if opts.fail_fast {
+            Some("--fail-fast: stopping at the first failure".to_string())
+        } else {
+            opts.max_fails
+                .filter(|m| self.summary.failed.len() >= *m)
+                .map(|m| format!("--max-fails {m} reached"))
+        };
+        if let Some(why) = why {
+            self.stop(why, opts.fail_fast);
+        }
     }
-    ledger.write(&dir.path)?;
-    Ok((summary, ledger))
+
+    /// Ends the session (what was not started, why launching stopped) and writes the ledger.
+    fn finish(mut self) -> Result<(RunSummary, Ledger), RunError> {
+        self.summary.not_started = self.queue.len() - self.next;
+        self.summary.stopped = self.stopping;
+        if let Some(s) = self.ledger.sessions.last_mut() {
+            s.ended = Some(harness_core::rundir::utc_now());
+        }
+        self.ledger.write(&self.dir.path)?;
+        Ok((self.summary, self.ledger))
+    }
+}
+
+/// The error of a point that ended without all its results (`progress` is not done).
+fn failure(progress: Progress, status: ExitStatus, log: &Path) -> String {
+    let exit = || {
+        status
+            .code()
+            .map_or("by a signal".into(), |c| c.to_string())
+    };
+    match progress {
+        Progress::Failed { bench, error } => format!("{bench}: {error}"),
+        Progress::Missing { have, of } => format!(
+            "exit {}: {} ({have} of {of} results written)",
+            exit(),
+            last_error(log)
+        ),
+        Progress::Unreported => format!(
+            "exit {}: {} (every result written, the report not finished)",
+            exit(),
+            last_error(log)
+        ),
+        Progress::Done => unreachable!(),
+    }
 }
 
 /// Starts `harness run ...` of one point, its output appended to `log`.

@@ -256,126 +256,175 @@ fn chunks(n: usize, max: usize) -> Vec<Chunk> {
 /// that an earlier, larger emit wrote into the same directory are removed, so the directory
 /// always describes one sweep; a file of that name harness did not write is left.
 pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
-    let opts = req.options;
     check(req)?;
-    let out = absolute(req.out)?;
-    let workdir = absolute(req.workdir)?;
-    let harness = if req.harness.components().count() > 1 {
-        absolute(req.harness)?
-    } else {
-        req.harness.to_path_buf()
-    };
-    let out_s = utf8("out", &out)?;
-    let workdir_s = utf8("workdir", &workdir)?;
-    let harness_s = utf8("harness", &harness)?;
-    // Slurm reads `--output` as a filename pattern: `%` must be doubled, and a backslash
-    // would turn every pattern off (the logs would collide in one `%A_%a.out`).
-    if out_s.contains('\\') || out_s.contains('\n') {
-        return Err(SlurmError::Value {
-            field: "out",
-            value: out_s.to_string(),
-            detail: "Slurm's --output pattern cannot express a backslash or newline".into(),
-            fix: "write the Slurm scripts to a directory without them".into(),
-        });
-    }
-    let logs_pattern = |file: &str| format!("{}/logs/{file}", out_s.replace('%', "%%"));
-
-    let chunks = chunks(req.tasks.len(), opts.max_array_size);
-    let n = req.tasks.len();
+    let paths = ScriptPaths::resolve(req)?;
+    let chunks = chunks(req.tasks.len(), req.options.max_array_size);
     // Relative names (as the manifest lists them) and contents.
-    let mut scripts: Vec<(String, String)> = Vec::new();
-
-    for (k, chunk) in chunks.iter().enumerate() {
-        let path = format!("array-{k}.sbatch");
-        let mut s = String::from("#!/usr/bin/env bash\n");
-        sbatch(&mut s, "job-name", &format!("harness-{}", req.name));
-        let mut array = format!("0-{}", chunk.len - 1);
-        if let Some(t) = opts.throttle {
-            array.push_str(&format!("%{t}"));
-        }
-        sbatch(&mut s, "array", &array);
-        resources(&mut s, opts, true);
-        sbatch(&mut s, "output", &logs_pattern("%A_%a.out"));
-        s.push_str(&format!(
-            "# harness sweep `{}`, array {k} of {}: tasks {}-{} of {n}; task i runs\n\
-             # `harness $(cat tasks/i.args)` with i = OFFSET + SLURM_ARRAY_TASK_ID:\n",
-            comment(req.name),
-            chunks.len(),
-            chunk.offset,
-            chunk.offset + chunk.len - 1,
-        ));
-        for (i, task) in req.tasks[chunk.offset..chunk.offset + chunk.len]
-            .iter()
-            .enumerate()
-        {
-            s.push_str(&format!(
-                "#   {}: {}\n",
-                chunk.offset + i,
-                comment(&task.alias)
-            ));
-        }
-        s.push_str("set -euo pipefail\n");
-        s.push_str(&format!("OFFSET={}\n", chunk.offset));
-        // Run by hand (not by sbatch) the task id is unset: say so instead of `unbound variable`.
-        s.push_str(
-            ": \"${SLURM_ARRAY_TASK_ID:?is not set: submit this script with sbatch (submit.sh)}\"\n",
-        );
-        s.push_str("i=$((OFFSET + SLURM_ARRAY_TASK_ID))\n");
-        s.push_str(&format!("cd {}\n", sh_quote(workdir_s)));
-        s.push_str(&format!(
-            "mapfile -t args < {}\"$i\".args\n",
-            sh_quote(&format!("{out_s}/tasks/"))
-        ));
-        // The log is named by the array's own ids; print the point it belongs to.
-        s.push_str(&format!(
-            "printf 'harness sweep %s: task %s of {n} (array {k}, job %s_%s) on %s\\n' {} \"$i\" \
-             \"${{SLURM_ARRAY_JOB_ID:-?}}\" \"$SLURM_ARRAY_TASK_ID\" \"$(hostname)\"\n",
-            sh_quote(req.name),
-        ));
-        // harness's CPU work runs on rayon: use what Slurm granted, not the node's cores.
-        s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
-        // A multi-rank point: srun starts its MPI ranks (`HARNESS_SRUN_MPI`: another plugin).
-        let launcher = if opts.ranks() > 1 {
-            "srun --mpi=\"${HARNESS_SRUN_MPI:-pmix}\" "
-        } else {
-            ""
-        };
-        s.push_str(&format!(
-            "exec {launcher}{} \"${{args[@]}}\"\n",
-            sh_quote(harness_s)
-        ));
-        scripts.push((path, s));
-    }
-
-    {
-        let mut s = String::from("#!/usr/bin/env bash\n");
-        sbatch(&mut s, "job-name", &format!("harness-{}-gather", req.name));
-        resources(&mut s, opts, false);
-        sbatch(&mut s, "output", &logs_pattern("gather-%j.out"));
-        s.push_str(&format!(
-            "# harness sweep `{}`: gathers the {n} tasks' results once every array has ended \
-             ({}).\n",
-            comment(req.name),
-            opts.gather_after.dependency_type()
-        ));
-        s.push_str("set -euo pipefail\n");
-        s.push_str(&format!("cd {}\n", sh_quote(workdir_s)));
-        s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
-        s.push_str(&format!("exec {}", sh_quote(harness_s)));
-        for a in &req.gather_args {
-            s.push(' ');
-            s.push_str(&sh_quote(a));
-        }
-        s.push('\n');
-        scripts.push(("gather.sbatch".into(), s));
-    }
-
+    let mut scripts: Vec<(String, String)> = (0..chunks.len())
+        .map(|k| {
+            let path = format!("array-{k}.sbatch");
+            (path, array_script(req, &paths, &chunks, k))
+        })
+        .collect();
+    scripts.push(("gather.sbatch".into(), gather_script(req, &paths)));
     scripts.push((
         "submit.sh".into(),
-        submit_script(req, &chunks, out_s, workdir_s),
+        submit_script(req, &chunks, &paths.out_s, &paths.workdir_s),
     ));
-    let args: Vec<(String, String)> = req
-        .tasks
+    let args = args_files(req.tasks);
+    write_emitted(req, &paths.out, &scripts, &args, chunks.len())
+}
+
+/// The paths the scripts name, made absolute, as the UTF-8 text they are spelled with.
+pub(crate) struct ScriptPaths {
+    /// The output directory.
+    pub(crate) out: PathBuf,
+    pub(crate) out_s: String,
+    pub(crate) workdir_s: String,
+    pub(crate) harness_s: String,
+}
+
+impl ScriptPaths {
+    /// Makes `out` and `workdir` absolute, and `harness` when it is a path (a bare name is
+    /// left to the nodes' `PATH`), refusing a path that is not UTF-8.
+    pub(crate) fn new(
+        out: &Path,
+        workdir: &Path,
+        harness: &Path,
+    ) -> Result<ScriptPaths, SlurmError> {
+        let out = absolute(out)?;
+        let workdir = absolute(workdir)?;
+        let harness = if harness.components().count() > 1 {
+            absolute(harness)?
+        } else {
+            harness.to_path_buf()
+        };
+        Ok(ScriptPaths {
+            out_s: utf8("out", &out)?.to_string(),
+            workdir_s: utf8("workdir", &workdir)?.to_string(),
+            harness_s: utf8("harness", &harness)?.to_string(),
+            out,
+        })
+    }
+
+    /// Resolves `req.out`, `req.workdir` and `req.harness`, refusing what a script cannot
+    /// spell.
+    fn resolve(req: &EmitRequest) -> Result<ScriptPaths, SlurmError> {
+        let paths = ScriptPaths::new(req.out, req.workdir, req.harness)?;
+        // Slurm reads `--output` as a filename pattern: `%` must be doubled, and a backslash
+        // would turn every pattern off (the logs would collide in one `%A_%a.out`).
+        if paths.out_s.contains('\\') || paths.out_s.contains('\n') {
+            return Err(SlurmError::Value {
+                field: "out",
+                value: paths.out_s,
+                detail: "Slurm's --output pattern cannot express a backslash or newline".into(),
+                fix: "write the Slurm scripts to a directory without them".into(),
+            });
+        }
+        Ok(paths)
+    }
+
+    /// The `--output` pattern of log `file` in `logs/` (the directory's `%` doubled).
+    pub(crate) fn logs_pattern(&self, file: &str) -> String {
+        format!("{}/logs/{file}", self.out_s.replace('%', "%%"))
+    }
+}
+
+/// The script of array `k`: its `#SBATCH` lines, the points it runs as comments, and the
+/// commands that run task `OFFSET + SLURM_ARRAY_TASK_ID` from its args file.
+fn array_script(req: &EmitRequest, paths: &ScriptPaths, chunks: &[Chunk], k: usize) -> String {
+    let opts = req.options;
+    let n = req.tasks.len();
+    let chunk = chunks[k];
+    let mut s = String::from("#!/usr/bin/env bash\n");
+    sbatch(&mut s, "job-name", &format!("harness-{}", req.name));
+    let mut array = format!("0-{}", chunk.len - 1);
+    if let Some(t) = opts.throttle {
+        array.push_str(&format!("%{t}"));
+    }
+    sbatch(&mut s, "array", &array);
+    resources(&mut s, opts, true);
+    sbatch(&mut s, "output", &paths.logs_pattern("%A_%a.out"));
+    s.push_str(&format!(
+        "# harness sweep `{}`, array {k} of {}: tasks {}-{} of {n}; task i runs\n\
+         # `harness $(cat tasks/i.args)` with i = OFFSET + SLURM_ARRAY_TASK_ID:\n",
+        comment(req.name),
+        chunks.len(),
+        chunk.offset,
+        chunk.offset + chunk.len - 1,
+    ));
+    for (i, task) in req.tasks[chunk.offset..chunk.offset + chunk.len]
+        .iter()
+        .enumerate()
+    {
+        s.push_str(&format!(
+            "#   {}: {}\n",
+            chunk.offset + i,
+            comment(&task.alias)
+        ));
+    }
+    s.push_str("set -euo pipefail\n");
+    s.push_str(&format!("OFFSET={}\n", chunk.offset));
+    // Run by hand (not by sbatch) the task id is unset: say so instead of `unbound variable`.
+    s.push_str(
+        ": \"${SLURM_ARRAY_TASK_ID:?is not set: submit this script with sbatch (submit.sh)}\"\n",
+    );
+    s.push_str("i=$((OFFSET + SLURM_ARRAY_TASK_ID))\n");
+    s.push_str(&format!("cd {}\n", sh_quote(&paths.workdir_s)));
+    s.push_str(&format!(
+        "mapfile -t args < {}\"$i\".args\n",
+        sh_quote(&format!("{}/tasks/", paths.out_s))
+    ));
+    // The log is named by the array's own ids; print the point it belongs to.
+    s.push_str(&format!(
+        "printf 'harness sweep %s: task %s of {n} (array {k}, job %s_%s) on %s\\n' {} \"$i\" \
+         \"${{SLURM_ARRAY_JOB_ID:-?}}\" \"$SLURM_ARRAY_TASK_ID\" \"$(hostname)\"\n",
+        sh_quote(req.name),
+    ));
+    // harness's CPU work runs on rayon: use what Slurm granted, not the node's cores.
+    s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
+    // A multi-rank point: srun starts its MPI ranks (`HARNESS_SRUN_MPI`: another plugin).
+    let launcher = if opts.ranks() > 1 {
+        "srun --mpi=\"${HARNESS_SRUN_MPI:-pmix}\" "
+    } else {
+        ""
+    };
+    s.push_str(&format!(
+        "exec {launcher}{} \"${{args[@]}}\"\n",
+        sh_quote(&paths.harness_s)
+    ));
+    s
+}
+
+/// The gather job's script: `harness` with the gather arguments, once every array ended.
+fn gather_script(req: &EmitRequest, paths: &ScriptPaths) -> String {
+    let opts = req.options;
+    let mut s = String::from("#!/usr/bin/env bash\n");
+    sbatch(&mut s, "job-name", &format!("harness-{}-gather", req.name));
+    resources(&mut s, opts, false);
+    sbatch(&mut s, "output", &paths.logs_pattern("gather-%j.out"));
+    s.push_str(&format!(
+        "# harness sweep `{}`: gathers the {} tasks' results once every array has ended \
+         ({}).\n",
+        comment(req.name),
+        req.tasks.len(),
+        opts.gather_after.dependency_type()
+    ));
+    s.push_str("set -euo pipefail\n");
+    s.push_str(&format!("cd {}\n", sh_quote(&paths.workdir_s)));
+    s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
+    s.push_str(&format!("exec {}", sh_quote(&paths.harness_s)));
+    for a in &req.gather_args {
+        s.push(' ');
+        s.push_str(&sh_quote(a));
+    }
+    s.push('\n');
+    s
+}
+
+/// `tasks/<i>.args` of every task (relative name, contents): its arguments, one a line.
+fn args_files(tasks: &[ArrayTask]) -> Vec<(String, String)> {
+    tasks
         .iter()
         .enumerate()
         .map(|(i, task)| {
@@ -386,20 +435,19 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
             }
             (format!("tasks/{i}.args"), text)
         })
-        .collect();
+        .collect()
+}
 
-    let will_write: Vec<String> = scripts
-        .iter()
-        .chain(&args)
-        .map(|(rel, _)| rel.clone())
-        .collect();
+/// Refuses a symbolic link at any path in `will_write` or at `tasks/` and `logs/`, and
+/// either of those two when it is no folder.
+fn refuse_links(out: &Path, will_write: &[String]) -> Result<(), SlurmError> {
     // No symbolic link where emit writes, not even at a path an earlier emit wrote (a link
     // there now is someone else's), and `tasks/` and `logs/` real folders. Slurm does not
     // create the directory of `--output` (a job whose log cannot be opened fails before
     // its first line), so emit makes `logs/`.
     let folders = ["tasks", "logs"];
     for rel in will_write.iter().map(String::as_str).chain(folders) {
-        let path = rel.split('/').fold(out.clone(), |p, c| p.join(c));
+        let path = rel.split('/').fold(out.to_path_buf(), |p, c| p.join(c));
         let Ok(m) = std::fs::symlink_metadata(&path) else {
             continue;
         };
@@ -419,27 +467,45 @@ pub fn emit(req: &EmitRequest) -> Result<Emitted, SlurmError> {
             .into());
         }
     }
+    Ok(())
+}
+
+/// Claims `out` and writes the scripts (executable) and args files into it, makes `logs/`,
+/// and removes the stale files of an earlier, larger emit.
+fn write_emitted(
+    req: &EmitRequest,
+    out: &Path,
+    scripts: &[(String, String)],
+    args: &[(String, String)],
+    arrays: usize,
+) -> Result<Emitted, SlurmError> {
+    let n = req.tasks.len();
+    let will_write: Vec<String> = scripts
+        .iter()
+        .chain(args)
+        .map(|(rel, _)| rel.clone())
+        .collect();
+    refuse_links(out, &will_write)?;
     let mut dir = OutDir::claim(
-        &out,
+        out,
         OUTPUT_KIND,
         &will_write,
         Foreign::RefuseDirectory,
         req.force,
     )?;
     let mut files = Vec::with_capacity(will_write.len());
-    for (rel, text) in &scripts {
+    for (rel, text) in scripts {
         let path = dir.write(rel, text.as_bytes())?;
         make_executable(&path)?;
         files.push(path);
     }
-    for (rel, text) in &args {
+    for (rel, text) in args {
         files.push(dir.write(rel, text.as_bytes())?);
     }
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| SlurmError::io(&logs, e))?;
     dir.finish()?;
-    let arrays = chunks.len();
-    let removed = harness_core::outdir::remove_stale(&out, OUTPUT_KIND, |rel| {
+    let removed = harness_core::outdir::remove_stale(out, OUTPUT_KIND, |rel| {
         stale_index(rel, "array-", ".sbatch").is_some_and(|k| k >= arrays)
             || stale_index(rel, "tasks/", ".args").is_some_and(|i| i >= n)
     })?;
@@ -564,7 +630,7 @@ fn resources(s: &mut String, opts: &SlurmOptions, task: bool) {
 }
 
 /// Appends `#SBATCH --key=value`, quoting the value the way sbatch's script parser reads it.
-fn sbatch(s: &mut String, key: &str, value: &str) {
+pub(crate) fn sbatch(s: &mut String, key: &str, value: &str) {
     s.push_str(&format!("#SBATCH --{key}={}\n", sbatch_quote(value)));
 }
 
@@ -704,7 +770,7 @@ pub(crate) fn utf8<'p>(field: &'static str, p: &'p Path) -> Result<&'p str, Slur
     })
 }
 
-fn make_executable(path: &Path) -> Result<(), SlurmError> {
+pub(crate) fn make_executable(path: &Path) -> Result<(), SlurmError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::slurm::{comment, sbatch_quote, sh_quote, utf8, SlurmError};
+use crate::slurm::{comment, make_executable, sbatch, sh_quote, ScriptPaths, SlurmError};
 use harness_core::outdir::{Foreign, OutDir};
 
 /// The kind of output [`emit`] records in its directory's manifest.
@@ -90,51 +90,53 @@ pub struct EmittedJob {
 /// after checking everything (a refusal writes nothing).
 pub fn emit(job: &TrainJob) -> Result<EmittedJob, SlurmError> {
     check(job)?;
-    let abs = |p: &Path| std::path::absolute(p).map_err(|e| SlurmError::io(p, e));
-    let out = abs(job.out)?;
-    let workdir = abs(job.workdir)?;
-    let harness = if job.harness.components().count() > 1 {
-        abs(job.harness)?
-    } else {
-        job.harness.to_path_buf()
-    };
-    let out_s = utf8("out", &out)?;
-    let workdir_s = utf8("workdir", &workdir)?;
-    let harness_s = utf8("harness", &harness)?;
-    if out_s.contains('\\') {
+    let paths = ScriptPaths::new(job.out, job.workdir, job.harness)?;
+    if paths.out_s.contains('\\') {
         return Err(SlurmError::Value {
             field: "out",
-            value: out_s.to_string(),
+            value: paths.out_s,
             detail: "Slurm's --output pattern cannot express a backslash".into(),
             fix: "write the Slurm script to a directory without one".into(),
         });
     }
-    let shape = job.shape;
-    let mut s = String::from("#!/usr/bin/env bash\n");
-    let line = |s: &mut String, key: &str, value: &str| {
-        s.push_str(&format!("#SBATCH --{key}={}\n", sbatch_quote(value)));
-    };
-    line(&mut s, "job-name", &format!("harness-train-{}", job.name));
-    line(&mut s, "nodes", &shape.nodes.to_string());
-    line(&mut s, "ntasks-per-node", &shape.tasks_per_node.to_string());
-    if shape.gpus_per_node > 0 {
-        line(&mut s, "gpus-per-node", &shape.gpus_per_node.to_string());
+    let script = train_script(job, &paths);
+    let mut args = String::new();
+    for a in job.args {
+        args.push_str(a);
+        args.push('\n');
     }
-    line(&mut s, "cpus-per-task", &shape.cpus_per_task.to_string());
+    write_job(job, &paths.out, &script, &args)
+}
+
+/// The `#SBATCH` lines of `job`: its name, shape, and log file in `logs/`.
+fn sbatch_lines(s: &mut String, job: &TrainJob, paths: &ScriptPaths) {
+    let shape = job.shape;
+    sbatch(s, "job-name", &format!("harness-train-{}", job.name));
+    sbatch(s, "nodes", &shape.nodes.to_string());
+    sbatch(s, "ntasks-per-node", &shape.tasks_per_node.to_string());
+    if shape.gpus_per_node > 0 {
+        sbatch(s, "gpus-per-node", &shape.gpus_per_node.to_string());
+    }
+    sbatch(s, "cpus-per-task", &shape.cpus_per_task.to_string());
     for (key, value) in [
         ("partition", &shape.partition),
         ("account", &shape.account),
         ("time", &shape.time),
     ] {
         if let Some(v) = value {
-            line(&mut s, key, v);
+            sbatch(s, key, v);
         }
     }
-    line(
-        &mut s,
-        "output",
-        &format!("{}/logs/train-%j.out", out_s.replace('%', "%%")),
-    );
+    sbatch(s, "output", &paths.logs_pattern("train-%j.out"));
+}
+
+/// `train.sbatch`: its `#SBATCH` lines, what it runs as comments, and the commands that
+/// start every rank on `train.args` under srun's MPI.
+fn train_script(job: &TrainJob, paths: &ScriptPaths) -> String {
+    let shape = job.shape;
+    let out_s = &paths.out_s;
+    let mut s = String::from("#!/usr/bin/env bash\n");
+    sbatch_lines(&mut s, job, paths);
     s.push_str(&format!(
         "# harness train `{}`: {} node(s) × {} rank(s), one process per {}; rank 0 writes\n\
          # the run directory. Every rank runs `harness $(cat train.args)` under srun's MPI.\n\
@@ -150,7 +152,7 @@ pub fn emit(job: &TrainJob) -> Result<EmittedJob, SlurmError> {
         comment(&format!("{out_s}/train.sbatch")),
     ));
     s.push_str("set -euo pipefail\n");
-    s.push_str(&format!("cd {}\n", sh_quote(workdir_s)));
+    s.push_str(&format!("cd {}\n", sh_quote(&paths.workdir_s)));
     s.push_str(&format!(
         "mapfile -t args < {}\n",
         sh_quote(&format!("{out_s}/train.args"))
@@ -164,13 +166,19 @@ pub fn emit(job: &TrainJob) -> Result<EmittedJob, SlurmError> {
     s.push_str("export RAYON_NUM_THREADS=\"${SLURM_CPUS_PER_TASK:-1}\"\n");
     s.push_str(&format!(
         "exec srun --mpi=\"${{HARNESS_SRUN_MPI:-pmix}}\" {} \"${{args[@]}}\"\n",
-        sh_quote(harness_s)
+        sh_quote(&paths.harness_s)
     ));
-    let mut args = String::new();
-    for a in job.args {
-        args.push_str(a);
-        args.push('\n');
-    }
+    s
+}
+
+/// Refuses a `logs` in `out` that is a link or no folder, then claims `out` and writes
+/// the script (executable) and the args file into it, and makes `logs/`.
+fn write_job(
+    job: &TrainJob,
+    out: &Path,
+    script: &str,
+    args: &str,
+) -> Result<EmittedJob, SlurmError> {
     let will_write = vec!["train.sbatch".to_string(), "train.args".to_string()];
     let logs = out.join("logs");
     if let Ok(m) = std::fs::symlink_metadata(&logs) {
@@ -184,19 +192,14 @@ pub fn emit(job: &TrainJob) -> Result<EmittedJob, SlurmError> {
         }
     }
     let mut dir = OutDir::claim(
-        &out,
+        out,
         OUTPUT_KIND,
         &will_write,
         Foreign::RefuseDirectory,
         job.force,
     )?;
-    let script = dir.write("train.sbatch", s.as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| SlurmError::io(&script, e))?;
-    }
+    let script = dir.write("train.sbatch", script.as_bytes())?;
+    make_executable(&script)?;
     let args_file = dir.write("train.args", args.as_bytes())?;
     // Slurm does not create the folder of `--output`: a job whose log cannot be opened
     // fails before its first line.

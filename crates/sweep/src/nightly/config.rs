@@ -206,109 +206,17 @@ impl NightlyConfig {
 
     /// Structural checks (names, one source per entry, ranges).
     pub fn check(&self) -> Result<(), String> {
-        let safe = |s: &str| {
-            !s.is_empty()
-                && !s.starts_with('.')
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        };
-        if !safe(&self.name) {
+        if !safe_name(&self.name) {
             return Err(format!(
                 "name `{}`: use letters, digits, `-`, `_` and `.` only",
                 self.name
             ));
         }
-        if self.entries.is_empty() {
-            return Err("entries: empty. Fix: list at least one recipe, run or encoder".into());
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, e) in self.entries.iter().enumerate() {
-            let at = format!("entries[{i}] (`{}`)", e.name);
-            if !safe(&e.name) {
-                return Err(format!(
-                    "{at}: name: use letters, digits, `-`, `_` and `.` only"
-                ));
-            }
-            if !seen.insert(&e.name) {
-                return Err(format!(
-                    "{at}: a second entry of this name. Fix: rename one"
-                ));
-            }
-            let sources = [e.recipe.is_some(), e.run.is_some(), e.encoder.is_some()]
-                .iter()
-                .filter(|&&b| b)
-                .count();
-            if sources != 1 {
-                return Err(format!(
-                    "{at}: give exactly one of `recipe:` (trained each night), `run:` (a pinned \
-                     run directory) or `encoder:` (an --encoder spec); found {sources}"
-                ));
-            }
-            if e.recipe.is_none() && (e.profile.is_some() || !e.set.is_empty()) {
-                return Err(format!(
-                    "{at}: `profile:` and `set:` apply to a `recipe:` entry only"
-                ));
-            }
-            if e.recipe.is_none() && e.benchmarks.is_empty() {
-                return Err(format!(
-                    "{at}: benchmarks: empty. Fix: list the benchmarks to evaluate (`harness eval --list` names them)"
-                ));
-            }
-            if e.seeds.as_ref().is_some_and(Vec::is_empty) {
-                return Err(format!(
-                    "{at}: seeds: empty. Fix: remove the key or give seeds"
-                ));
-            }
-        }
+        self.check_entries()?;
         if self.seeds.is_empty() {
             return Err("seeds: empty. Fix: give at least one seed".into());
         }
-        let r = &self.rules;
-        if !(0.5..1.0).contains(&r.confidence) {
-            return Err(format!(
-                "rules.confidence: {} is not in [0.5, 1). Fix: e.g. 0.95",
-                r.confidence
-            ));
-        }
-        if r.replicates < 100 {
-            return Err(format!(
-                "rules.replicates: {} is too few for a percentile interval. Fix: 1000 or more",
-                r.replicates
-            ));
-        }
-        if !(r.busy_share > 0.0 && r.busy_share <= 1.0) {
-            return Err(format!(
-                "rules.busy_share: {} is not in (0, 1]. Fix: e.g. 0.75 (a quarter of the CPU share lost means the machine was busy)",
-                r.busy_share
-            ));
-        }
-        if !(r.speed_ratio > 0.0 && r.speed_ratio <= 1.0) {
-            return Err(format!(
-                "rules.speed_ratio: {} is not in (0, 1]. Fix: e.g. 0.8 (20 % slower alerts)",
-                r.speed_ratio
-            ));
-        }
-        if let Some((p, v)) = r
-            .min_effect
-            .iter()
-            .find(|(_, v)| !v.is_finite() || **v < 0.0)
-        {
-            return Err(format!(
-                "rules.min_effect.{p}: {v} is not a finite size ≥ 0. Fix: a size in the metric's points, e.g. 1.0"
-            ));
-        }
-        if !(r.speed_min_seconds.is_finite() && r.speed_min_seconds >= 0.0) {
-            return Err(format!(
-                "rules.speed_min_seconds: {} is not a finite number of seconds ≥ 0. Fix: e.g. 5",
-                r.speed_min_seconds
-            ));
-        }
-        if !(r.step_penalty.is_finite() && r.step_penalty > 0.0) {
-            return Err(format!(
-                "rules.step_penalty: {} is not a finite number > 0. Fix: e.g. 1.0",
-                r.step_penalty
-            ));
-        }
+        self.rules.check()?;
         if let Some(b) = &self.baseline {
             if !super::store::is_night_ref(b) {
                 return Err(format!(
@@ -319,9 +227,131 @@ impl NightlyConfig {
         Ok(())
     }
 
+    /// Refuses no entries, an entry's unsafe or repeated name, and what [`Entry::check`]
+    /// refuses.
+    fn check_entries(&self) -> Result<(), String> {
+        if self.entries.is_empty() {
+            return Err("entries: empty. Fix: list at least one recipe, run or encoder".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, e) in self.entries.iter().enumerate() {
+            let at = format!("entries[{i}] (`{}`)", e.name);
+            if !safe_name(&e.name) {
+                return Err(format!(
+                    "{at}: name: use letters, digits, `-`, `_` and `.` only"
+                ));
+            }
+            if !seen.insert(&e.name) {
+                return Err(format!(
+                    "{at}: a second entry of this name. Fix: rename one"
+                ));
+            }
+            e.check(&at)?;
+        }
+        Ok(())
+    }
+
     /// The seeds of `entry`.
     pub fn seeds_of<'a>(&'a self, entry: &'a Entry) -> &'a [u64] {
         entry.seeds.as_deref().unwrap_or(&self.seeds)
+    }
+}
+
+/// Whether `s` can name a history or an entry's folder: letters, digits, `-`, `_` and `.`,
+/// not empty and not starting with `.`.
+fn safe_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+impl Entry {
+    /// Refuses anything but one source, `profile:`/`set:` off a recipe, no benchmarks
+    /// where none come from a recipe, and empty seeds; `at` names the entry.
+    fn check(&self, at: &str) -> Result<(), String> {
+        let sources = [
+            self.recipe.is_some(),
+            self.run.is_some(),
+            self.encoder.is_some(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count();
+        if sources != 1 {
+            return Err(format!(
+                "{at}: give exactly one of `recipe:` (trained each night), `run:` (a pinned \
+                 run directory) or `encoder:` (an --encoder spec); found {sources}"
+            ));
+        }
+        if self.recipe.is_none() && (self.profile.is_some() || !self.set.is_empty()) {
+            return Err(format!(
+                "{at}: `profile:` and `set:` apply to a `recipe:` entry only"
+            ));
+        }
+        if self.recipe.is_none() && self.benchmarks.is_empty() {
+            return Err(format!(
+                "{at}: benchmarks: empty. Fix: list the benchmarks to evaluate (`harness eval --list` names them)"
+            ));
+        }
+        if self.seeds.as_ref().is_some_and(Vec::is_empty) {
+            return Err(format!(
+                "{at}: seeds: empty. Fix: remove the key or give seeds"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Rules {
+    /// Refuses a rule out of its range (NaN and infinity included).
+    fn check(&self) -> Result<(), String> {
+        if !(0.5..1.0).contains(&self.confidence) {
+            return Err(format!(
+                "rules.confidence: {} is not in [0.5, 1). Fix: e.g. 0.95",
+                self.confidence
+            ));
+        }
+        if self.replicates < 100 {
+            return Err(format!(
+                "rules.replicates: {} is too few for a percentile interval. Fix: 1000 or more",
+                self.replicates
+            ));
+        }
+        if !(self.busy_share > 0.0 && self.busy_share <= 1.0) {
+            return Err(format!(
+                "rules.busy_share: {} is not in (0, 1]. Fix: e.g. 0.75 (a quarter of the CPU share lost means the machine was busy)",
+                self.busy_share
+            ));
+        }
+        if !(self.speed_ratio > 0.0 && self.speed_ratio <= 1.0) {
+            return Err(format!(
+                "rules.speed_ratio: {} is not in (0, 1]. Fix: e.g. 0.8 (20 % slower alerts)",
+                self.speed_ratio
+            ));
+        }
+        if let Some((p, v)) = self
+            .min_effect
+            .iter()
+            .find(|(_, v)| !v.is_finite() || **v < 0.0)
+        {
+            return Err(format!(
+                "rules.min_effect.{p}: {v} is not a finite size ≥ 0. Fix: a size in the metric's points, e.g. 1.0"
+            ));
+        }
+        if !(self.speed_min_seconds.is_finite() && self.speed_min_seconds >= 0.0) {
+            return Err(format!(
+                "rules.speed_min_seconds: {} is not a finite number of seconds ≥ 0. Fix: e.g. 5",
+                self.speed_min_seconds
+            ));
+        }
+        if !(self.step_penalty.is_finite() && self.step_penalty > 0.0) {
+            return Err(format!(
+                "rules.step_penalty: {} is not a finite number > 0. Fix: e.g. 1.0",
+                self.step_penalty
+            ));
+        }
+        Ok(())
     }
 }
 
