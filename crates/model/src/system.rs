@@ -12,7 +12,7 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_data::tokenize::TextTokenizer;
-use harness_recipe::schema::{Decoder, Head, Recipe};
+use harness_recipe::schema::{Decoder, Head, Model, Recipe};
 use std::collections::BTreeMap;
 
 /// The file of a run directory that records the class count of each head whose `classes`
@@ -71,9 +71,7 @@ impl SystemConfig {
         base: Option<&BaseEncoder>,
     ) -> Result<Self, ModelError> {
         let n_vocab = tokenizer.vocab_size();
-        let ngram_buckets = tokenizer.char_ngram_buckets();
         let n_languages = tokenizer.languages().len();
-        let pretrained = tokenizer.pretrained();
         let model = recipe
             .model
             .as_ref()
@@ -83,35 +81,8 @@ impl SystemConfig {
                 fix: "add a `model:` block with an encoder".into(),
             })?;
         let global_dropout = recipe.optimizer.as_ref().map_or(0.0, |o| o.dropout);
-        let encoder = SentenceEncoderConfig::from_recipe(
-            &model.encoder,
-            n_vocab,
-            ngram_buckets,
-            global_dropout,
-            pretrained,
-            base,
-        )?;
-        let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder.clone())];
-        for (name, e) in &model.encoders {
-            let c = SentenceEncoderConfig::from_recipe(
-                e,
-                n_vocab,
-                ngram_buckets,
-                global_dropout,
-                pretrained,
-                base,
-            )
-            .map_err(|err| match err {
-                ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
-                    key: format!("model.encoders.{name}.kind"),
-                    detail,
-                    fix,
-                },
-                other => other,
-            })?;
-            encoders.push((name.clone(), c));
-        }
-        let d_sentence = encoder.d_sentence();
+        let encoders = encoder_configs(model, tokenizer, global_dropout, base)?;
+        let d_sentence = encoders[0].1.d_sentence();
         let decoder = model.decoder.as_ref().map(|Decoder::Lstm(d)| {
             LstmDecoderConfig::new(
                 n_vocab,
@@ -124,69 +95,8 @@ impl SystemConfig {
             .with_d_lang(d.lang_embed as usize)
             .with_dropout(global_dropout)
         });
-        let mut heads = Vec::new();
-        let mut center_heads = Vec::new();
-        for (name, head) in &model.heads {
-            // A head no task reads (a profile that drops its task: Emu without the center
-            // loss) has no corpus to count classes on; it is built with one class, never
-            // trained and never read.
-            let classes = |own: Option<u32>| -> Result<usize, ModelError> {
-                Ok(own
-                    .map(|c| c as usize)
-                    .or_else(|| head_classes.get(name).copied())
-                    .unwrap_or(1))
-            };
-            // Every head is an `Mlp` (one checkpoint layout): an L2-softmax head is its
-            // output layer (the objective normalises and scales its input), a centres head
-            // is a layer whose weight columns are the centres, a discriminator an MLP with
-            // one output (the critic's score).
-            let c = match head {
-                Head::Mlp(h) => MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| {
-                    ModelError::Unsupported {
-                        key: format!("model.heads.{name}"),
-                        detail: "an MLP head without `classes` and without `hidden` layers has no output".into(),
-                        fix: "set `classes` (3 for NLI) for a classifier, or `hidden` sizes for a projection".into(),
-                    }
-                })?,
-                Head::L2Softmax(h) => MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?),
-                Head::Centers(h) => {
-                    center_heads.push(heads.len());
-                    MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?)
-                }
-                Head::Discriminator(h) => MlpConfig::new(
-                    d_sentence,
-                    h.hidden.iter().map(|&x| x as usize).collect(),
-                    1,
-                )
-                .with_activation("relu".into())
-                .with_dropout(h.dropout),
-                #[allow(unreachable_patterns)]
-                other => {
-                    return Err(ModelError::Unsupported {
-                        key: format!("model.heads.{name}.kind"),
-                        detail: format!(
-                            "head kind `{}` cannot be trained by this build",
-                            other.kind()
-                        ),
-                        fix: "use an `mlp`, `l2_softmax`, `centers` or `discriminator` head"
-                            .into(),
-                    })
-                }
-            };
-            heads.push((name.clone(), c));
-        }
-        let mut languages = Vec::new();
-        for (language, name) in &model.languages {
-            let i = encoders
-                .iter()
-                .position(|(n, _)| n == name)
-                .ok_or_else(|| ModelError::Unsupported {
-                    key: format!("model.languages.{language}"),
-                    detail: format!("no encoder `{name}`"),
-                    fix: "name a key of `model.encoders`".into(),
-                })?;
-            languages.push((language.clone(), i));
-        }
+        let (heads, center_heads) = head_configs(model, d_sentence, head_classes)?;
+        let languages = language_encoders(model, &encoders)?;
         Ok(SystemConfig {
             encoders,
             decoder,
@@ -279,6 +189,132 @@ impl SystemConfig {
     pub fn head_index(&self, name: &str) -> Option<usize> {
         self.heads.iter().position(|(n, _)| n == name)
     }
+}
+
+/// The configurations of `model.encoder` (first, as [`MAIN_ENCODER`]) and of each of
+/// `model.encoders`, for the run's tokenizer.
+fn encoder_configs(
+    model: &Model,
+    tokenizer: &TextTokenizer,
+    global_dropout: f64,
+    base: Option<&BaseEncoder>,
+) -> Result<Vec<(String, SentenceEncoderConfig)>, ModelError> {
+    let n_vocab = tokenizer.vocab_size();
+    let ngram_buckets = tokenizer.char_ngram_buckets();
+    let pretrained = tokenizer.pretrained();
+    let encoder = SentenceEncoderConfig::from_recipe(
+        &model.encoder,
+        n_vocab,
+        ngram_buckets,
+        global_dropout,
+        pretrained,
+        base,
+    )?;
+    let mut encoders = vec![(MAIN_ENCODER.to_string(), encoder)];
+    for (name, e) in &model.encoders {
+        let c = SentenceEncoderConfig::from_recipe(
+            e,
+            n_vocab,
+            ngram_buckets,
+            global_dropout,
+            pretrained,
+            base,
+        )
+        .map_err(|err| match err {
+            ModelError::Unsupported { detail, fix, .. } => ModelError::Unsupported {
+                key: format!("model.encoders.{name}.kind"),
+                detail,
+                fix,
+            },
+            other => other,
+        })?;
+        encoders.push((name.clone(), c));
+    }
+    Ok(encoders)
+}
+
+/// The heads' configurations by name, and the indices of the centre heads among them.
+type HeadConfigs = (Vec<(String, MlpConfig)>, Vec<usize>);
+
+/// The configurations of `model.heads` (in name order) on sentences of `d_sentence`, and
+/// the indices of the centre heads among them.
+fn head_configs(
+    model: &Model,
+    d_sentence: usize,
+    head_classes: &BTreeMap<String, usize>,
+) -> Result<HeadConfigs, ModelError> {
+    let mut heads = Vec::new();
+    let mut center_heads = Vec::new();
+    for (name, head) in &model.heads {
+        // A head no task reads (a profile that drops its task: Emu without the center
+        // loss) has no corpus to count classes on; it is built with one class, never
+        // trained and never read.
+        let classes = |own: Option<u32>| -> Result<usize, ModelError> {
+            Ok(own
+                .map(|c| c as usize)
+                .or_else(|| head_classes.get(name).copied())
+                .unwrap_or(1))
+        };
+        // Every head is an `Mlp` (one checkpoint layout): an L2-softmax head is its
+        // output layer (the objective normalises and scales its input), a centres head
+        // is a layer whose weight columns are the centres, a discriminator an MLP with
+        // one output (the critic's score).
+        let c = match head {
+            Head::Mlp(h) => MlpConfig::from_recipe(d_sentence, h).ok_or_else(|| {
+                ModelError::Unsupported {
+                    key: format!("model.heads.{name}"),
+                    detail: "an MLP head without `classes` and without `hidden` layers has no output".into(),
+                    fix: "set `classes` (3 for NLI) for a classifier, or `hidden` sizes for a projection".into(),
+                }
+            })?,
+            Head::L2Softmax(h) => MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?),
+            Head::Centers(h) => {
+                center_heads.push(heads.len());
+                MlpConfig::new(d_sentence, Vec::new(), classes(h.classes)?)
+            }
+            Head::Discriminator(h) => MlpConfig::new(
+                d_sentence,
+                h.hidden.iter().map(|&x| x as usize).collect(),
+                1,
+            )
+            .with_activation("relu".into())
+            .with_dropout(h.dropout),
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(ModelError::Unsupported {
+                    key: format!("model.heads.{name}.kind"),
+                    detail: format!(
+                        "head kind `{}` cannot be trained by this build",
+                        other.kind()
+                    ),
+                    fix: "use an `mlp`, `l2_softmax`, `centers` or `discriminator` head"
+                        .into(),
+                })
+            }
+        };
+        heads.push((name.clone(), c));
+    }
+    Ok((heads, center_heads))
+}
+
+/// The encoder index of each language that `model.languages` gives an encoder of its own.
+fn language_encoders(
+    model: &Model,
+    encoders: &[(String, SentenceEncoderConfig)],
+) -> Result<Vec<(String, usize)>, ModelError> {
+    let mut languages = Vec::new();
+    for (language, name) in &model.languages {
+        let i = encoders
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| ModelError::Unsupported {
+                key: format!("model.languages.{language}"),
+                detail: format!("no encoder `{name}`"),
+                fix: "name a key of `model.encoders`".into(),
+            })?;
+        languages.push((language.clone(), i));
+    }
+    Ok(languages)
 }
 
 /// A part of the model a training stage can freeze.

@@ -234,30 +234,10 @@ pub fn binarize(
     max_len: usize,
     pairs: Option<&PairSettings>,
 ) -> Result<Binarized, TrainError> {
-    use sha2::Digest;
     let kind = shard_kind(source.kind());
     let (dir, temp) = match source {
         Source::Files(fc) => {
-            // Seeds matter only when they draw something.
-            let pairs_key = pairs.map(|p| {
-                let draws = !p.both || p.autoencode > 0.0;
-                serde_json::json!({"targets": p.targets, "both": p.both, "autoencode": p.autoencode,
-                    "seed": draws.then_some(p.seed)})
-            });
-            let key_json = serde_json::json!({
-                "version": 2,
-                "files": fc.files,
-                "spec": fc.spec,
-                "excluded": fc.excluded,
-                "tokenizer": tokenizer.digest(),
-                "max_len": max_len,
-                "pairs": pairs_key,
-            });
-            let key = hex::encode(sha2::Sha256::digest(key_json.to_string().as_bytes()));
-            let dir =
-                fc.cache_dir
-                    .join("shards")
-                    .join(format!("{}-{}", sanitize(&fc.name), &key[..16]));
+            let dir = cached_dir(fc, tokenizer, max_len, pairs);
             if let Some(manifest) = Manifest::read(&dir)? {
                 return reused(dir, manifest);
             }
@@ -285,93 +265,16 @@ pub fn binarize(
         ),
         Source::Loaded { .. } => (String::new(), None, u64::MAX),
     };
-    let mut state = WriterState {
-        name: source.name().to_string(),
-        counts: CorpusCounts {
-            corpus: source.name().to_string(),
-            dataset,
-            parts: BTreeMap::new(),
-            used: 0,
-        },
-        classes: source.classes(),
-        streams: Vec::new(),
-        origin: 0,
-        document: None,
-        previous: Vec::new(),
-        empty: 0,
-        untargeted: 0,
+    let mut state = WriterState::new(&source, dataset);
+    let pass = Pass {
+        source,
+        tokenizer,
+        max_len,
+        pairs,
+        eval,
+        cap,
     };
-    let total_bytes = source.bytes();
-    let bar = harness_core::progress::bar(
-        total_bytes,
-        &format!(
-            "binarizing {}: {{bytes}}/{{total_bytes}} ({{bytes_per_sec}}, {{msg}}, ETA {{eta}})",
-            source.name()
-        ),
-    );
-    let bytes_read = AtomicU64::new(0);
-    // Examples written so far (the writer thread's count, for the cap).
-    let written = AtomicU64::new(0);
-    let started = std::time::Instant::now();
-    let mut records = 0u64;
-    let mut failure: Option<TrainError> = None;
-    let report = std::thread::scope(|scope| -> Result<user_corpus::ReadReport, TrainError> {
-        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Record>>(2);
-        let reader = scope.spawn(|| {
-            let mut chunk = Vec::with_capacity(CHUNK);
-            let send = send;
-            let r = source.read(&bytes_read, &mut |rec| {
-                chunk.push(rec);
-                if chunk.len() == CHUNK {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
-                    return send.send(full).is_ok();
-                }
-                true
-            });
-            if !chunk.is_empty() {
-                let _ = send.send(chunk);
-            }
-            r
-        });
-        // Tokenising (here, over the pool) overlaps writing (its own thread: the directions'
-        // random streams, the counts and the shards are sequential) and reading.
-        let (to_writer, from_tokeniser) = std::sync::mpsc::sync_channel::<Vec<_>>(1);
-        let writing = scope.spawn(|| -> Result<(), TrainError> {
-            for done in from_tokeniser {
-                state.write(done, tokenizer, pairs, &mut writer, cap)?;
-                written.store(writer.examples(), Ordering::Relaxed);
-            }
-            Ok(())
-        });
-        for chunk in receive.iter() {
-            if written.load(Ordering::Relaxed) >= cap {
-                break;
-            }
-            records += chunk.len() as u64;
-            let done = tokenise_chunk(eval, chunk, tokenizer, max_len);
-            if to_writer.send(done).is_err() {
-                // The writer stopped on an error, returned below.
-                break;
-            }
-            bar.set_position(bytes_read.load(Ordering::Relaxed));
-            let secs = started.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!("{records} records, {:.0}/s", records as f64 / secs));
-        }
-        drop(to_writer);
-        if let Err(e) = writing.join().expect("the writer thread does not panic") {
-            failure = Some(e);
-        }
-        drop(receive);
-        reader.join().expect("the reader thread does not panic")
-    });
-    if failure.is_none() && report.is_ok() {
-        bar.set_position(bytes_read.load(Ordering::Relaxed).max(total_bytes));
-    }
-    bar.finish_and_clear();
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let report = report?;
+    let (report, records, started) = pass.run(&mut state, &mut writer)?;
     if report.skipped > 0 {
         harness_core::note!(
             "corpus `{}`: {} bad lines skipped (`on_bad_line: skip`); the first: {}",
@@ -381,22 +284,7 @@ pub fn binarize(
         );
     }
     state.counts.used = writer.examples() as usize;
-    let files = match source {
-        Source::Files(fc) => serde_json::to_value(&fc.files).unwrap_or_default(),
-        Source::Loaded { .. } => serde_json::Value::Null,
-    };
-    let extra = serde_json::json!({
-        "counts": state.counts,
-        "records": records,
-        "empty_after_tokenizing": state.empty,
-        "untargeted": state.untargeted,
-        "classes": state.classes,
-        "bad_lines_skipped": report.skipped,
-        "first_skipped": report.first_skipped,
-        "files": files,
-        "lines": report.files,
-        "seconds": started.elapsed().as_secs_f64(),
-    });
+    let extra = state.manifest_extra(&source, &report, records, started);
     let manifest = writer.finish(extra)?;
     if let Source::Files(fc) = source {
         prune_stale(&fc.name, &dir);
@@ -410,6 +298,147 @@ pub fn binarize(
         reused: false,
         temp,
     })
+}
+
+/// The cache folder of a corpus of files' shards: under its key, a hash of everything the
+/// shards depend on.
+fn cached_dir(
+    fc: &FilesCorpus,
+    tokenizer: &TextTokenizer,
+    max_len: usize,
+    pairs: Option<&PairSettings>,
+) -> PathBuf {
+    use sha2::Digest;
+    // Seeds matter only when they draw something.
+    let pairs_key = pairs.map(|p| {
+        let draws = !p.both || p.autoencode > 0.0;
+        serde_json::json!({"targets": p.targets, "both": p.both, "autoencode": p.autoencode,
+            "seed": draws.then_some(p.seed)})
+    });
+    let key_json = serde_json::json!({
+        "version": 2,
+        "files": fc.files,
+        "spec": fc.spec,
+        "excluded": fc.excluded,
+        "tokenizer": tokenizer.digest(),
+        "max_len": max_len,
+        "pairs": pairs_key,
+    });
+    let key = hex::encode(sha2::Sha256::digest(key_json.to_string().as_bytes()));
+    fc.cache_dir
+        .join("shards")
+        .join(format!("{}-{}", sanitize(&fc.name), &key[..16]))
+}
+
+/// One streaming pass over a corpus's records: what it reads, how it tokenises, what it
+/// filters out and how many examples it writes at most.
+struct Pass<'a> {
+    source: Source<'a>,
+    tokenizer: &'a TextTokenizer,
+    max_len: usize,
+    pairs: Option<&'a PairSettings>,
+    /// The contamination filter's sentences (a corpus of files'; a shipped dataset was
+    /// filtered as it loaded).
+    eval: Option<&'a EvalSentences>,
+    /// Examples to write at most.
+    cap: u64,
+}
+
+impl Pass<'_> {
+    /// Reads, tokenises and writes the records, with a progress bar; returns the read's
+    /// report, the records read and when the pass started.
+    fn run(
+        &self,
+        state: &mut WriterState,
+        writer: &mut ShardWriter,
+    ) -> Result<(user_corpus::ReadReport, u64, std::time::Instant), TrainError> {
+        let Pass {
+            source,
+            tokenizer,
+            max_len,
+            pairs,
+            eval,
+            cap,
+        } = *self;
+        let total_bytes = source.bytes();
+        let bar = harness_core::progress::bar(
+            total_bytes,
+            &format!(
+                "binarizing {}: {{bytes}}/{{total_bytes}} ({{bytes_per_sec}}, {{msg}}, ETA {{eta}})",
+                source.name()
+            ),
+        );
+        let bytes_read = AtomicU64::new(0);
+        // Examples written so far (the writer thread's count, for the cap).
+        let written = AtomicU64::new(0);
+        let started = std::time::Instant::now();
+        let mut records = 0u64;
+        let mut failure: Option<TrainError> = None;
+        let report = std::thread::scope(|scope| -> Result<user_corpus::ReadReport, TrainError> {
+            let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Record>>(2);
+            let reader = scope.spawn(|| read_chunks(&source, &bytes_read, send));
+            // Tokenising (here, over the pool) overlaps writing (its own thread: the directions'
+            // random streams, the counts and the shards are sequential) and reading.
+            let (to_writer, from_tokeniser) = std::sync::mpsc::sync_channel::<Vec<_>>(1);
+            let writing = scope.spawn(|| -> Result<(), TrainError> {
+                for done in from_tokeniser {
+                    state.write(done, tokenizer, pairs, writer, cap)?;
+                    written.store(writer.examples(), Ordering::Relaxed);
+                }
+                Ok(())
+            });
+            for chunk in receive.iter() {
+                if written.load(Ordering::Relaxed) >= cap {
+                    break;
+                }
+                records += chunk.len() as u64;
+                let done = tokenise_chunk(eval, chunk, tokenizer, max_len);
+                if to_writer.send(done).is_err() {
+                    // The writer stopped on an error, returned below.
+                    break;
+                }
+                bar.set_position(bytes_read.load(Ordering::Relaxed));
+                let secs = started.elapsed().as_secs_f64().max(1e-9);
+                bar.set_message(format!("{records} records, {:.0}/s", records as f64 / secs));
+            }
+            drop(to_writer);
+            if let Err(e) = writing.join().expect("the writer thread does not panic") {
+                failure = Some(e);
+            }
+            drop(receive);
+            reader.join().expect("the reader thread does not panic")
+        });
+        if failure.is_none() && report.is_ok() {
+            bar.set_position(bytes_read.load(Ordering::Relaxed).max(total_bytes));
+        }
+        bar.finish_and_clear();
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        Ok((report?, records, started))
+    }
+}
+
+/// Reads a corpus's records in chunks of [`CHUNK`] (the last one shorter), sending each
+/// down `send`; stops when nothing receives them any more.
+fn read_chunks(
+    source: &Source,
+    bytes_read: &AtomicU64,
+    send: std::sync::mpsc::SyncSender<Vec<Record>>,
+) -> Result<user_corpus::ReadReport, TrainError> {
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let r = source.read(bytes_read, &mut |rec| {
+        chunk.push(rec);
+        if chunk.len() == CHUNK {
+            let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+            return send.send(full).is_ok();
+        }
+        true
+    });
+    if !chunk.is_empty() {
+        let _ = send.send(chunk);
+    }
+    r
 }
 
 /// A complete shard set found in the cache.
@@ -595,6 +624,53 @@ struct WriterState {
 }
 
 impl WriterState {
+    /// The state before the first record of `source` (`dataset`: the name its counts give).
+    fn new(source: &Source, dataset: String) -> Self {
+        WriterState {
+            name: source.name().to_string(),
+            counts: CorpusCounts {
+                corpus: source.name().to_string(),
+                dataset,
+                parts: BTreeMap::new(),
+                used: 0,
+            },
+            classes: source.classes(),
+            streams: Vec::new(),
+            origin: 0,
+            document: None,
+            previous: Vec::new(),
+            empty: 0,
+            untargeted: 0,
+        }
+    }
+
+    /// What the shard set's manifest records of the pass beside its shards: the counts,
+    /// the records read and dropped, the classes, the bad lines, the files and the time.
+    fn manifest_extra(
+        &self,
+        source: &Source,
+        report: &user_corpus::ReadReport,
+        records: u64,
+        started: std::time::Instant,
+    ) -> serde_json::Value {
+        let files = match source {
+            Source::Files(fc) => serde_json::to_value(&fc.files).unwrap_or_default(),
+            Source::Loaded { .. } => serde_json::Value::Null,
+        };
+        serde_json::json!({
+            "counts": self.counts,
+            "records": records,
+            "empty_after_tokenizing": self.empty,
+            "untargeted": self.untargeted,
+            "classes": self.classes,
+            "bad_lines_skipped": report.skipped,
+            "first_skipped": report.first_skipped,
+            "files": files,
+            "lines": report.files,
+            "seconds": started.elapsed().as_secs_f64(),
+        })
+    }
+
     /// Writes a tokenised chunk in order: counts, directions, the cap, the shards.
     fn write(
         &mut self,

@@ -7,7 +7,7 @@
 //! shipped recipes.
 
 use harness_recipe::de::{Path, Seg};
-use harness_recipe::schema::TokenizerKind;
+use harness_recipe::schema::{Model, TokenizerKind};
 use harness_recipe::Recipe;
 
 /// Encoder kinds `harness_model::system` builds for training.
@@ -35,6 +35,9 @@ fn quoted(names: &[&str]) -> String {
     quoted.join(", ")
 }
 
+/// The start of a message about something this build does not train.
+const NOT_HERE: &str = "this build cannot train";
+
 /// Every part of `recipe` this build cannot train, as `(key path, problem)`; empty for a
 /// recipe without training tasks (evaluation recipes train nothing).
 pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
@@ -42,87 +45,104 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
     if recipe.tasks.is_empty() {
         return out;
     }
-    let not_here = "this build cannot train";
     if let Some(t) = &recipe.data.tokenizer {
         if !TOKENIZERS.contains(&t.kind) {
             out.push((
                 vec![key("data"), key("tokenizer"), key("kind")],
-                format!("{not_here} a `{:?}` tokenizer: only vocabularies learned on the corpora (`bpe`, `sentencepiece`, `words`)", t.kind).to_lowercase(),
+                format!("{NOT_HERE} a `{:?}` tokenizer: only vocabularies learned on the corpora (`bpe`, `sentencepiece`, `words`)", t.kind).to_lowercase(),
             ));
         }
     }
     if let Some(m) = &recipe.model {
-        let encoders = std::iter::once((vec![key("model"), key("encoder")], &m.encoder)).chain(
-            m.encoders
-                .iter()
-                .map(|(n, e)| (vec![key("model"), key("encoders"), key(n)], e)),
-        );
-        let pretrained_tokenizer = recipe
-            .data
-            .tokenizer
-            .as_ref()
-            .is_some_and(|t| t.kind == TokenizerKind::Pretrained);
-        let mut any_pretrained = false;
-        for (at, e) in encoders {
-            if let harness_recipe::schema::Encoder::Pretrained(p) = e {
-                any_pretrained = true;
-                if !pretrained_tokenizer {
-                    out.push((
-                        vec![key("data"), key("tokenizer"), key("kind")],
-                        format!("the pretrained encoder `{}` reads its own tokenizer's ids: set `data.tokenizer: {{kind: pretrained}}`", p.name),
-                    ));
-                }
-                if !harness_model::encoder::bert_sentence::accepts(p.pool) {
-                    let mut at = at.clone();
-                    at.push(key("pool"));
-                    out.push((
-                        at,
-                        "a pretrained (BERT) encoder pools with `mean`, `cls` or `max`".into(),
-                    ));
-                }
-            }
-            if let harness_recipe::schema::Encoder::Cbow(c) = e {
-                if !c.frozen.is_empty() {
-                    let mut p = at.clone();
-                    p.push(key("frozen"));
-                    out.push((
-                        p,
-                        format!("{not_here} per-language frozen embeddings yet (X-CBOW keeps English fixed; it comes with the XNLI alignment issue): freeze `<encoder>.embeddings` in a stage instead"),
-                    ));
-                }
-                if !harness_model::encoder::cbow::accepts(c.pool) {
-                    let mut p = at;
-                    p.push(key("pool"));
-                    out.push((p, "a `cbow` encoder pools with `mean` or `max`".into()));
-                }
-            }
-        }
-        if pretrained_tokenizer && !any_pretrained {
-            out.push((
-                vec![key("data"), key("tokenizer"), key("kind")],
-                "a `pretrained` tokenizer belongs to a pretrained encoder (`model.encoder: {kind: pretrained, name: …}`); learn a vocabulary (`bpe`, `sentencepiece`, `words`) for the others".into(),
-            ));
-        }
-        let kind = m.encoder.kind();
-        if !ENCODERS.contains(&kind) {
-            out.push((
-                vec![key("model"), key("encoder"), key("kind")],
-                format!(
-                    "{not_here} a `{kind}` encoder (it trains {})",
-                    quoted(ENCODERS)
-                ),
-            ));
-        }
-        for (name, h) in &m.heads {
-            let kind = h.kind();
-            if !HEADS.contains(&kind) {
+        encoder_problems(recipe, m, &mut out);
+        model_kind_problems(m, &mut out);
+    }
+    task_problems(recipe, &mut out);
+    out
+}
+
+/// Adds the problems of `model.encoder` and `model.encoders` to `out`: their options, and
+/// a pretrained encoder without its tokenizer (or the reverse).
+fn encoder_problems(recipe: &Recipe, m: &Model, out: &mut Vec<(Path, String)>) {
+    let encoders = std::iter::once((vec![key("model"), key("encoder")], &m.encoder)).chain(
+        m.encoders
+            .iter()
+            .map(|(n, e)| (vec![key("model"), key("encoders"), key(n)], e)),
+    );
+    let pretrained_tokenizer = recipe
+        .data
+        .tokenizer
+        .as_ref()
+        .is_some_and(|t| t.kind == TokenizerKind::Pretrained);
+    let mut any_pretrained = false;
+    for (at, e) in encoders {
+        if let harness_recipe::schema::Encoder::Pretrained(p) = e {
+            any_pretrained = true;
+            if !pretrained_tokenizer {
                 out.push((
-                    vec![key("model"), key("heads"), key(name), key("kind")],
-                    format!("{not_here} a `{kind}` head (it trains {})", quoted(HEADS)),
+                    vec![key("data"), key("tokenizer"), key("kind")],
+                    format!("the pretrained encoder `{}` reads its own tokenizer's ids: set `data.tokenizer: {{kind: pretrained}}`", p.name),
+                ));
+            }
+            if !harness_model::encoder::bert_sentence::accepts(p.pool) {
+                let mut at = at.clone();
+                at.push(key("pool"));
+                out.push((
+                    at,
+                    "a pretrained (BERT) encoder pools with `mean`, `cls` or `max`".into(),
                 ));
             }
         }
+        if let harness_recipe::schema::Encoder::Cbow(c) = e {
+            if !c.frozen.is_empty() {
+                let mut p = at.clone();
+                p.push(key("frozen"));
+                out.push((
+                    p,
+                    format!("{NOT_HERE} per-language frozen embeddings yet (X-CBOW keeps English fixed; it comes with the XNLI alignment issue): freeze `<encoder>.embeddings` in a stage instead"),
+                ));
+            }
+            if !harness_model::encoder::cbow::accepts(c.pool) {
+                let mut p = at;
+                p.push(key("pool"));
+                out.push((p, "a `cbow` encoder pools with `mean` or `max`".into()));
+            }
+        }
     }
+    if pretrained_tokenizer && !any_pretrained {
+        out.push((
+            vec![key("data"), key("tokenizer"), key("kind")],
+            "a `pretrained` tokenizer belongs to a pretrained encoder (`model.encoder: {kind: pretrained, name: …}`); learn a vocabulary (`bpe`, `sentencepiece`, `words`) for the others".into(),
+        ));
+    }
+}
+
+/// Adds to `out` the main encoder's kind and the head kinds this build does not train.
+fn model_kind_problems(m: &Model, out: &mut Vec<(Path, String)>) {
+    let kind = m.encoder.kind();
+    if !ENCODERS.contains(&kind) {
+        out.push((
+            vec![key("model"), key("encoder"), key("kind")],
+            format!(
+                "{NOT_HERE} a `{kind}` encoder (it trains {})",
+                quoted(ENCODERS)
+            ),
+        ));
+    }
+    for (name, h) in &m.heads {
+        let kind = h.kind();
+        if !HEADS.contains(&kind) {
+            out.push((
+                vec![key("model"), key("heads"), key(name), key("kind")],
+                format!("{NOT_HERE} a `{kind}` head (it trains {})", quoted(HEADS)),
+            ));
+        }
+    }
+}
+
+/// Adds to `out` the tasks' objectives this build does not train and the shipped datasets
+/// it cannot read as their corpora (each corpus once).
+fn task_problems(recipe: &Recipe, out: &mut Vec<(Path, String)>) {
     let mut corpora_reported = std::collections::BTreeSet::new();
     for (i, t) in recipe.tasks.iter().enumerate() {
         let base = vec![key("tasks"), Seg::Index(i)];
@@ -136,7 +156,7 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
             out.push((
                 p,
                 format!(
-                    "{not_here} the objective `{objective}` (task `{}`; it trains {})",
+                    "{NOT_HERE} the objective `{objective}` (task `{}`; it trains {})",
                     t.name,
                     quoted(&trainable)
                 ),
@@ -159,7 +179,6 @@ pub fn untrainable(recipe: &Recipe) -> Vec<(Path, String)> {
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -361,6 +361,8 @@ pub fn compile_plan_from(
     compile(recipe, tokenizer, loaded, defs, start)
 }
 
+/// [`compile_plan_from`]'s work: the tasks prepared and binarized, the model configured
+/// for them, the tasks' plans joined and staged.
 fn compile(
     recipe: &Recipe,
     tokenizer: &TextTokenizer,
@@ -373,8 +375,42 @@ fn compile(
         .train
         .clone()
         .ok_or_else(|| TrainError::recipe("train", "missing", "add a `train:` block"))?;
-    let max_len = train_spec.max_len as usize;
-    let (targets, first_token) = match recipe.model.as_ref().and_then(|m| m.decoder.as_ref()) {
+    let (targets, first_token) = decoder_start(recipe, tokenizer);
+    let prepared = prepare_tasks(recipe, tokenizer, loaded, defs, &train_spec, &targets)?;
+    let head_classes = head_classes(recipe, loaded, &prepared.classes)?;
+    let base = match &start {
+        Some(PretrainedStart::Run(r)) => Some(&r.record),
+        _ => None,
+    };
+    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes, base)?;
+    let mut tasks = Vec::new();
+    let mut partners = Vec::new();
+    for (task, (def, p, data)) in recipe.tasks.iter().zip(prepared.tasks) {
+        partners.push(p.joint_with().map(String::from));
+        tasks.push(task_plan(recipe, &system, task, def, &*p, data)?);
+    }
+    join_partners(&mut tasks, &partners)?;
+    let joint: Vec<bool> = partners.iter().map(Option::is_some).collect();
+    let stages = compile_stages(recipe, &train_spec, &system, &tasks, &joint)?;
+    let total_steps = stages.last().map_or(0, |s| s.start + s.steps);
+    let steps_per_epoch = stages.iter().map(|s| s.steps_per_epoch).sum();
+    Ok(Plan {
+        recipe: recipe.clone(),
+        head_classes,
+        system,
+        tasks,
+        stages,
+        first_token,
+        total_steps,
+        steps_per_epoch,
+        pretrained: start,
+        corpus_counts: prepared.corpus_counts,
+    })
+}
+
+/// The decoder's languages and first input (none and BOS without a decoder).
+fn decoder_start(recipe: &Recipe, tokenizer: &TextTokenizer) -> (Vec<String>, FirstToken) {
+    match recipe.model.as_ref().and_then(|m| m.decoder.as_ref()) {
         Some(Decoder::Lstm(d)) => {
             let first = if d.lang_embed == 0 {
                 FirstToken::Language(
@@ -394,7 +430,31 @@ fn compile(
             (d.targets.clone(), first)
         }
         None => (Vec::new(), FirstToken::Bos),
-    };
+    }
+}
+
+/// Each task's objective prepared, with its batches (none for a joint task that draws
+/// none of its own), and what binarizing their corpora measured.
+struct PreparedTasks {
+    /// Per task of the recipe, in order: its objective's definition, the objective
+    /// prepared, its batches.
+    tasks: Vec<(&'static ObjectiveDef, Box<dyn Prepared>, Option<TaskData>)>,
+    /// The counts of the corpora of files, each once.
+    corpus_counts: Vec<crate::corpora::CorpusCounts>,
+    /// The classes of each labelled corpus binarized, by corpus name.
+    classes: BTreeMap<String, Vec<String>>,
+}
+
+/// Prepares every task's objective and binarizes its corpus into its batches.
+fn prepare_tasks(
+    recipe: &Recipe,
+    tokenizer: &TextTokenizer,
+    loaded: &BTreeMap<String, Loaded>,
+    defs: &[&'static ObjectiveDef],
+    train_spec: &harness_recipe::schema::Train,
+    targets: &[String],
+) -> Result<PreparedTasks, TrainError> {
+    let max_len = train_spec.max_len as usize;
     // Every task's batches come from its corpus binarized ([`crate::binarize`]): the user's
     // files and the shipped datasets alike.
     let mut prepared_tasks = Vec::new();
@@ -417,7 +477,7 @@ fn compile(
                 ti,
                 tokenizer,
                 loaded,
-                targets: &targets,
+                targets,
                 max_len,
                 batch_tokens: train_spec.batch_tokens.map(|x| x as usize),
                 batch_size: task
@@ -440,78 +500,96 @@ fn compile(
         };
         prepared_tasks.push((def, prepared, data));
     }
-    let head_classes = head_classes(recipe, loaded, &classes)?;
-    let base = match &start {
-        Some(PretrainedStart::Run(r)) => Some(&r.record),
-        _ => None,
+    Ok(PreparedTasks {
+        tasks: prepared_tasks,
+        corpus_counts,
+        classes,
+    })
+}
+
+/// The plan of `task` (its encoders and inner loop resolved against `system`), joint with
+/// no task yet.
+fn task_plan(
+    recipe: &Recipe,
+    system: &SystemConfig,
+    task: &harness_recipe::schema::Task,
+    def: &'static ObjectiveDef,
+    prepared: &dyn Prepared,
+    data: Option<TaskData>,
+) -> Result<TaskPlan, TrainError> {
+    let encoder = |key: &str, name: Option<&String>| {
+        let name = name.map_or(harness_model::system::MAIN_ENCODER, String::as_str);
+        system.encoder_index(name).ok_or_else(|| {
+            TrainError::recipe(
+                format!("tasks.{}.{key}", task.name),
+                format!("no encoder named `{name}`"),
+                "name `encoder` or a key of `model.encoders`",
+            )
+        })
     };
-    let system = SystemConfig::from_recipe(recipe, tokenizer, &head_classes, base)?;
-    let mut tasks = Vec::new();
-    let mut partners = Vec::new();
-    for (task, (def, prepared, data)) in recipe.tasks.iter().zip(prepared_tasks) {
-        partners.push(prepared.joint_with().map(String::from));
-        let encoder = |key: &str, name: Option<&String>| {
-            let name = name.map_or(harness_model::system::MAIN_ENCODER, String::as_str);
-            system.encoder_index(name).ok_or_else(|| {
+    let first = encoder("encoder", task.encoder.as_ref())?;
+    let second = match &task.reads {
+        Some(r) => encoder("reads", Some(r))?,
+        None => first,
+    };
+    let inner = match prepared.inner_loop() {
+        None => None,
+        Some(l) => Some(inner_plan(recipe, system, task, l)?),
+    };
+    Ok(TaskPlan {
+        name: task.name.clone(),
+        objective: task.objective.clone(),
+        def,
+        data,
+        weight: task.weight,
+        joint: Vec::new(),
+        encoders: [first, second],
+        inner,
+        hard_negatives: prepared.hard_negatives(),
+    })
+}
+
+/// A task's inner loop with its groups resolved against `system`.
+fn inner_plan(
+    recipe: &Recipe,
+    system: &SystemConfig,
+    task: &harness_recipe::schema::Task,
+    l: crate::objectives::InnerLoop,
+) -> Result<InnerPlan, TrainError> {
+    let trains = l
+        .trains
+        .iter()
+        .map(|g| {
+            system.group(g).ok_or_else(|| {
                 TrainError::recipe(
-                    format!("tasks.{}.{key}", task.name),
-                    format!("no encoder named `{name}`"),
-                    "name `encoder` or a key of `model.encoders`",
+                    format!("tasks.{}.params", task.name),
+                    format!("the inner loop trains `{g}`, which is no parameter group"),
+                    "name an encoder, `<encoder>.embeddings`, `decoder` or `heads.<name>`",
                 )
             })
-        };
-        let first = encoder("encoder", task.encoder.as_ref())?;
-        let second = match &task.reads {
-            Some(r) => encoder("reads", Some(r))?,
-            None => first,
-        };
-        let inner = match prepared.inner_loop() {
-            None => None,
-            Some(l) => {
-                let trains = l
-                    .trains
-                    .iter()
-                    .map(|g| {
-                        system.group(g).ok_or_else(|| {
-                            TrainError::recipe(
-                                format!("tasks.{}.params", task.name),
-                                format!("the inner loop trains `{g}`, which is no parameter group"),
-                                "name an encoder, `<encoder>.embeddings`, `decoder` or `heads.<name>`",
-                            )
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                // An inner loop that trains a discriminator head clips to the head's `clip`.
-                let clip = l.clip.or_else(|| {
-                    l.trains.iter().find_map(|g| {
-                        let name = g.strip_prefix("heads.")?;
-                        match recipe.model.as_ref()?.heads.get(name)? {
-                            harness_recipe::schema::Head::Discriminator(d) => Some(d.clip),
-                            _ => None,
-                        }
-                    })
-                });
-                Some(InnerPlan {
-                    steps: l.steps,
-                    trains,
-                    lr: l.lr,
-                    clip,
-                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // An inner loop that trains a discriminator head clips to the head's `clip`.
+    let clip = l.clip.or_else(|| {
+        l.trains.iter().find_map(|g| {
+            let name = g.strip_prefix("heads.")?;
+            match recipe.model.as_ref()?.heads.get(name)? {
+                harness_recipe::schema::Head::Discriminator(d) => Some(d.clip),
+                _ => None,
             }
-        };
-        tasks.push(TaskPlan {
-            name: task.name.clone(),
-            objective: task.objective.clone(),
-            def,
-            data,
-            weight: task.weight,
-            joint: Vec::new(),
-            encoders: [first, second],
-            inner,
-            hard_negatives: prepared.hard_negatives(),
-        });
-    }
-    // Joint losses join their partner task.
+        })
+    });
+    Ok(InnerPlan {
+        steps: l.steps,
+        trains,
+        lr: l.lr,
+        clip,
+    })
+}
+
+/// Joins each joint task's loss to its partner task (`partners`: the partner each task
+/// names), which must draw its own batches.
+fn join_partners(tasks: &mut [TaskPlan], partners: &[Option<String>]) -> Result<(), TrainError> {
     for (i, partner) in partners.iter().enumerate() {
         let Some(partner) = partner else { continue };
         let key = format!("tasks.{}.params.joint_with", tasks[i].name);
@@ -534,22 +612,7 @@ fn compile(
         }
         tasks[p].joint.push(i);
     }
-    let joint: Vec<bool> = partners.iter().map(Option::is_some).collect();
-    let stages = compile_stages(recipe, &train_spec, &system, &tasks, &joint)?;
-    let total_steps = stages.last().map_or(0, |s| s.start + s.steps);
-    let steps_per_epoch = stages.iter().map(|s| s.steps_per_epoch).sum();
-    Ok(Plan {
-        recipe: recipe.clone(),
-        head_classes,
-        system,
-        tasks,
-        stages,
-        first_token,
-        total_steps,
-        steps_per_epoch,
-        pretrained: start,
-        corpus_counts,
-    })
+    Ok(())
 }
 
 /// What binarizing a task's corpus needs beside the corpus.

@@ -247,6 +247,17 @@ struct Stepped<B: AutodiffBackend> {
     tokens_per_s: f64,
 }
 
+/// What a step's backward pass gives its optimizer step and metrics line.
+struct Backward<B: AutodiffBackend> {
+    grads: GradientsParams,
+    /// The loss, still on the device (a GPU step's, read back by [`Loop::settle`]).
+    kept: Option<Tensor<B::InnerBackend, 1>>,
+    /// The loss read back (NaN while `kept` holds it), summed over the data-parallel peers.
+    value: f64,
+    /// The step's tokens, summed over the data-parallel peers.
+    tokens: usize,
+}
+
 /// Steps whose loss and norm a GPU run keeps on the device before reading them back in one
 /// transfer (and checking that they are finite). A checkpoint, an evaluation and the end of
 /// training read them back at once; so does every step on the CPU backends, where a read
@@ -416,34 +427,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             )
         })?;
         let inner_loops = self.run_inner_loops(t, device)?;
-        let position =
-            |state: &TrainState, name: &str| state.positions.get(name).copied().unwrap_or_default();
-        let (batch, next) = data.batch_at(position(&self.state, &task.name))?;
+        let (batch, next) = data.batch_at(self.position(&task.name))?;
         let (examples, index) = batch.parts();
         let whole = index;
         let index = self.peer_shard(index, &task.name, step)?;
-        // Joint tasks that draw batches of their own take their next one.
-        let own: Vec<(usize, crate::data::Batch, crate::data::Position)> = task
-            .joint
-            .iter()
-            .filter_map(|&j| {
-                let d = plan.tasks[j].data.as_ref()?;
-                Some(
-                    d.batch_at(position(&self.state, &plan.tasks[j].name))
-                        .map(|(b, n)| (j, b, n)),
-                )
-            })
-            .collect::<Result<_, _>>()?;
+        let own = self.own_batches(t)?;
         let mut noise = Noise::new(plan.recipe.seed, step);
-        // The main update leaves the inner loops' groups alone.
-        let mut frozen = stage.frozen.clone();
-        if !inner_loops.is_empty() {
-            for &k in &inner_loops {
-                let inner = plan.tasks[k].inner.as_ref().expect("filtered above");
-                frozen.extend(inner.trains.iter().copied());
-            }
-            self.model = self.model.take().map(|m| m.with_frozen(&frozen));
-        }
+        let frozen = self.freeze_inner_groups(stage, &inner_loops);
         let model = self
             .model
             .as_ref()
@@ -463,21 +453,108 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         for (j, b, _) in &own {
             ctx = ctx.with_own(*j, &plan.tasks[*j], b.parts());
         }
-        let loss = step_loss(&mut ctx, plan, &self.losses, t)?;
+        let loss = self.weighted_loss(&mut ctx, t, device)?;
+        let tokens = ctx.tokens();
+        let deferred = ctx.take_deferred();
+        let mut pass = self.backward(&loss, tokens, ctx.gathered(), step, t, device)?;
+        let (grad_norm, on_device) = self.clip_gradients(&mut pass.grads, pass.kept);
+        let lr = self.update(stage, local, pass.grads, deferred);
+        self.state.positions.insert(task.name.clone(), next);
+        for (j, _, n) in own {
+            self.state.positions.insert(plan.tasks[j].name.clone(), n);
+        }
+        self.count_step(pass.tokens, started);
+        Ok(Stepped {
+            step,
+            task: t,
+            loss: pass.value,
+            lr,
+            grad_norm,
+            tokens: pass.tokens,
+            counted: None,
+            on_device,
+            eval: None,
+            seconds: self.state.seconds,
+            tokens_per_s: self.session.tokens_per_second(),
+        })
+    }
+
+    /// Where task `name`'s next batch starts.
+    fn position(&self, name: &str) -> crate::data::Position {
+        self.state.positions.get(name).copied().unwrap_or_default()
+    }
+
+    /// The batches of the tasks joint with task `t` that draw batches of their own: each
+    /// task's index, its next batch and the position after it.
+    fn own_batches(
+        &self,
+        t: usize,
+    ) -> Result<Vec<(usize, crate::data::Batch<'p>, crate::data::Position)>, TrainError> {
+        let plan = self.plan;
+        plan.tasks[t]
+            .joint
+            .iter()
+            .filter_map(|&j| {
+                let d = plan.tasks[j].data.as_ref()?;
+                Some(
+                    d.batch_at(self.position(&plan.tasks[j].name))
+                        .map(|(b, n)| (j, b, n)),
+                )
+            })
+            .collect()
+    }
+
+    /// The groups the main update of a step in `stage` leaves alone: the stage's frozen
+    /// ones and those of the inner loops just run (`inner_loops`), which the model then
+    /// keeps out of the backward pass too.
+    fn freeze_inner_groups(&mut self, stage: &StagePlan, inner_loops: &[usize]) -> Vec<Group> {
+        let mut frozen = stage.frozen.clone();
+        if !inner_loops.is_empty() {
+            for &k in inner_loops {
+                let inner = self.plan.tasks[k].inner.as_ref().expect("filtered above");
+                frozen.extend(inner.trains.iter().copied());
+            }
+            self.model = self.model.take().map(|m| m.with_frozen(&frozen));
+        }
+        frozen
+    }
+
+    /// The loss of a step of task `t` (with its joint tasks'); on a data-parallel peer,
+    /// weighted by the shard's share of the batch.
+    fn weighted_loss(
+        &self,
+        ctx: &mut Step<'_, B>,
+        t: usize,
+        device: &B::Device,
+    ) -> Result<Tensor<B, 1>, TrainError> {
+        let loss = step_loss(ctx, self.plan, &self.losses, t)?;
         // Data-parallel: the shard's loss weighted by its share of the batch's count, so
         // that the gradients summed over the peers are the whole batch's.
-        let loss = match self.peer {
+        Ok(match self.peer {
             // A loss that gathered the whole batch is the whole batch's already.
             Some(_) if ctx.gathered() => loss,
             None => loss,
             Some(p) => {
-                let count = self.losses[t].averaged_over(&mut ctx)?;
+                let count = self.losses[t].averaged_over(ctx)?;
                 let total = p.sum::<B::InnerBackend>(&[count], device)?[0];
                 loss * shard_weight(count, total)
             }
-        };
-        let mut tokens = ctx.tokens();
-        let deferred = ctx.take_deferred();
+        })
+    }
+
+    /// The backward pass of `loss` (of a step of task `t`, over `tokens` tokens; `gathered`:
+    /// whether a loss gathered the whole batch): the loss read back (except on a GPU), checked
+    /// to be finite, and the gradients, summed over the data-parallel peers.
+    fn backward(
+        &self,
+        loss: &Tensor<B, 1>,
+        mut tokens: usize,
+        gathered: bool,
+        step: u64,
+        t: usize,
+        device: &B::Device,
+    ) -> Result<Backward<B>, TrainError> {
+        let task = &self.plan.tasks[t];
         // On a GPU the loss stays there (read back by `settle`); the CPU reads it now.
         let device_side = self.peer.is_none() && !host_backend::<B>();
         let kept = device_side.then(|| loss.clone().inner());
@@ -486,7 +563,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         } else {
             host_scalar(loss.clone())
         };
-        let mut grads = match self.peer {
+        let grads = match self.peer {
             None => {
                 if !device_side && !value.is_finite() {
                     return Err(TrainError::Diverged {
@@ -501,11 +578,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 // The batch's loss and tokens are the sums over the peers; a shard whose loss
                 // is not finite makes it so on every peer, which all stop alike.
                 // (Every peer's gathered loss is the whole batch's: the first peer's counts.)
-                let mine = if ctx.gathered() && !p.leads() {
-                    0.0
-                } else {
-                    value
-                };
+                let mine = if gathered && !p.leads() { 0.0 } else { value };
                 let sums = p.sum::<B::InnerBackend>(&[mine, tokens as f64], device)?;
                 (value, tokens) = (sums[0], sums[1].round() as usize);
                 if !value.is_finite() {
@@ -520,25 +593,51 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 grads
             }
         };
+        Ok(Backward {
+            grads,
+            kept,
+            value,
+            tokens,
+        })
+    }
+
+    /// Scales the embeddings' gradients (`embedding_grad_scale`) and clips the gradients'
+    /// global norm; returns the norm, or, on a GPU, the loss `kept` there and the norm
+    /// still on the device.
+    fn clip_gradients(
+        &self,
+        grads: &mut GradientsParams,
+        kept: Option<Tensor<B::InnerBackend, 1>>,
+    ) -> (f64, Option<[Tensor<B::InnerBackend, 1>; 2]>) {
         if self.spec.embedding_grad_scale != 1.0 {
             let tables = self
                 .model()
                 .encoders
                 .iter()
                 .flat_map(|e| e.embedding_tables());
-            scale_gradients(&mut grads, self.spec.embedding_grad_scale, tables);
+            scale_gradients(grads, self.spec.embedding_grad_scale, tables);
         }
-        let (grad_norm, on_device) = match kept {
+        match kept {
             Some(loss) => {
-                let norm =
-                    clip_global_norm_on_device(self.model(), &mut grads, self.spec.grad_clip);
+                let norm = clip_global_norm_on_device(self.model(), grads, self.spec.grad_clip);
                 (f64::NAN, Some([loss, norm]))
             }
             None => (
-                clip_global_norm(self.model(), &mut grads, self.spec.grad_clip),
+                clip_global_norm(self.model(), grads, self.spec.grad_clip),
                 None,
             ),
-        };
+        }
+    }
+
+    /// The optimizer step of step `local` of `stage` at the stage's learning rate, then
+    /// the head weights a loss `deferred` to after it; returns the learning rate.
+    fn update(
+        &mut self,
+        stage: &StagePlan,
+        local: u64,
+        grads: GradientsParams,
+        deferred: Vec<(usize, Tensor<B::InnerBackend, 2>)>,
+    ) -> f64 {
         let mut spec = self.spec.clone();
         if let Some(lr) = stage.lr {
             spec.lr = lr;
@@ -548,24 +647,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         for (head, weight) in deferred {
             self.model = self.model.take().map(|m| m.with_head_weight(head, weight));
         }
-        self.state.positions.insert(task.name.clone(), next);
-        for (j, _, n) in own {
-            self.state.positions.insert(plan.tasks[j].name.clone(), n);
-        }
-        self.count_step(tokens, started);
-        Ok(Stepped {
-            step,
-            task: t,
-            loss: value,
-            lr,
-            grad_norm,
-            tokens,
-            counted: None,
-            on_device,
-            eval: None,
-            seconds: self.state.seconds,
-            tokens_per_s: self.session.tokens_per_second(),
-        })
+        lr
     }
 
     /// Enters the stage of step `step`: a fresh optimizer at the first step of every stage
