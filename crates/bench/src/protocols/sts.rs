@@ -450,12 +450,15 @@ pub fn run(ctx: &Context) -> Result<Outcome, BenchError> {
         items: Some(Items::mean_of(groups)),
     })
 }
+/// Each set's pairs as row indices into the embeddings of the distinct sentences.
+type PairRows = Vec<Vec<(usize, usize)>>;
+
 /// Every distinct sentence of `sets` embedded once, in order of first appearance, and each
 /// set's pairs as row indices into those embeddings.
 fn embed_unique(
     ctx: &Context,
     sets: &[Set],
-) -> Result<(Vec<Vec<(usize, usize)>>, harness_embed::matrix::Matrix), BenchError> {
+) -> Result<(PairRows, harness_embed::matrix::Matrix), BenchError> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut unique: Vec<&str> = Vec::new();
     let mut rows: Vec<Vec<(usize, usize)>> = Vec::with_capacity(sets.len());
