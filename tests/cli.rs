@@ -138,6 +138,65 @@ fn flipped_byte_in_an_installed_dataset_fails_verify_naming_the_file() {
     );
 }
 
+/// The splits, languages and pairs a shipped corpus cannot read (`corpus_rules`): each is a
+/// `validate` problem at its key path, and `run` refuses it with the same words before
+/// any dataset is fetched or anything trained.
+#[test]
+fn validate_raises_each_corpus_declaration_that_run_refuses() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let recipe = recipe.to_str().unwrap();
+    let cases = [
+        (
+            "{dataset: atis, languages: [de]}",
+            "data.corpora.x.languages: `atis` is English only",
+        ),
+        (
+            "{dataset: xsid, languages: [de], splits: [train]}",
+            "data.corpora.x.splits: xSID has training data in English only, not `de`",
+        ),
+        (
+            "{dataset: xsid, pairs: [de-fr]}",
+            "data.corpora.x.pairs[0]: `de-fr`: xSID's translations are of English",
+        ),
+        (
+            "{dataset: snli, splits: [nope]}",
+            "data.corpora.x.splits: unknown split `nope`",
+        ),
+    ];
+    for (i, (corpus, expected)) in cases.into_iter().enumerate() {
+        let declare = format!("data.corpora.x={corpus}");
+        let sets = [
+            "--set",
+            declare.as_str(),
+            "--set",
+            "data.tokenizer.train_on=[tatoeba_pairs, x]",
+        ];
+        let mut args = vec!["validate", recipe];
+        args.extend(sets);
+        let v = harness(home.path(), &args);
+        assert_eq!(v.status.code(), Some(1), "{corpus}: {}", text(&v));
+        let words = |t: &str| {
+            t.lines()
+                .find_map(|l| l.find(expected).map(|i| l[i..].to_string()))
+                .unwrap_or_else(|| panic!("{corpus}: no `{expected}` in {t}"))
+        };
+        let run_dir = out.path().join(i.to_string());
+        let mut args = vec!["run", recipe, "--out", run_dir.to_str().unwrap()];
+        args.extend(sets);
+        let r = harness(home.path(), &args);
+        assert_eq!(r.status.code(), Some(2), "{corpus}: {}", text(&r));
+        assert_eq!(words(&text(&v)), words(&text(&r)), "{corpus}");
+        assert!(!run_dir.join("train").exists(), "{corpus}: nothing trained");
+        assert!(
+            !text(&r).contains("fetch"),
+            "{corpus}: nothing fetched: {}",
+            text(&r)
+        );
+    }
+}
+
 /// What training on a device would refuse (bf16 on the CPU; evaluation during training on
 /// a device list): `validate --device` raises it, and `run --device` refuses with the same
 /// words before anything is trained; without `--device`, validate passes the recipe.

@@ -618,9 +618,14 @@ fn corpus(name: &str, c: &Corpus, cx: &Context, out: &mut Findings) {
     }
 }
 
-/// The checks of a corpus that names a shipped `dataset`: a known name, and none of the
-/// keys that describe a corpus's own files.
+/// The checks of a corpus that names a shipped `dataset`: a known name, the splits,
+/// languages and pairs its loader reads, and none of the keys that describe a corpus's own
+/// files.
 fn shipped_corpus(dataset: &str, c: &Corpus, base: &Path, cx: &Context, out: &mut Findings) {
+    // The splits, languages and pairs its loader reads (the loader refuses the same).
+    if let Some(r) = crate::corpus_rules::corpus_refusal(c) {
+        out.add(with(base, &r.at), r.to_string());
+    }
     if !cx.known.datasets.is_empty() {
         out.refer(
             with(base, &[k("dataset")]),

@@ -10,6 +10,7 @@
 //! Every stage adds to one list of problems; a recipe is valid only when it is empty.
 
 pub mod check;
+pub mod corpus_rules;
 pub mod de;
 pub mod device;
 pub mod error;

@@ -10,6 +10,7 @@ use harness_core::settings::Settings;
 use harness_data::corpus::{build_parallel, dataset_sentences, BuiltParallel, EvalSentences};
 use harness_data::fetch::ensure_dataset;
 use harness_data::records::{Bitext, NliPair, Split};
+use harness_recipe::de::{path_string, Seg};
 use harness_recipe::schema::{Corpus, CorpusKind};
 use harness_recipe::Recipe;
 use serde::Serialize;
@@ -510,6 +511,7 @@ pub fn load_corpus(
             counts,
         ));
     };
+    check_declaration(name, corpus)?;
     if is_parallel_dataset(dataset) {
         let loaded = load_parallel(corpus, recipe, registry, settings, &mut counts)?;
         return Ok((loaded, counts));
@@ -628,6 +630,19 @@ pub fn load_corpora(
 ) -> Result<(BTreeMap<String, Loaded>, Vec<CorpusCounts>), TrainError> {
     load_corpora_in(recipe, std::path::Path::new("."), settings)
 }
+/// Refuses the splits, languages and pairs a shipped corpus cannot read, before anything is
+/// fetched or read (`harness_recipe::corpus_rules`: `validate` refuses the same).
+fn check_declaration(name: &str, corpus: &Corpus) -> Result<(), TrainError> {
+    let Some(r) = harness_recipe::corpus_rules::corpus_refusal(corpus) else {
+        return Ok(());
+    };
+    let mut at: Vec<Seg> = ["data", "corpora", name]
+        .iter()
+        .map(|k| Seg::Key(k.to_string()))
+        .collect();
+    at.extend(r.at);
+    Err(TrainError::recipe(path_string(&at), r.detail, r.fix))
+}
 
 /// Loads every corpus the recipe's tasks and tokenizer use (their datasets installed and
 /// verified first, all of them, before any is read), with their counts; the paths of
@@ -648,6 +663,11 @@ pub fn load_corpora_in(
         .iter()
         .filter_map(|n| recipe.data.corpora.get(*n))
         .collect();
+    for name in &needed {
+        if let Some(corpus) = recipe.data.corpora.get(*name) {
+            check_declaration(name, corpus)?;
+        }
+    }
     ensure_all(settings, &corpus_datasets(used, &registry)?)?;
     let mut loaded = BTreeMap::new();
     let mut counts = Vec::new();

@@ -221,27 +221,7 @@ fn compile_stages(
                 frozen.push(g);
             }
         }
-        let index = |name: &String| {
-            system.encoder_index(name).ok_or_else(|| {
-                TrainError::recipe(
-                    format!("stages.{n}.init"),
-                    format!("no encoder `{name}`"),
-                    "name `encoder` or a key of `model.encoders`",
-                )
-            })
-        };
-        let mut init = Vec::new();
-        for (target, source) in &own.init {
-            let (t, s) = (index(target)?, index(source)?);
-            if system.encoders[t].1.describe() != system.encoders[s].1.describe() {
-                return Err(TrainError::recipe(
-                    format!("stages.{n}.init.{target}"),
-                    format!("encoder `{target}` cannot start as a copy of `{source}`: their architectures differ"),
-                    "give both the same kind and sizes in `model`",
-                ));
-            }
-            init.push((t, s));
-        }
+        let init = stage_init(system, n, &own.init)?;
         stages.push(StagePlan {
             number: n,
             mixture,
@@ -255,6 +235,37 @@ fn compile_stages(
         start += steps;
     }
     Ok(stages)
+}
+
+/// A stage's `init` pairs as encoder indices (target, source): both named, and of one
+/// architecture.
+fn stage_init(
+    system: &SystemConfig,
+    n: u32,
+    pairs: &BTreeMap<String, String>,
+) -> Result<Vec<(usize, usize)>, TrainError> {
+    let index = |name: &String| {
+        system.encoder_index(name).ok_or_else(|| {
+            TrainError::recipe(
+                format!("stages.{n}.init"),
+                format!("no encoder `{name}`"),
+                "name `encoder` or a key of `model.encoders`",
+            )
+        })
+    };
+    let mut init = Vec::new();
+    for (target, source) in pairs {
+        let (t, s) = (index(target)?, index(source)?);
+        if system.encoders[t].1.describe() != system.encoders[s].1.describe() {
+            return Err(TrainError::recipe(
+                format!("stages.{n}.init.{target}"),
+                format!("encoder `{target}` cannot start as a copy of `{source}`: their architectures differ"),
+                "give both the same kind and sizes in `model`",
+            ));
+        }
+        init.push((t, s));
+    }
+    Ok(init)
 }
 
 /// The class count of each `l2_softmax` / `centers` head without `classes`: the labels of
@@ -306,6 +317,43 @@ fn head_classes(
         }
     }
     Ok(out.into_iter().map(|(k, (n, _))| (k, n)).collect())
+}
+
+/// Why a task has no example to train on: none decodes into a target language, or its
+/// corpus (of files, or a dataset after the contamination filter) is empty.
+fn empty_task(
+    task: &harness_recipe::schema::Task,
+    b: &crate::binarize::Binarized,
+    from_files: bool,
+) -> TrainError {
+    if b.untargeted > 0 {
+        TrainError::recipe(
+            format!("tasks.{}", task.name),
+            format!(
+                "no training pair can be decoded into a target language ({} skipped)",
+                b.untargeted
+            ),
+            "list a language of the corpus's pairs in `model.decoder.targets`",
+        )
+    } else if from_files {
+        TrainError::recipe(
+            format!("tasks.{}.corpus", task.name),
+            format!(
+                "corpus `{}` has no example left to train on (see its counts)",
+                task.corpus
+            ),
+            "check the files, their languages and the decoder's targets",
+        )
+    } else {
+        TrainError::recipe(
+            format!("tasks.{}.corpus", task.name),
+            format!(
+                "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
+                task.corpus
+            ),
+            "use other splits, pairs or datasets, or drop the task",
+        )
+    }
 }
 
 /// The definition of a task's objective among `defs`, if this build trains it.
@@ -693,34 +741,7 @@ impl TaskCorpus<'_> {
         if b.manifest.examples == 0 {
             // An empty task would have no batch to draw (the contamination filter can
             // remove a whole corpus: SICK train against SICK-R).
-            return Err(if b.untargeted > 0 {
-                TrainError::recipe(
-                    format!("tasks.{}", task.name),
-                    format!(
-                        "no training pair can be decoded into a target language ({} skipped)",
-                        b.untargeted
-                    ),
-                    "list a language of the corpus's pairs in `model.decoder.targets`",
-                )
-            } else if let Source::Files(_) = source {
-                TrainError::recipe(
-                    format!("tasks.{}.corpus", task.name),
-                    format!(
-                        "corpus `{}` has no example left to train on (see its counts)",
-                        task.corpus
-                    ),
-                    "check the files, their languages and the decoder's targets",
-                )
-            } else {
-                TrainError::recipe(
-                    format!("tasks.{}.corpus", task.name),
-                    format!(
-                        "corpus `{}` has no example left to train on (see the counts of the contamination filter above)",
-                        task.corpus
-                    ),
-                    "use other splits, pairs or datasets, or drop the task",
-                )
-            });
+            return Err(empty_task(task, &b, matches!(source, Source::Files(_))));
         }
         let seed = self
             .recipe

@@ -326,20 +326,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let losses = build_losses(plan, &opts.objectives)?;
         let mut model: System<B> = plan.system.init(recipe.seed, device);
         let mut optim = AnyOptimizer::<System<B>, B>::from_spec(&spec);
-        let mut state = TrainState {
-            step: 0,
-            positions: plan
-                .tasks
-                .iter()
-                .filter(|t| t.data.is_some())
-                .map(|t| (t.name.clone(), Default::default()))
-                .collect(),
-            seed: recipe.seed,
-            tokens: 0,
-            seconds: 0.0,
-            best: None,
-            stage: plan.stage_at(0).number,
-        };
+        let mut state = fresh_state(plan);
         let mut inner: std::collections::BTreeMap<usize, AnyOptimizer<System<B>, B>> = plan
             .tasks
             .iter()
@@ -368,13 +355,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             model = start.start(model, &pretrained_encoders(plan), device)?;
         }
         let metrics = if leads {
-            truncate_metrics(&metrics_path, state.step)?;
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&metrics_path)
-                .map_err(|e| io(&metrics_path, e))?;
-            Some(file)
+            Some(open_metrics(&metrics_path, state.step)?)
         } else {
             None
         };
@@ -993,6 +974,56 @@ pub fn train<B: AutodiffBackend>(
 ) -> Result<Outcome, TrainError> {
     train_peer(plan, device, opts, None)
 }
+/// The state of a run that starts afresh: step 0 of the first stage, every task at its start.
+fn fresh_state(plan: &Plan) -> TrainState {
+    TrainState {
+        step: 0,
+        positions: plan
+            .tasks
+            .iter()
+            .filter(|t| t.data.is_some())
+            .map(|t| (t.name.clone(), Default::default()))
+            .collect(),
+        seed: plan.recipe.seed,
+        tokens: 0,
+        seconds: 0.0,
+        best: None,
+        stage: plan.stage_at(0).number,
+    }
+}
+
+/// `metrics.jsonl` cut after `step` (the steps a resumed run does again) and open to append.
+fn open_metrics(path: &Path, step: u64) -> Result<std::fs::File, TrainError> {
+    truncate_metrics(path, step)?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| io(path, e))
+}
+
+/// Whether training stops here for Ctrl-C. Data-parallel peers stop together: each sees
+/// Ctrl-C at its own moment, so they agree on it (a sum over the peers) before the step.
+fn interrupted<B: AutodiffBackend>(
+    peer: Option<Peer>,
+    device: &B::Device,
+) -> Result<bool, TrainError> {
+    let interrupted = harness_core::signal::interrupted();
+    Ok(match peer {
+        None => interrupted,
+        Some(p) => p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted))], device)?[0] > 0.0,
+    })
+}
+
+/// The training progress bar at `step` of `total` (hidden unless `shown`).
+fn progress_bar(shown: bool, total: u64, step: u64) -> harness_core::progress::Bar {
+    if !shown {
+        return harness_core::progress::Bar::hidden();
+    }
+    let b = harness_core::progress::bar(total, "train [{bar:30}] step {pos}/{len} {msg} ETA {eta}");
+    b.set_position(step);
+    b
+}
 
 /// [`train`] as one peer of a data-parallel run (`crate::parallel`), or alone (`None`).
 pub(crate) fn train_peer<B: AutodiffBackend>(
@@ -1013,14 +1044,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
     harness_core::memory::keep_freed_memory();
     let mut l = Loop::resume(plan, device, &opts, peer)?;
     let total = plan.total_steps;
-    let bar = if opts.progress {
-        let b =
-            harness_core::progress::bar(total, "train [{bar:30}] step {pos}/{len} {msg} ETA {eta}");
-        b.set_position(l.state.step);
-        b
-    } else {
-        harness_core::progress::Bar::hidden()
-    };
+    let bar = progress_bar(opts.progress, total, l.state.step);
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);
     while l.state.step < total {
@@ -1029,16 +1053,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         if opts.stop_after.is_some_and(|s| l.state.step >= s) {
             break;
         }
-        // Data-parallel peers stop together: each sees Ctrl-C at its own moment, so they
-        // agree on it (a sum over the peers) before the step.
-        let interrupted = harness_core::signal::interrupted();
-        let stop = match peer {
-            None => interrupted,
-            Some(p) => {
-                p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted))], device)?[0] > 0.0
-            }
-        };
-        if stop {
+        if interrupted::<B>(peer, device)? {
             harness_core::note!("interrupted: saving a checkpoint at step {}", l.state.step);
             l.checkpoint()?;
             l.session.interrupted = true;

@@ -947,11 +947,7 @@ fn load_bert_in_blocks<B: Backend>(
             "re-create the file; it is truncated or not safetensors",
         )
     })?;
-    let wrong_dtype: Vec<String> = snapshots
-        .iter()
-        .filter(|(key, s)| !is_unused_tensor(key) && s.dtype != DType::F32)
-        .map(|(key, s)| format!("{key} ({:?})", s.dtype))
-        .collect();
+    let wrong_dtype = not_f32(snapshots);
     if !wrong_dtype.is_empty() {
         return Err(fail(
             format!("tensors are not f32: {}", preview(&wrong_dtype)),
@@ -1006,6 +1002,17 @@ fn load_bert_in_blocks<B: Backend>(
         ));
     }
     Ok(model)
+}
+
+/// The tensors (known unused ones aside) that are not f32, with their dtype.
+fn not_f32(
+    snapshots: &std::collections::BTreeMap<String, burn::store::TensorSnapshot>,
+) -> Vec<String> {
+    snapshots
+        .iter()
+        .filter(|(key, s)| !is_unused_tensor(key) && s.dtype != DType::F32)
+        .map(|(key, s)| format!("{key} ({:?})", s.dtype))
+        .collect()
 }
 
 /// The model's parameters the checkpoint lacks, besides the word table's blocks (loaded

@@ -141,25 +141,11 @@ impl<B: Backend> SentenceTransformer<B> {
         let config = BertConfig::from_file(&config_path)?;
 
         let st_config_path = tdir.join("sentence_bert_config.json");
-        let st_config = if st_config_path.is_file() {
-            Some(read_json::<SentenceBertConfig>(&st_config_path)?)
-        } else {
-            None
-        };
+        let st_config = read_st_config(&st_config_path, &config)?;
         let max_seq_length = st_config
             .as_ref()
             .and_then(|c| c.max_seq_length)
             .unwrap_or(config.max_position_embeddings);
-        if max_seq_length == 0 || max_seq_length > config.max_position_embeddings {
-            return Err(ModelError::format(
-                &st_config_path,
-                format!(
-                    "max_seq_length {max_seq_length} is outside 1..={} (max_position_embeddings)",
-                    config.max_position_embeddings
-                ),
-                "set max_seq_length to at most the model's max_position_embeddings",
-            ));
-        }
         let do_lower_case = st_config.as_ref().is_some_and(|c| c.do_lower_case);
 
         let pooling = match &pipeline.pooling_config {
@@ -362,6 +348,33 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ModelError>
 /// Transformer entry; the folder itself for a bare BERT folder).
 pub fn transformer_dir(dir: &Path) -> Result<PathBuf, ModelError> {
     Ok(read_pipeline(dir)?.transformer_dir)
+}
+/// `sentence_bert_config.json`, when the folder has one; its `max_seq_length` within the
+/// model's positions.
+fn read_st_config(
+    path: &Path,
+    config: &BertConfig,
+) -> Result<Option<SentenceBertConfig>, ModelError> {
+    let st_config = if path.is_file() {
+        Some(read_json::<SentenceBertConfig>(path)?)
+    } else {
+        None
+    };
+    let max_seq_length = st_config
+        .as_ref()
+        .and_then(|c| c.max_seq_length)
+        .unwrap_or(config.max_position_embeddings);
+    if max_seq_length == 0 || max_seq_length > config.max_position_embeddings {
+        return Err(ModelError::format(
+            path,
+            format!(
+                "max_seq_length {max_seq_length} is outside 1..={} (max_position_embeddings)",
+                config.max_position_embeddings
+            ),
+            "set max_seq_length to at most the model's max_position_embeddings",
+        ));
+    }
+    Ok(st_config)
 }
 
 fn read_pipeline(dir: &Path) -> Result<Pipeline, ModelError> {
