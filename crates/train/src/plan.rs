@@ -602,7 +602,7 @@ fn inner_plan(
     recipe: &Recipe,
     system: &SystemConfig,
     task: &harness_recipe::schema::Task,
-    l: crate::objectives::InnerLoop,
+    l: definition::InnerLoop,
 ) -> Result<InnerPlan, TrainError> {
     let trains = l
         .trains
