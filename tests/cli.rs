@@ -138,6 +138,47 @@ fn flipped_byte_in_an_installed_dataset_fails_verify_naming_the_file() {
     );
 }
 
+/// What the training plan refuses of the recipe alone (`harness_train::plan`: frozen groups,
+/// stage copies, a task's corpus, encoder and head, a decoder for a decoding objective) is a
+/// `validate` problem at the same key first: `train` never gets that far with it.
+#[test]
+fn validate_refuses_what_the_training_plan_would_refuse() {
+    let home = tempfile::tempdir().unwrap();
+    let recipe = repo().join("recipes/laser.yaml");
+    let task = |more: &str| {
+        format!("tasks=[{{name: rank, objective: ranking_softmax, corpus: tatoeba_pairs, weight: 1.0{more}}}]")
+    };
+    let cases = [
+        ("stages={1: {frozen: [nope]}}".to_string(), "stages.1.frozen[0]: `nope` is not a parameter group"),
+        ("stages={1: {init: {encoder: nope}}}".to_string(), "stages.1.init.encoder: `nope` is not a encoder to copy"),
+        (task(", encoder: nope"), "tasks[0].encoder: `nope` is not a encoder"),
+        (
+            "tasks=[{name: rank, objective: ranking_softmax, corpus: nope, weight: 1.0}]".to_string(),
+            "tasks[0].corpus: `nope` is not a corpus",
+        ),
+        (
+            "tasks=[{name: c, objective: l2_softmax, corpus: tatoeba_pairs, weight: 1.0, params: {head: nope}}]".to_string(),
+            "tasks[0].params.head: `nope` is not a head",
+        ),
+        (
+            "tasks=[{name: t, objective: seq2seq_ce, corpus: tatoeba_pairs, weight: 1.0}]".to_string(),
+            "tasks[0].objective: `seq2seq_ce` needs `model.decoder`",
+        ),
+    ];
+    for (set, expected) in &cases {
+        let v = harness(
+            home.path(),
+            &["validate", recipe.to_str().unwrap(), "--set", set],
+        );
+        assert_eq!(v.status.code(), Some(1), "{set}: {}", text(&v));
+        assert!(
+            text(&v).contains(expected),
+            "{set}: no `{expected}` in {}",
+            text(&v)
+        );
+    }
+}
+
 /// The splits, languages and pairs a shipped corpus cannot read (`corpus_rules`): each is a
 /// `validate` problem at its key path, and `run` refuses it with the same words before
 /// any dataset is fetched or anything trained.
@@ -197,8 +238,8 @@ fn validate_raises_each_corpus_declaration_that_run_refuses() {
     }
 }
 
-/// What training on a device would refuse (bf16 on the CPU; evaluation during training on
-/// a device list): `validate --device` raises it, and `run --device` refuses with the same
+/// What training on a device would refuse (bf16 on the CPU; evaluation during training, or
+/// a joint task, on a device list): `validate --device` raises it, and `run --device` refuses with the same
 /// words before anything is trained; without `--device`, validate passes the recipe.
 #[test]
 fn validate_with_a_device_raises_what_training_there_refuses() {
@@ -216,6 +257,13 @@ fn validate_with_a_device_raises_what_training_there_refuses() {
             "train.steps=1000",
             "cpu,cpu",
             "train.best_metric: data-parallel training (a `--device` list) does not evaluate",
+        ),
+        // `translate` is the task `similarity` joins: the first one a device list refuses.
+        (
+            "seq2seq-similarity.yaml",
+            "train.steps=1000",
+            "cpu,cpu",
+            "tasks.translate: data-parallel training (a `--device` list) does not shard joint tasks",
         ),
     ];
     for (recipe, set, device, expected) in cases {

@@ -6,8 +6,9 @@ use clap::Args;
 use harness_core::device::Device;
 use harness_core::terminal::terminal_safe;
 use harness_recipe::error::Problem;
+use harness_recipe::Resolved;
 use harness_recipe::{validate, LoadOptions};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `harness validate`.
@@ -48,13 +49,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let mut stdout = String::new();
     for (i, path) in args.recipes.iter().enumerate() {
         let checked = validate(path, &opts, &known).and_then(|r| match &devices {
-            Some(d) => match harness_recipe::device::device_refusal(&r.recipe, d) {
-                Some(refusal) => Err(vec![Problem::new(
-                    path.clone(),
-                    None,
-                    refusal.key,
-                    refusal.to_string(),
-                )]),
+            Some(d) => match device_problem(path, &r, d) {
+                Some(problem) => Err(vec![problem]),
                 None => Ok(r),
             },
             None => Ok(r),
@@ -109,4 +105,31 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What training `r` on `devices` would refuse before any work ([`harness_recipe::device`];
+/// for a device list, the tasks data-parallel training cannot shard), as a problem of `path`
+/// in the words `train` uses.
+fn device_problem(path: &Path, r: &Resolved, devices: &[Device]) -> Option<Problem> {
+    if let Some(refusal) = harness_recipe::device::device_refusal(&r.recipe, devices) {
+        return Some(Problem::new(
+            path.to_path_buf(),
+            None,
+            refusal.key,
+            refusal.to_string(),
+        ));
+    }
+    if devices.len() > 1 {
+        if let Err(harness_train::TrainError::Recipe { key, detail, fix }) =
+            harness_train::parallel::check_recipe(&r.recipe, harness_train::objectives::ALL)
+        {
+            return Some(Problem::new(
+                path.to_path_buf(),
+                None,
+                key,
+                format!("{detail}. Fix: {fix}"),
+            ));
+        }
+    }
+    None
 }

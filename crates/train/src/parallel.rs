@@ -334,17 +334,55 @@ pub fn shard_weight(count: f64, total: f64) -> f64 {
     }
 }
 
+/// What [`check_plan`] refuses, read from the recipe alone, before any corpus is read (and
+/// by `harness validate --device` with a list): the first task that is joint with another,
+/// that another joins, or that has an inner loop, in the same words. Tasks whose objective
+/// or parameters do not read are left to the recipe's own check.
+pub fn check_recipe(
+    recipe: &harness_recipe::Recipe,
+    defs: &[&crate::objectives::definition::ObjectiveDef],
+) -> Result<(), TrainError> {
+    let prepared: Vec<Option<Box<dyn crate::objectives::definition::Prepared>>> = recipe
+        .tasks
+        .iter()
+        .map(|t| {
+            crate::objectives::definition::find(defs, t.objective.name())
+                .and_then(|d| d.prepare(&t.objective.params).ok())
+        })
+        .collect();
+    let partners: Vec<&str> = prepared
+        .iter()
+        .flatten()
+        .filter_map(|p| p.joint_with())
+        .collect();
+    for (t, p) in recipe.tasks.iter().zip(&prepared) {
+        let joined = partners.contains(&t.name.as_str());
+        let unshardable = p.as_ref().is_some_and(|p| {
+            (p.joint_with().is_some() && !p.draws_own_batches()) || p.inner_loop().is_some()
+        });
+        if joined || unshardable {
+            return Err(unshardable_task(&t.name));
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a task data-parallel training cannot shard.
+fn unshardable_task(name: &str) -> TrainError {
+    TrainError::recipe(
+        format!("tasks.{name}"),
+        "data-parallel training (a `--device` list) does not shard joint tasks or inner loops yet",
+        "train this recipe on one device (`--device cpu` or `cuda:0`)",
+    )
+}
+
 /// What data-parallel training cannot do yet, checked before any peer starts: joint tasks
 /// (their own batches and the center loss's deferred centres are not sharded) and inner
 /// loops.
 pub fn check_plan(plan: &crate::plan::Plan) -> Result<(), TrainError> {
     for t in &plan.tasks {
         if !t.joint.is_empty() || t.inner.is_some() || t.data.is_none() {
-            return Err(TrainError::recipe(
-                format!("tasks.{}", t.name),
-                "data-parallel training (a `--device` list) does not shard joint tasks or inner loops yet",
-                "train this recipe on one device (`--device cpu` or `cuda:0`)",
-            ));
+            return Err(unshardable_task(&t.name));
         }
     }
     Ok(())

@@ -681,6 +681,9 @@ pub fn train_on_devices(
         ));
     };
     check_devices(resolved, devices)?;
+    if devices.len() > 1 {
+        crate::parallel::check_recipe(&resolved.recipe, crate::objectives::ALL)?;
+    }
     let (plan, tokenizer, counts) = prepare(resolved, settings, run_dir)?;
     note_prepared(&plan, &tokenizer, &counts);
     // One call for every backend: only the backend type and its device differ.
