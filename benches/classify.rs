@@ -277,22 +277,7 @@ fn main() {
     let rounds = env("CLASSIFY_BENCH_ROUNDS", 2).max(1);
     let scale = env("CLASSIFY_BENCH_EPOCHS", 1).max(1);
     let only = std::env::var("CLASSIFY_BENCH_ONLY").ok();
-    println!("rayon threads: {}", rayon::current_num_threads());
-
-    // Peak: a large square product, for context.
-    let n = 1536;
-    let mut rng = Rng(3);
-    let a: Vec<f32> = (0..n * n).map(|_| rng.uniform()).collect();
-    let b: Vec<f32> = (0..n * n).map(|_| rng.uniform()).collect();
-    let mut c = vec![0.0f32; n * n];
-    let peak = (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            gemm(n, n, n, 1.0, &a, false, &b, false, 0.0, &mut c);
-            2.0 * (n * n * n) as f64 / t.elapsed().as_secs_f64() / 1e9
-        })
-        .fold(0.0, f64::max);
-    println!("GEMM peak ({n}×{n}×{n}): {peak:.1} GFLOP/s");
+    let peak = common::machine();
     println!(
         "{:<16} {:>7} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}",
         "case", "epochs", "train s", "GEMM s", "GFLOP/s", "of peak", "ratio", "dev acc"

@@ -40,6 +40,8 @@
 //! sentence-transformers on the same GPU (`--device cuda:N`, the interpreter's own CUDA
 //! torch, with the same batch size as on the CPU, `EMBED_BENCH_BATCH`) and prints the ratios.
 
+mod common;
+
 use harness_core::device::Device;
 use harness_core::settings::{FlagOverrides, Settings};
 use harness_data::loaders::stsbenchmark;
@@ -231,6 +233,7 @@ fn main() {
         .build()
         .expect("a rayon pool");
 
+    let peak = pool.install(common::machine);
     let sts = harness_core::shared_datasets_dir().join("stsbenchmark");
     let pairs = stsbenchmark::load(&sts, Split::Test).expect("the STS Benchmark test split");
     let sentences: Vec<&str> = pairs
@@ -295,6 +298,7 @@ fn main() {
     pool.install(|| model.embed(&sentences[..64]).expect("warm-up"));
     let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
     let mut minilm_vectors = None;
+    let flops = harness_kernels::product_flops();
     for _ in 0..rounds {
         let (t, c) = (Instant::now(), cpu_seconds());
         let m = pool.install(|| model.embed(&sentences).expect("encodes"));
@@ -310,6 +314,11 @@ fn main() {
         sentences.len(),
         n / wall,
         n / cpu
+    );
+    let per_round = (harness_kernels::product_flops() - flops) / rounds as u64;
+    println!(
+        "burn ndarray, all-MiniLM-L6-v2: {}",
+        common::products_line(per_round, wall, peak)
     );
 
     // multilingual-e5-small: 12 layers (MiniLM has 6) and a 250k-piece vocabulary, the

@@ -43,6 +43,8 @@
 //! CUDA torch, `scripts/pyenv.py`). Datasets come from the usual settings
 //! (`../shared/datasets`). `--features flex` also measures burn-flex.
 
+mod common;
+
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use harness_core::device::Device;
@@ -79,6 +81,7 @@ where
     // A fresh directory: the trainer resumes from any checkpoint it finds.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch run directory");
+    let flops = harness_kernels::product_flops();
     let outcome = train_on::<B>(plan, tokenizer, &dir, settings, device, Some(steps))
         .unwrap_or_else(|e| panic!("training on {name} failed: {e:#}"));
     assert_eq!(
@@ -95,8 +98,26 @@ where
         first_loss(&dir),
         outcome.last_loss
     );
+    if let Some(peak) = peak() {
+        println!(
+            "  harness ({name}): {}",
+            common::products_line(
+                harness_kernels::product_flops() - flops,
+                outcome.session_seconds,
+                peak
+            )
+        );
+    }
     rate
 }
+
+/// The CPU's GEMM peak, measured once ([`common::machine`]); `None` when it was not (the
+/// products of a GPU backend do not go through the CPU kernels).
+fn peak() -> Option<f64> {
+    PEAK.get().copied()
+}
+
+static PEAK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
 
 /// [`harness_rate`] on `device` (`TRAIN_BENCH_DEVICE`), or why this build cannot.
 fn device_rate(
@@ -451,6 +472,9 @@ fn main() {
         .unwrap_or_default();
     let settings = Settings::load(&FlagOverrides::default()).expect("settings");
     let device = bench_device();
+    if device.backend() == "ndarray" {
+        let _ = PEAK.set(common::machine());
+    }
     // As `harness` does: cubecl's autotune results and kernels under HARNESS_HOME.
     harness_model::gpu::configure(&settings.cache_dir.join("cubecl"));
     for recipe in &recipes {

@@ -165,11 +165,26 @@ fn validate_refuses_what_the_training_plan_would_refuse() {
             "tasks[0].objective: `seq2seq_ce` needs `model.decoder`",
         ),
     ];
-    for (set, expected) in &cases {
-        let v = harness(
-            home.path(),
-            &["validate", recipe.to_str().unwrap(), "--set", set],
-        );
+    let mut cases: Vec<(Vec<String>, &str)> = cases
+        .into_iter()
+        .map(|(set, expected)| (vec!["--set".to_string(), set], expected))
+        .collect();
+    // Hard negatives on a corpus of the user's files (the `own-corpus` profile): the miner
+    // reads a shipped dataset's texts.
+    cases.push((
+        vec![
+            "--profile".to_string(),
+            "own-corpus".to_string(),
+            "--set".to_string(),
+            task(", params: {hard_negatives: 3}").replace("tatoeba_pairs", "pairs"),
+        ],
+        "tasks[0].corpus: hard negatives need the task's corpus texts (a parallel or conversation corpus)",
+    ));
+    for (more, expected) in &cases {
+        let mut args = vec!["validate", recipe.to_str().unwrap()];
+        args.extend(more.iter().map(String::as_str));
+        let set = more.join(" ");
+        let v = harness(home.path(), &args);
         assert_eq!(v.status.code(), Some(1), "{set}: {}", text(&v));
         assert!(
             text(&v).contains(expected),

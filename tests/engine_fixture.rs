@@ -141,3 +141,80 @@ fn the_default_recipes_train_to_the_fixture_numbers() {
         }
     }
 }
+
+/// The widest instruction set this CPU runs and the next one down (`HARNESS_ISA`: on an
+/// AVX-512 machine `avx512` and `avx2`) train the LASER case (a shorter budget) and
+/// evaluate newstest2012 (encoding) and SIB-200 (its MLP's narrow layers) to the same bits:
+/// each hand-written kernel's paths sum in one order, so the instruction set changes the
+/// speed, not the numbers. (`matrixmultiply` picks its own kernel when compiled:
+/// `scripts/avx2.sh` forces it too.)
+#[test]
+fn every_instruction_set_gives_the_same_bits() {
+    use harness_kernels::isa::{detected, Isa};
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (_, recipe, sets) = CASES[0];
+    let recipe = repo().join(recipe);
+    // The widest level and the next one down: AVX-512 and AVX2 are the two kinds of x86-64
+    // machine users have (the portable paths are checked kernel by kernel, in their tests).
+    let levels: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Portable]
+        .into_iter()
+        .filter(|l| *l <= detected())
+        .take(2)
+        .collect();
+    let mut first: Option<(Isa, Value)> = None;
+    for level in levels {
+        let run = out.path().join(level.name());
+        let mut args = vec![
+            "run",
+            recipe.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+        ];
+        for s in sets
+            .iter()
+            .filter(|s| !s.starts_with("train.") && !s.starts_with("evaluate"))
+        {
+            args.extend_from_slice(&["--set", s]);
+        }
+        args.extend_from_slice(&[
+            "--set",
+            "train.steps=6",
+            "--set",
+            "train.eval_every=null",
+            "--set",
+            "train.checkpoint_every=3",
+            "--set",
+            "evaluate=[newstest2012, sib200]",
+        ]);
+        let o = binary::command(home.path(), &args)
+            .env("HARNESS_ISA", level.name())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", level.name(), text(&o));
+        let env: Value =
+            serde_json::from_slice(&std::fs::read(run.join("env.json")).unwrap()).unwrap();
+        assert!(
+            env["isa"].as_str().unwrap().starts_with(level.name()),
+            "{}: env.json says {}",
+            level.name(),
+            env["isa"]
+        );
+        let got = summary(&run);
+        assert!(
+            !got["steps"].as_array().unwrap().is_empty(),
+            "{}",
+            level.name()
+        );
+        match &first {
+            None => first = Some((level, got)),
+            Some((widest, want)) => assert_eq!(
+                &got,
+                want,
+                "{} and {} give different numbers",
+                level.name(),
+                widest.name()
+            ),
+        }
+    }
+}

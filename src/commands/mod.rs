@@ -120,6 +120,7 @@ pub fn open_run_dir(
         sets,
         harness_data::lock::Lock::embedded_digest(),
     );
+    env.isa = harness_kernels::isa::describe();
     if let Some(device) = training {
         harness_train::session::refuse_other_recipe(dir.path(), resolved)?;
         env.backend = device.backend().into();

@@ -17,6 +17,7 @@ pub mod protocols;
 pub mod registry;
 pub mod results_folder;
 pub mod runner;
+pub mod timing;
 
 pub use error::BenchError;
 

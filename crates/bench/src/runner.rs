@@ -45,6 +45,11 @@ pub struct BenchResult {
     pub seed: u64,
     /// Wall time of the benchmark, seconds.
     pub seconds: f64,
+    /// Those seconds by part ([`crate::timing`]): `encoder` (the model's own work),
+    /// `embedding cache` (lookups and writes), the protocol's named parts, and `other`.
+    /// Empty in files written before harness recorded them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub seconds_by_part: BTreeMap<String, f64>,
     /// Embedding-cache lookups during this benchmark.
     pub cache: CacheCounts,
     /// harness version that wrote the file.
@@ -121,6 +126,7 @@ pub fn run_benchmark(
 ) -> BenchResult {
     let start = Instant::now();
     let before = encoder.stats();
+    let mut named_parts = BTreeMap::new();
     let bench = registry.get(name).map(|b| b.with(overrides));
     let outcome = (|| -> Result<Outcome, BenchError> {
         let bench = bench.as_ref().ok_or_else(|| BenchError::Protocol {
@@ -137,13 +143,17 @@ pub fn run_benchmark(
         })?;
         let mut dirs = ensure_benchmark_data(bench, settings)?;
         let own = dirs.remove(&bench.dataset).unwrap_or_default();
-        let outcome = (protocol.run)(&Context {
-            benchmark: bench,
-            dataset_dir: &own,
-            side: &dirs,
-            encoder,
-            seed,
-        })?;
+        let (outcome, parts) = crate::timing::collect(|| {
+            (protocol.run)(&Context {
+                benchmark: bench,
+                dataset_dir: &own,
+                side: &dirs,
+                encoder,
+                seed,
+            })
+        });
+        named_parts = parts;
+        let outcome = outcome?;
         // The scores are the protocol's typed struct, whole (every test build checks it on
         // every benchmark it runs): a reader that deserialises them loses nothing.
         debug_assert_eq!(
@@ -155,6 +165,7 @@ pub fn run_benchmark(
         Ok(outcome)
     })();
     let seconds = start.elapsed().as_secs_f64();
+    let seconds_by_part = by_part(seconds, named_parts, encoder.stats(), before);
     let (main_metric, main_score, scores, protocol_params, notes, error, outcomes) = match outcome {
         Ok(o) => (
             Some(o.main_metric),
@@ -192,6 +203,7 @@ pub fn run_benchmark(
         },
         seed,
         seconds,
+        seconds_by_part,
         cache: CacheCounts::since(encoder.stats(), before),
         harness_version: harness_core::VERSION.to_string(),
         overrides: overrides.clone(),
@@ -200,6 +212,26 @@ pub fn run_benchmark(
         items: None,
         outcomes,
     }
+}
+
+/// A benchmark's `seconds` by part: the encoder's and the cache's clocks between `before`
+/// and `now`, the protocol's `named` parts, and the rest as `other` (never below zero: the
+/// clocks are read at slightly different moments).
+fn by_part(
+    seconds: f64,
+    named: BTreeMap<String, f64>,
+    now: harness_embed::cache::CacheStats,
+    before: harness_embed::cache::CacheStats,
+) -> BTreeMap<String, f64> {
+    let secs = |nanos: u64| nanos as f64 / 1e9;
+    let encoder = secs(now.encoder_nanos - before.encoder_nanos);
+    let cache = (secs(now.embed_nanos - before.embed_nanos) - encoder).max(0.0);
+    let mut parts = named;
+    parts.insert("encoder".into(), encoder);
+    parts.insert("embedding cache".into(), cache);
+    let claimed: f64 = parts.values().sum();
+    parts.insert("other".into(), (seconds - claimed).max(0.0));
+    parts
 }
 
 /// Writes a result file atomically, its per-item outcomes first (the sidecar, whose sha256

@@ -69,6 +69,10 @@ pub struct RunEnv {
     pub datasets: String,
     /// Operating system and CPU architecture.
     pub os: String,
+    /// The instruction set the CPU kernels ran (`avx512`, `avx2`, `portable`; with the
+    /// reason when `HARNESS_ISA` narrowed it). Empty in runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub isa: String,
     /// Start of the run (UTC, RFC 3339).
     pub started: String,
 }
@@ -112,6 +116,7 @@ impl RunEnv {
             threads: rayon_threads(),
             datasets,
             os: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            isa: String::new(),
             started: utc_now(),
         }
     }

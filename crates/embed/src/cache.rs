@@ -73,6 +73,10 @@ pub struct CacheStats {
     pub misses: u64,
     /// Distinct sentences actually encoded (misses after deduplication).
     pub encoded: u64,
+    /// Nanoseconds in `encode` calls, cache lookups and writes included.
+    pub embed_nanos: u64,
+    /// Nanoseconds of those in the wrapped encoder (the model's own work).
+    pub encoder_nanos: u64,
 }
 
 /// Checksum of one row's bytes (64-bit, SplitMix64 over 8-byte words; catches torn or
@@ -310,6 +314,8 @@ pub struct CachedEncoder<E> {
     hits: AtomicU64,
     misses: AtomicU64,
     encoded: AtomicU64,
+    embed_nanos: AtomicU64,
+    encoder_nanos: AtomicU64,
 }
 
 impl<E: Encoder> CachedEncoder<E> {
@@ -329,6 +335,8 @@ impl<E: Encoder> CachedEncoder<E> {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             encoded: AtomicU64::new(0),
+            embed_nanos: AtomicU64::new(0),
+            encoder_nanos: AtomicU64::new(0),
         }
     }
 
@@ -344,6 +352,8 @@ impl<E: Encoder> CachedEncoder<E> {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             encoded: self.encoded.load(Ordering::Relaxed),
+            embed_nanos: self.embed_nanos.load(Ordering::Relaxed),
+            encoder_nanos: self.encoder_nanos.load(Ordering::Relaxed),
         }
     }
 
@@ -481,6 +491,7 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
 
     fn encode(&self, sentences: &[&str]) -> Result<Matrix, EncodeError> {
         use rayon::prelude::*;
+        let called = std::time::Instant::now();
         let dim = self.inner.dim();
         let keys: Vec<SentenceKey> = sentences.par_iter().map(|s| sentence_key(s)).collect();
         let (mut found, missed) = self.lookup(&keys);
@@ -497,7 +508,10 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
         let mut new_rows = Matrix::zeros(unique.len(), dim);
         for (b, chunk) in unique.chunks(self.batch_size).enumerate() {
             let batch: Vec<&str> = chunk.iter().map(|&p| sentences[p]).collect();
+            let encoding = std::time::Instant::now();
             let m = self.inner.encode(&batch)?;
+            self.encoder_nanos
+                .fetch_add(nanos(encoding), Ordering::Relaxed);
             if m.rows != batch.len() || m.cols != dim {
                 return Err(EncodeError::Encoder {
                     name: self.inner.name().to_string(),
@@ -540,8 +554,14 @@ impl<E: Encoder> Encoder for CachedEncoder<E> {
         self.misses.fetch_add(n_missed, Ordering::Relaxed);
         self.encoded
             .fetch_add(unique.len() as u64, Ordering::Relaxed);
+        self.embed_nanos.fetch_add(nanos(called), Ordering::Relaxed);
         Ok(out)
     }
+}
+
+/// Nanoseconds since `start` (saturating: 584 years fit).
+fn nanos(start: std::time::Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -620,14 +640,13 @@ mod tests {
         let first = cached.encode(&s).unwrap();
         assert_eq!(first, plain.encode(&s).unwrap());
         assert_eq!(calls.load(Ordering::SeqCst), 6, "duplicates encoded once");
+        let stats = cached.stats();
         assert_eq!(
-            cached.stats(),
-            CacheStats {
-                hits: 0,
-                misses: 8,
-                encoded: 6
-            }
+            (stats.hits, stats.misses, stats.encoded),
+            (0, 8, 6),
+            "{stats:?}"
         );
+        assert!(stats.encoder_nanos > 0 && stats.embed_nanos >= stats.encoder_nanos);
         let again = cached.encode(&["f", "a", "zz", "a"]).unwrap();
         assert_eq!(again, plain.encode(&["f", "a", "zz", "a"]).unwrap());
         assert_eq!(calls.load(Ordering::SeqCst), 7);

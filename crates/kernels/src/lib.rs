@@ -14,6 +14,7 @@
 use rayon::prelude::*;
 
 pub mod dot;
+pub mod isa;
 pub mod math;
 pub mod narrow;
 pub mod packed;
@@ -23,6 +24,23 @@ pub use dot::dot_avx2;
 pub use dot::{axpy, dot};
 pub use math::{adam, exp, gelu, gelu_backward, sigmoid, tanh, AdamStep};
 pub use packed::{gemm_packed, gemm_packed_rows, gemm_w, PackedB};
+
+/// Floating-point operations of the matrix products run so far (2·m·n·k each; all threads).
+static PRODUCT_FLOPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Adds a product's `2·m·n·k` to [`product_flops`]'s count (one relaxed add per product).
+pub(crate) fn count_product(m: usize, n: usize, k: usize) {
+    let flops = 2 * (m as u64) * (n as u64) * (k as u64);
+    PRODUCT_FLOPS.fetch_add(flops, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Floating-point operations in the matrix products this process has run through these
+/// kernels ([`gemm`], [`gemm_w`], [`gemm_packed`], [`gemm_packed_rows`], [`narrow`]): the
+/// benches divide its growth by the wall time and by the GEMM's peak to say what share of
+/// the machine a workload's products get.
+pub fn product_flops() -> u64 {
+    PRODUCT_FLOPS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Products smaller than this many multiply-adds run on one thread.
 const PAR_MIN_FLOPS: usize = 1 << 21;
@@ -100,6 +118,7 @@ fn gemm_split(
     if m == 0 || n == 0 {
         return;
     }
+    count_product(m, n, k);
     let (rsa, csa) = if trans_a {
         (1, m as isize)
     } else {

@@ -98,8 +98,8 @@ macro_rules! dispatched {
         pub fn $name(xs: &mut [f32]) {
             #[cfg(target_arch = "x86_64")]
             {
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU has AVX2 (checked just above).
+                if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+                    // SAFETY: the CPU has AVX2 (`isa` checks it).
                     unsafe { $avx2(xs) };
                     return;
                 }
@@ -163,8 +163,8 @@ pub fn gelu_backward(d: &mut [f32], x: &[f32]) {
     );
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
+        if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+            // SAFETY: the CPU has AVX2 (`isa` checks it).
             unsafe { gelu_backward_avx2(d, x) };
             return;
         }
@@ -361,8 +361,8 @@ pub struct AdamStep {
 /// IEEE multiply, add, divide or square root (Rust never fuses them).
 pub fn adam(params: &mut [f32], m: &mut [f32], v: &mut [f32], grad: &[f32], s: AdamStep) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+        // SAFETY: the CPU supports AVX2 (`isa` checks it).
         return unsafe { adam_avx2(params, m, v, grad, s) };
     }
     adam_body(params, m, v, grad, s)

@@ -15,16 +15,15 @@ use crate::dot::{axpy, dot};
 /// forward pass (`C` holding the bias).
 pub fn add_a_wt(m: usize, n: usize, k: usize, a: &[f32], w: &[f32], c: &mut [f32]) {
     check(m, n, k, a.len(), w.len(), c.len(), "add_a_wt");
+    crate::count_product(m, n, k);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-    {
-        // SAFETY: the CPU supports AVX-512F and VL, and so AVX2 (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx512 {
+        // SAFETY: the CPU supports AVX-512F and VL, and so AVX2 (`isa` checks them).
         return unsafe { add_a_wt_avx512(n, k, a, w, c) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+        // SAFETY: the CPU supports AVX2 (`isa` checks it).
         return unsafe { add_a_wt_avx2(n, k, a, w, c) };
     }
     add_a_wt_body(n, k, a, w, c, dot)
@@ -169,14 +168,15 @@ fn add_a_wt_body(
 /// gradient (`G` overwritten), summed over the rows in order.
 pub fn dt_a(m: usize, n: usize, k: usize, d: &[f32], a: &[f32], g: &mut [f32]) {
     check(m, n, k, a.len(), g.len(), d.len(), "dt_a");
+    crate::count_product(m, n, k);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports AVX-512F (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx512 {
+        // SAFETY: the CPU supports AVX-512F (`isa` checks it).
         return unsafe { dt_a_avx512(n, k, d, a, g) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+        // SAFETY: the CPU supports AVX2 (`isa` checks it).
         return unsafe { dt_a_avx2(n, k, d, a, g) };
     }
     dt_a_body(n, k, d, a, g)
@@ -294,9 +294,10 @@ const BLOCK: usize = 32;
 /// layer's input (`X` overwritten), summed over the outputs in order.
 pub fn d_w(m: usize, n: usize, k: usize, d: &[f32], w: &[f32], x: &mut [f32]) {
     check(m, n, k, x.len(), w.len(), d.len(), "d_w");
+    crate::count_product(m, n, k);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+        // SAFETY: the CPU supports AVX2 (`isa` checks it).
         return unsafe { d_w_avx2(n, k, d, w, x) };
     }
     d_w_body(n, k, d, w, x)

@@ -131,7 +131,7 @@ pub fn gemm_packed(m: usize, a: &[f32], b: &PackedB, c: &mut [f32]) {
 fn transpose_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        crate::isa::isa() >= crate::isa::Isa::Avx512
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -262,17 +262,17 @@ unsafe fn run_rows_into(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usiz
     if m == 0 || n == 0 {
         return;
     }
+    crate::count_product(m, n, b.k);
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (detected just above); `rows` and `c` meet this
+        if crate::isa::isa() >= crate::isa::Isa::Avx512 {
+            // SAFETY: the CPU has AVX-512F (`isa` checks it); `rows` and `c` meet this
             // function's contract, which is `avx512::run`'s.
             unsafe { avx512::run(rows, b, c, ldc) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has AVX2 and FMA (detected just above); `rows` and `c` meet
+        if crate::isa::isa() >= crate::isa::Isa::Avx2 {
+            // SAFETY: the CPU has AVX2 and FMA (`isa` checks them); `rows` and `c` meet
             // this function's contract, which is `avx2::run`'s.
             unsafe { avx2::run(rows, b, c, ldc) };
             return;

@@ -25,8 +25,10 @@ use std::sync::Arc;
 
 /// Longest input in tokens at evaluation (longer sentences are clipped).
 pub const EVAL_MAX_LEN: usize = 256;
-/// Sentences per forward pass.
-const BATCH: usize = 64;
+/// Sentences per forward pass, length-sorted: small batches waste little padding (a
+/// LASER-default run encodes 8,032 SIB-200 sentences in 2.79 s at 32 against 3.25 s at 64
+/// and 3.75 s at 256, the same bits).
+const BATCH: usize = 32;
 
 /// A trained sentence encoder with its tokenizer.
 pub struct TrainedEncoder<B: Backend> {
@@ -124,7 +126,7 @@ impl<B: Backend> TrainedEncoder<B> {
 
     fn encode_batch(&self, rows: &[Tokens]) -> Result<Vec<f32>, EncodeError> {
         let padded = crate::input::pad_tokens::<B>(rows, &self.device);
-        let out = self.encoder.forward(&padded, None).sentence;
+        let out = self.encoder.encode(&padded);
         out.into_data()
             .convert::<f32>()
             .to_vec::<f32>()

@@ -1174,6 +1174,7 @@ mod tests {
             },
             seed: 1,
             seconds: 0.5,
+            seconds_by_part: Default::default(),
             cache: CacheCounts::default(),
             harness_version: "0".into(),
             overrides: Default::default(),

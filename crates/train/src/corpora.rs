@@ -452,6 +452,12 @@ fn is_parallel_dataset(d: &str) -> bool {
     matches!(d, "parallel-pairs" | "wmt-news-parallel")
 }
 
+/// Whether the shipped dataset `d` loads as texts the hard-negative miner reads
+/// (`Loaded::Parallel` or `Loaded::Conversation`).
+pub(crate) fn holds_texts(d: &str) -> bool {
+    is_parallel_dataset(d) || d == "conversation-pairs"
+}
+
 fn split_of(name: &str) -> Option<Split> {
     match name {
         "train" => Some(Split::Train),

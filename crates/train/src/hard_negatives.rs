@@ -80,13 +80,8 @@ pub fn mine(
         let Some(data) = task.data.as_mut() else {
             continue;
         };
-        if data.shards.is_some() {
-            return Err(TrainError::recipe(
-                format!("tasks.{}", task.name),
-                "hard negatives are mined over a corpus held in memory; this task reads a corpus of files from its shards",
-                "drop `hard_negatives` from this task, or train it on a shipped dataset",
-            ));
-        }
+        // A task with hard negatives holds its examples in memory (`plan.rs` reads its
+        // shards whole), and `validate` refuses one whose corpus holds no texts.
         let Examples::Pairs(examples) = &data.examples else {
             return Err(TrainError::recipe(
                 format!("tasks.{}", task.name),
@@ -153,22 +148,23 @@ fn example_texts<'a>(
     examples: &[PairExample],
     corpus: Option<&'a Loaded>,
 ) -> Result<Vec<(&'a str, &'a str)>, TrainError> {
-    let texts: Vec<(&str, &str)> =
-        match corpus {
-            Some(Loaded::Parallel(parts)) => parts
-                .iter()
-                .flat_map(|(_, _, p)| p.iter().map(|b| (b.source.as_str(), b.target.as_str())))
-                .collect(),
-            Some(Loaded::Conversation(p)) => p
-                .iter()
-                .map(|b| (b.source.as_str(), b.target.as_str()))
-                .collect(),
-            _ => return Err(TrainError::recipe(
+    let texts: Vec<(&str, &str)> = match corpus {
+        Some(Loaded::Parallel(parts)) => parts
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|b| (b.source.as_str(), b.target.as_str())))
+            .collect(),
+        Some(Loaded::Conversation(p)) => p
+            .iter()
+            .map(|b| (b.source.as_str(), b.target.as_str()))
+            .collect(),
+        _ => {
+            return Err(TrainError::recipe(
                 format!("tasks.{task}.corpus"),
-                "hard negatives need the task's corpus texts (a parallel or conversation corpus)",
+                crate::objectives::check::HARD_NEGATIVE_TEXTS,
                 "drop `hard_negatives` from this task",
-            )),
-        };
+            ))
+        }
+    };
     // Each example's (source, target) text, in example order.
     Ok(examples
         .iter()

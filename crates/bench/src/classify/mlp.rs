@@ -670,8 +670,8 @@ fn logreg_gradient(
     logits: &mut Vec<f32>,
 ) -> f64 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if harness_kernels::isa::isa() >= harness_kernels::isa::Isa::Avx2 {
+        // SAFETY: the CPU supports AVX2 (`isa` checks it).
         return unsafe { logreg_gradient_avx2(model, x, y, batch, scale, grad, logits) };
     }
     logreg_gradient_body(

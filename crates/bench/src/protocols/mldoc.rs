@@ -362,20 +362,22 @@ fn train_classifier(
         seed: sub_seed(ctx.seed, &format!("mldoc/classifier/{code}")),
         ..TrainConfig::default()
     };
-    train(
-        spec,
-        &cfg,
-        &lang.train.0,
-        &lang.train.1,
-        n_labels,
-        Some((&lang.dev.0, &lang.dev.1)),
-    )
+    crate::timing::part("classifier training", || {
+        train(
+            spec,
+            &cfg,
+            &lang.train.0,
+            &lang.train.1,
+            n_labels,
+            Some((&lang.dev.0, &lang.dev.1)),
+        )
+    })
     .map_err(|e| ctx.error(e.to_string()))
 }
 
 /// Test accuracy (%) of `model` on `lang` and the per-sentence right/wrong flags it comes from.
 fn test_on(model: &Mlp, lang: &Lang) -> (f64, Outcomes) {
-    let predicted = model.predict(&lang.test.0);
+    let predicted = crate::timing::part("classification", || model.predict(&lang.test.0));
     let acc = percent(crate::classify::accuracy(&predicted, &lang.test.1));
     let correct = predicted
         .iter()

@@ -332,7 +332,7 @@ impl Classifier<'_> {
         h: &Matrix,
         labels: &[usize],
     ) -> Result<(f64, Outcomes), BenchError> {
-        let predicted = self.predict(ctx, p, h)?;
+        let predicted = crate::timing::part("classification", || self.predict(ctx, p, h))?;
         let acc = percent(crate::classify::accuracy(&predicted, labels));
         let correct = predicted.iter().zip(labels).map(|(p, l)| p == l).collect();
         Ok((acc, Outcomes::correct(correct)))
@@ -534,9 +534,13 @@ fn trained_classifier(
     let n_train = ((total as f64 * params.train_fraction) as usize).max(1);
     train_pairs.truncate(n_train);
     let train_set = embed_pairs(ctx, "en", true, &train_pairs, normalize)?;
-    let x_train = nli_features(&train_set.premises, &train_set.hypotheses);
+    let (x_train, x_dev) = crate::timing::part("features", || {
+        (
+            nli_features(&train_set.premises, &train_set.hypotheses),
+            nli_features(&dev.premises, &dev.hypotheses),
+        )
+    });
     drop(train_pairs);
-    let x_dev = nli_features(&dev.premises, &dev.hypotheses);
 
     let spec = MlpSpec::laser(&params.hidden, params.activation, params.dropout);
     let cfg = TrainConfig {
@@ -550,14 +554,16 @@ fn trained_classifier(
         seed: sub_seed(ctx.seed, "xnli/classifier"),
         ..TrainConfig::default()
     };
-    let (model, report) = train(
-        &spec,
-        &cfg,
-        &x_train,
-        &train_set.labels,
-        3,
-        Some((&x_dev, &dev.labels)),
-    )
+    let (model, report) = crate::timing::part("classifier training", || {
+        train(
+            &spec,
+            &cfg,
+            &x_train,
+            &train_set.labels,
+            3,
+            Some((&x_dev, &dev.labels)),
+        )
+    })
     .map_err(|e| ctx.error(e.to_string()))?;
     let notes = vec![
         format!(

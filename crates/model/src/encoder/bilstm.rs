@@ -131,6 +131,27 @@ impl BilstmEncoderConfig {
 }
 
 impl<B: Backend> BilstmEncoder<B> {
+    /// The sentence vectors of a padded batch at inference: `forward(input, None).sentence`,
+    /// the same bits, computed on host arrays end to end when the backend is burn-ndarray and
+    /// the pooling `max` ([`crate::fused::lstm_stack`]: no tensor copies between layers).
+    pub fn encode(&self, input: &Padded<B>) -> Tensor<B, 2> {
+        if self.pool == Pool::Max && crate::fused::lstm_stack::supported::<B>() {
+            let layers = self
+                .forward
+                .iter()
+                .zip(&self.reverse)
+                .map(|(f, r)| std::iter::once(f).chain(r).map(direction).collect())
+                .collect();
+            let tokens = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
+            if let Some(s) =
+                crate::fused::lstm_stack::max_pooled(tokens, input.mask.clone(), layers)
+            {
+                return s;
+            }
+        }
+        self.forward(input, None).sentence
+    }
+
     /// Encodes a padded batch.
     pub fn forward(&self, input: &Padded<B>, mut noise: Option<&mut Noise>) -> Encoded<B> {
         let [_, time] = input.ids.dims();
@@ -209,6 +230,16 @@ impl<B: Backend> BilstmEncoder<B> {
             states,
             mask,
         }
+    }
+}
+
+/// A direction's weights for [`crate::fused::lstm_stack::max_pooled`].
+fn direction<B: Backend>(l: &MaskedLstm<B>) -> crate::fused::lstm_stack::Direction<B> {
+    crate::fused::lstm_stack::Direction {
+        w_ih: l.input.weight.val(),
+        bias: l.input.bias.as_ref().map(|b| b.val()),
+        w_hh: l.hidden.weight.val(),
+        reverse: l.reverse,
     }
 }
 
@@ -306,6 +337,35 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The inference path on host arrays (`encode`) gives `forward`'s max-pooled vectors bit
+    /// for bit: stacked and mixed-direction layers, subword ids and character n-grams, padded.
+    #[test]
+    fn encode_gives_the_bits_of_forward() {
+        let dev = Default::default();
+        for ngrams in [false, true] {
+            let sentences = sentences(ngrams);
+            for layers in [
+                vec![LayerSpec::new(6, true)],
+                vec![LayerSpec::new(6, true), LayerSpec::new(5, true)],
+                vec![LayerSpec::new(6, true), LayerSpec::new(7, false)],
+            ] {
+                let cfg = BilstmEncoderConfig::new(12, 4, layers, Pool::Max)
+                    .with_ngram_buckets(ngrams.then_some(5));
+                let enc = init_uniform(cfg.init::<B>(&dev), 11, 0.3);
+                let input = batch(&sentences, 9);
+                let bits = |t: Tensor<B, 2>| -> Vec<u32> {
+                    rows(t).concat().iter().map(|x| x.to_bits()).collect()
+                };
+                assert_eq!(
+                    bits(enc.encode(&input)),
+                    bits(enc.forward(&input, None).sentence),
+                    "n-grams {ngrams}, {} layers",
+                    cfg.layers.len()
+                );
             }
         }
     }

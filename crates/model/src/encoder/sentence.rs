@@ -268,6 +268,15 @@ impl<B: Backend> SentenceEncoder<B> {
         }
     }
 
+    /// The sentence vectors of a padded batch at inference: `forward(input, None).sentence`
+    /// (the BiLSTM's own faster path on the CPU backend gives the same bits).
+    pub fn encode(&self, input: &Padded<B>) -> Tensor<B, 2> {
+        match self {
+            SentenceEncoder::Bilstm(e) => e.encode(input),
+            _ => self.forward(input, None).sentence,
+        }
+    }
+
     /// The embedding cache's fingerprint of this encoder with weights `weights_id`, a
     /// tokenizer of digest `tokenizer` and inputs clipped to `max_len` tokens. (The BiLSTM's
     /// is the one runs written before encoders became an enum have in their caches.)

@@ -109,11 +109,11 @@ pub fn fused_layer<B: Backend>(
 
 /// Sizes of one layer's sequence.
 #[derive(Debug, Clone, Copy)]
-struct Dims {
-    time: usize,
-    batch: usize,
-    d_input: usize,
-    hidden: usize,
+pub(crate) struct Dims {
+    pub(crate) time: usize,
+    pub(crate) batch: usize,
+    pub(crate) d_input: usize,
+    pub(crate) hidden: usize,
 }
 
 impl Dims {
@@ -128,7 +128,7 @@ impl Dims {
     }
 }
 
-fn host<const D: usize>(t: Tensor<Cpu, D>) -> Vec<f32> {
+pub(crate) fn host<const D: usize>(t: Tensor<Cpu, D>) -> Vec<f32> {
     host_values(&t.into_primitive().tensor())
 }
 
@@ -236,7 +236,7 @@ unsafe fn strided_copy(ptr: *const f32, shape: &[usize], strides: &[isize], out:
     }
 }
 
-fn to_cpu<const D: usize>(v: Vec<f32>, shape: [usize; D]) -> Tensor<Cpu, D> {
+pub(crate) fn to_cpu<const D: usize>(v: Vec<f32>, shape: [usize; D]) -> Tensor<Cpu, D> {
     Tensor::from_data(TensorData::new(v, shape), &Default::default())
 }
 
@@ -265,7 +265,7 @@ fn inference_layer(input: LayerInput<Cpu>, reverse: bool) -> Tensor<Cpu, 3> {
 }
 
 /// `x·W_ih + b + context` on the host, `[time, batch, 4H]`, one parallel product.
-fn project(
+pub(crate) fn project(
     x: &[f32],
     w_ih: &[f32],
     bias: Option<&[f32]>,
@@ -443,8 +443,8 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
 }
 
 /// Host results of the forward pass, `[time, batch, ·]`.
-struct Forward {
-    hs: Vec<f32>,
+pub(crate) struct Forward {
+    pub(crate) hs: Vec<f32>,
     cs: Vec<f32>,
     gates: Vec<f32>,
 }
@@ -581,7 +581,7 @@ fn scatter(dst: &mut [f32], src: &[f32], d: Dims, width: usize, (r0, r1): (usize
 }
 
 #[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
-fn forward(
+pub(crate) fn forward(
     xw: &[f32],
     w: &[f32],
     mask: &[f32],

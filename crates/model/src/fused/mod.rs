@@ -15,6 +15,7 @@ pub mod linear;
 pub mod lstm;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod lstm_cube;
+pub mod lstm_stack;
 pub mod maxpool;
 pub mod relu;
 pub mod reshape;

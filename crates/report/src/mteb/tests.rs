@@ -26,6 +26,7 @@ fn result(bench: &str, protocol: &str, dataset: &str, scores: Value, params: Val
         },
         seed: 1,
         seconds: 2.5,
+        seconds_by_part: Default::default(),
         cache: CacheCounts::default(),
         harness_version: "0.1.0".into(),
         overrides: Overrides::default(),

@@ -14,6 +14,10 @@ pub struct CheckContext<'a> {
     pub task: usize,
 }
 
+/// Why a task cannot have hard negatives on its corpus (`validate` and the miner say it).
+pub const HARD_NEGATIVE_TEXTS: &str =
+    "hard negatives need the task's corpus texts (a parallel or conversation corpus)";
+
 /// `params.<key>`, the path of a parameter.
 pub fn param(key: &str) -> Path {
     vec![Seg::Key("params".into()), Seg::Key(key.into())]
@@ -117,6 +121,29 @@ impl CheckContext<'_> {
                 "head `{head}` ends in {last} units but the sentence vectors have {d}: the dot \
                  product needs equal sizes; make the head's last `hidden` size {d}"
             )));
+        }
+    }
+
+    /// Hard negatives (`params.hard_negatives` > 0) are mined over the task corpus's texts,
+    /// which only a shipped parallel or conversation dataset holds at hand
+    /// (`hard_negatives.rs` reads them; a corpus of the user's files is streamed).
+    pub fn hard_negatives_corpus(&self, out: &mut Vec<Finding>, k: u32) {
+        let Some(task) = self.recipe.tasks.get(self.task) else {
+            return;
+        };
+        let Some(corpus) = self.recipe.data.corpora.get(&task.corpus) else {
+            return;
+        };
+        if k > 0
+            && !corpus
+                .dataset
+                .as_deref()
+                .is_some_and(crate::corpora::holds_texts)
+        {
+            out.push(Finding::new(
+                vec![Seg::Key("corpus".into())],
+                format!("{HARD_NEGATIVE_TEXTS}; drop `hard_negatives` from this task"),
+            ));
         }
     }
 

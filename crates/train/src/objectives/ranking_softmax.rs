@@ -76,6 +76,7 @@ impl Objective for RankingSoftmax {
     fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "margin", self.margin);
+        cx.hard_negatives_corpus(&mut out, self.hard_negatives);
         cx.positive(&mut out, "scale", self.scale);
         cx.joint_with(&mut out, self.joint_with.as_deref());
         if self.hard_negatives > 0 && self.joint_with.is_some() {

@@ -45,6 +45,7 @@ impl Objective for TranslationRanking {
     fn check(&self, cx: &CheckContext<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
         cx.non_negative(&mut out, "margin", self.margin);
+        cx.hard_negatives_corpus(&mut out, self.hard_negatives);
         out
     }
 
