@@ -41,10 +41,10 @@ else
 fi
 
 if [[ $cpu_only == 1 ]]; then
-  # The test build's binary (`cargo test --features wgpu,parquet,mpi`, the same features, so
+  # The test build's binary (`cargo test --features parquet,mpi`, the same features, so
   # nothing is compiled again; the dev profile is optimised): no extra build in CI.
-  cargo build --locked --quiet --features wgpu,parquet,mpi
-  harness=(cargo run --locked --quiet --features wgpu,parquet,mpi --)
+  cargo build --locked --quiet --features parquet,mpi
+  harness=(cargo run --locked --quiet --features parquet,mpi --)
   devices=(cpu)
 else
   cargo build --locked --release --features cuda

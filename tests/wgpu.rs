@@ -6,6 +6,8 @@
 //! at least [`MIN_COSINE`] (multilingual-e5-small's word table exceeds lavapipe's buffers:
 //! it is looked up in blocks there), and the embedding cache keeps the two apart.
 //!
+//! A long suite (`cargo test --locked --features wgpu --test wgpu`, docs/tests.md): the README's
+//! test command leaves the wgpu backend out of its build, and clippy checks that it compiles.
 //! Without a GPU this runs on lavapipe, Mesa's software Vulkan driver: the test installs it
 //! (`scripts/install-test-deps.sh vulkan`) when Vulkan is missing and it runs as root, and
 //! skips, saying why, only when no Vulkan device can be had at all.

@@ -181,6 +181,8 @@ fn gemm_w_split(
     if m == 0 || n == 0 {
         return;
     }
+    // Counted once per call, not per column tile: the threads would share the counter's line.
+    crate::count_product(m, n, k);
     let rows: Vec<*const f32> = (0..m).map(|r| a[r * k..].as_ptr()).collect();
     let tiles = n.div_ceil(W_COLS);
     let groups = groups.clamp(1, tiles);
@@ -245,6 +247,7 @@ pub fn gemm_packed_rows(x: &[f32], rows: &[usize], b: &PackedB, c: &mut [f32]) {
 unsafe fn run_rows(rows: &[*const f32], b: &PackedB, c: &mut [f32]) {
     let (m, n) = (rows.len(), b.n);
     assert_eq!(c.len(), m * n, "gemm_packed: C has the wrong size");
+    crate::count_product(m, n, b.k);
     // SAFETY: the row pointers are our caller's promise; `c` is an exclusive borrow of
     // exactly m rows of n = b.n() floats (checked just above), so ldc = n fits it.
     unsafe { run_rows_into(rows, b, c.as_mut_ptr(), n) }
@@ -262,7 +265,6 @@ unsafe fn run_rows_into(rows: &[*const f32], b: &PackedB, c: *mut f32, ldc: usiz
     if m == 0 || n == 0 {
         return;
     }
-    crate::count_product(m, n, b.k);
     #[cfg(target_arch = "x86_64")]
     {
         if crate::isa::isa() >= crate::isa::Isa::Avx512 {
