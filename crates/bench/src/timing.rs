@@ -15,7 +15,9 @@ thread_local! {
 }
 
 /// Runs `f`, adding its wall time to part `name` of the benchmark being collected (see
-/// [`collect`]); outside a collection it only runs `f`.
+/// [`collect`]); outside a collection it only runs `f`. Time only work that encodes nothing:
+/// the runner adds the encoder's and the cache's seconds on its own, so a part around an
+/// `embed` call would count them twice.
 pub fn part<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let out = f();
