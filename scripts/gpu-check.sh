@@ -21,7 +21,7 @@
 #                                          the commands, files and parsing of the check work)
 #
 # Environment: HARNESS_HOME as for harness (datasets and models are installed on first use);
-# GPU_CHECK_STEPS (200); GPU_CHECK_DIR (a scratch directory, default a fresh temporary one,
+# GPU_CHECK_STEPS (200; 20 with --cpu-only); GPU_CHECK_DIR (a scratch directory, default a fresh temporary one,
 # removed at the end); GPU_CHECK_PEERS (1 with a GPU, 0 with --cpu-only: the peers' venv
 # installs torch on first use). Exit status 0 only when every comparison holds.
 set -euo pipefail
@@ -33,7 +33,8 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: bash scripts/gpu-check.sh [--cpu-only]" >&2; exit 2 ;;
 esac
-steps="${GPU_CHECK_STEPS:-200}"
+# The CPU half checks the commands, files and parsing: 20 steps do that (200 with a GPU).
+steps="${GPU_CHECK_STEPS:-$((cpu_only == 1 ? 20 : 200))}"
 if [[ -n "${GPU_CHECK_DIR:-}" ]]; then
   work="$GPU_CHECK_DIR"; mkdir -p "$work"
 else
@@ -41,10 +42,13 @@ else
 fi
 
 if [[ $cpu_only == 1 ]]; then
-  # The test build's binary (`cargo test --features parquet,mpi`, the same features, so
-  # nothing is compiled again; the dev profile is optimised): no extra build in CI.
-  cargo build --locked --quiet --features parquet,mpi
-  harness=(cargo run --locked --quiet --features parquet,mpi --)
+  # The test build's binary: `cargo test --no-run` with the test command's features builds
+  # nothing after `cargo test --features parquet,mpi` (a plain `cargo build` would resolve
+  # the features without the dev-dependencies and compile the workspace again).
+  cargo test --no-run --locked --quiet --features parquet,mpi
+  target="$(cargo metadata --locked --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+  harness=("$target/debug/harness")
   devices=(cpu)
 else
   cargo build --locked --release --features cuda

@@ -516,6 +516,11 @@ mod tests {
             "xnli",
             "{params: {epochs: 1, train_fraction: 0.02, eval_limit: 40}, languages: [en, de]}",
         ),
+        // The same classifier as xnli, 200 epochs by default (six minutes of this test).
+        (
+            "xnli-dev",
+            "{params: {epochs: 1, train_fraction: 0.02, eval_limit: 40}, languages: [en, de]}",
+        ),
         ("sib200", "{params: {epochs: 1, languages: [en, de]}}"),
         (
             "sentiment",

@@ -122,99 +122,110 @@ mod tests {
         assert_eq!(ours, a.matmul(b).into_data());
     }
 
-    type Flex = burn::backend::Flex;
-    type FlexAd = burn::backend::Autodiff<Flex>;
+    /// The bfloat16 tests: they need burn-flex, a CPU backend with bfloat16 arithmetic
+    /// (`cargo test -p harness-model --features flex`, a long suite: docs/tests.md).
+    #[cfg(feature = "flex")]
+    mod bf16 {
+        use super::super::*;
 
-    fn round(x: f32) -> f32 {
-        burn::tensor::bf16::from_f32(x).to_f32()
-    }
+        type Flex = burn::backend::Flex;
+        type FlexAd = burn::backend::Autodiff<Flex>;
 
-    /// Values with bits below bfloat16's 8-bit significand, so that rounding shows.
-    fn values(n: usize, seed: f32) -> Vec<f32> {
-        (0..n)
-            .map(|i| (seed + i as f32 * 0.618_034).sin() * 1.234_567)
-            .collect()
-    }
-
-    fn floats<B: Backend>(t: Tensor<B, 2>) -> Vec<f32> {
-        assert_eq!(t.dtype(), DType::F32, "products come back in f32");
-        t.into_data().to_vec().unwrap()
-    }
-
-    #[test]
-    fn inside_a_scope_a_product_reads_bf16_operands_and_comes_back_f32() {
-        let dev = Default::default();
-        let (m, k, n) = (3, 5, 4);
-        let (a, b) = (values(m * k, 0.3), values(k * n, 1.7));
-        let ta =
-            Tensor::<Flex, 2>::from_data(burn::tensor::TensorData::new(a.clone(), [m, k]), &dev);
-        let tb =
-            Tensor::<Flex, 2>::from_data(burn::tensor::TensorData::new(b.clone(), [k, n]), &dev);
-        let f32_product = floats(ta.clone().matmul(tb.clone()));
-        let got = {
-            let _bf16 = autocast(true);
-            floats(matmul(ta, tb))
-        };
-        let mut differs = false;
-        for i in 0..m {
-            for j in 0..n {
-                // bfloat16 operands, an f32 sum, the result rounded to bfloat16.
-                let exact: f32 = (0..k)
-                    .map(|p| round(a[i * k + p]) * round(b[p * n + j]))
-                    .sum();
-                let g = got[i * n + j];
-                assert_eq!(round(g), g, "({i},{j}): {g} is not a bfloat16 value");
-                let ulp = (exact.abs() * 2f32.powi(-7)).max(f32::MIN_POSITIVE);
-                assert!((g - exact).abs() <= ulp, "({i},{j}): {g} against {exact}");
-                differs |= g != f32_product[i * n + j];
-            }
+        fn round(x: f32) -> f32 {
+            burn::tensor::bf16::from_f32(x).to_f32()
         }
-        assert!(
-            differs,
-            "the bfloat16 products equal the f32 ones everywhere"
-        );
-    }
 
-    #[test]
-    fn gradients_through_a_bf16_product_reach_f32_weights() {
-        let dev = Default::default();
-        let layer = burn::nn::LinearConfig::new(6, 3).init::<FlexAd>(&dev);
-        let x = Tensor::<FlexAd, 2>::from_data(
-            burn::tensor::TensorData::new(values(12, 0.9), [2, 6]),
-            &dev,
-        )
-        .require_grad();
-        let (y_f32, y_bf16) = (floats(layer.forward(x.clone()).inner()), {
-            let _bf16 = autocast(true);
-            let y = linear(&layer, x.clone());
-            let grads = (y.clone() * y.clone()).sum().backward();
-            let w = layer.weight.val().grad(&grads).expect("a weight gradient");
-            let b = layer
-                .bias
-                .as_ref()
-                .unwrap()
-                .val()
-                .grad(&grads)
-                .expect("a bias gradient");
-            let gx = x.grad(&grads).expect("an input gradient");
-            assert_eq!(
-                (w.dtype(), b.dtype(), gx.dtype()),
-                (DType::F32, DType::F32, DType::F32)
+        /// Values with bits below bfloat16's 8-bit significand, so that rounding shows.
+        fn values(n: usize, seed: f32) -> Vec<f32> {
+            (0..n)
+                .map(|i| (seed + i as f32 * 0.618_034).sin() * 1.234_567)
+                .collect()
+        }
+
+        fn floats<B: Backend>(t: Tensor<B, 2>) -> Vec<f32> {
+            assert_eq!(t.dtype(), DType::F32, "products come back in f32");
+            t.into_data().to_vec().unwrap()
+        }
+
+        #[test]
+        fn inside_a_scope_a_product_reads_bf16_operands_and_comes_back_f32() {
+            let dev = Default::default();
+            let (m, k, n) = (3, 5, 4);
+            let (a, b) = (values(m * k, 0.3), values(k * n, 1.7));
+            let ta = Tensor::<Flex, 2>::from_data(
+                burn::tensor::TensorData::new(a.clone(), [m, k]),
+                &dev,
             );
-            // dx = dy·Wᵀ is itself a bfloat16 product.
-            for v in floats(gx) {
-                assert_eq!(round(v), v, "{v} is not a bfloat16 value");
+            let tb = Tensor::<Flex, 2>::from_data(
+                burn::tensor::TensorData::new(b.clone(), [k, n]),
+                &dev,
+            );
+            let f32_product = floats(ta.clone().matmul(tb.clone()));
+            let got = {
+                let _bf16 = autocast(true);
+                floats(matmul(ta, tb))
+            };
+            let mut differs = false;
+            for i in 0..m {
+                for j in 0..n {
+                    // bfloat16 operands, an f32 sum, the result rounded to bfloat16.
+                    let exact: f32 = (0..k)
+                        .map(|p| round(a[i * k + p]) * round(b[p * n + j]))
+                        .sum();
+                    let g = got[i * n + j];
+                    assert_eq!(round(g), g, "({i},{j}): {g} is not a bfloat16 value");
+                    let ulp = (exact.abs() * 2f32.powi(-7)).max(f32::MIN_POSITIVE);
+                    assert!((g - exact).abs() <= ulp, "({i},{j}): {g} against {exact}");
+                    differs |= g != f32_product[i * n + j];
+                }
             }
-            floats(y.inner())
-        });
-        let largest = y_f32
-            .iter()
-            .zip(&y_bf16)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
-        assert!(
-            largest > 0.0 && largest < 2e-2,
-            "largest difference {largest}"
-        );
+            assert!(
+                differs,
+                "the bfloat16 products equal the f32 ones everywhere"
+            );
+        }
+
+        #[test]
+        fn gradients_through_a_bf16_product_reach_f32_weights() {
+            let dev = Default::default();
+            let layer = burn::nn::LinearConfig::new(6, 3).init::<FlexAd>(&dev);
+            let x = Tensor::<FlexAd, 2>::from_data(
+                burn::tensor::TensorData::new(values(12, 0.9), [2, 6]),
+                &dev,
+            )
+            .require_grad();
+            let (y_f32, y_bf16) = (floats(layer.forward(x.clone()).inner()), {
+                let _bf16 = autocast(true);
+                let y = linear(&layer, x.clone());
+                let grads = (y.clone() * y.clone()).sum().backward();
+                let w = layer.weight.val().grad(&grads).expect("a weight gradient");
+                let b = layer
+                    .bias
+                    .as_ref()
+                    .unwrap()
+                    .val()
+                    .grad(&grads)
+                    .expect("a bias gradient");
+                let gx = x.grad(&grads).expect("an input gradient");
+                assert_eq!(
+                    (w.dtype(), b.dtype(), gx.dtype()),
+                    (DType::F32, DType::F32, DType::F32)
+                );
+                // dx = dy·Wᵀ is itself a bfloat16 product.
+                for v in floats(gx) {
+                    assert_eq!(round(v), v, "{v} is not a bfloat16 value");
+                }
+                floats(y.inner())
+            });
+            let largest = y_f32
+                .iter()
+                .zip(&y_bf16)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(
+                largest > 0.0 && largest < 2e-2,
+                "largest difference {largest}"
+            );
+        }
     }
 }
