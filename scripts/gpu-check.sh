@@ -43,8 +43,9 @@ fi
 
 if [[ $cpu_only == 1 ]]; then
   # The test build's binary: `cargo test --no-run` with the test command's features builds
-  # nothing after `cargo test --features parquet,mpi` (a plain `cargo build` would resolve
-  # the features without the dev-dependencies and compile the workspace again).
+  # nothing after `cargo test --features parquet,mpi`, whereas a plain `cargo build` resolves
+  # features without the dev-dependencies and may compile crates again (it did, 442 s, while
+  # burn-flex was a dev-dependency feature).
   cargo test --no-run --locked --quiet --features parquet,mpi
   target="$(cargo metadata --locked --format-version 1 --no-deps \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
