@@ -8,7 +8,7 @@ use clap::Args;
 use harness_bench::registry::Registry;
 use harness_core::settings::Settings;
 use harness_core::terminal::terminal_safe;
-use harness_train::corpora::{build_recipe_parallel, corpus_datasets, ensure_all};
+use harness_train::corpora::{build_recipe_parallel, corpus_datasets, ensure_all, Exclusions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -41,6 +41,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         settings,
         &corpus_datasets(resolved.recipe.data.corpora.values(), &registry)?,
     )?;
+    let exclusions = Exclusions::new();
     for (name, corpus) in &resolved.recipe.data.corpora {
         if !corpus.pairs.iter().any(|p| p.ends_with("-eng")) {
             println!(
@@ -49,7 +50,7 @@ pub fn run(args: &CorporaArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
             );
             continue;
         }
-        let built = build_recipe_parallel(corpus, &registry, settings)
+        let built = build_recipe_parallel(corpus, &registry, settings, &exclusions)
             .with_context(|| format!("building corpus `{name}` of {}", args.recipe.display()))?;
         println!(
             "corpus `{name}` ({}), excluding {} ({} distinct evaluation sentences):",

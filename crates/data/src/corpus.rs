@@ -13,6 +13,7 @@ use crate::DataError;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The matching key of a sentence: Unicode-aware trim, every internal run of whitespace
 /// collapsed to one ASCII space, then Unicode lowercase per character (`char::to_lowercase`;
@@ -34,8 +35,20 @@ pub fn normalize(sentence: &str) -> String {
 
 /// [`normalize`] into `out` (cleared first), reusing its allocation.
 pub fn normalize_into(sentence: &str, out: &mut String) {
-    // One pass over the characters: this runs on every sentence of a training corpus.
+    // One pass over the characters: this runs on every sentence of a training corpus and of
+    // every excluded evaluation set.
     out.clear();
+    if sentence.is_ascii() {
+        // Most lines (the English sides, the Latin-script languages' short sentences): bytes
+        // in place of chars, the same key (ASCII whitespace is all the whitespace there is).
+        normalize_ascii(sentence.as_bytes(), out);
+    } else {
+        normalize_chars(sentence, out);
+    }
+}
+
+/// [`normalize_into`] character by character (`out` empty on entry).
+fn normalize_chars(sentence: &str, out: &mut String) {
     let mut pending_space = false;
     for c in sentence.chars() {
         if c.is_whitespace() {
@@ -54,10 +67,39 @@ pub fn normalize_into(sentence: &str, out: &mut String) {
     }
 }
 
+/// [`normalize_into`] of an ASCII line: the same key, byte by byte.
+fn normalize_ascii(bytes: &[u8], out: &mut String) {
+    let mut key = std::mem::take(out).into_bytes();
+    let mut pending_space = false;
+    for &b in bytes {
+        // `char::is_whitespace` on ASCII: tab, newline, vertical tab, form feed, return, space.
+        if matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ') {
+            pending_space = !key.is_empty();
+        } else {
+            if pending_space {
+                key.push(b' ');
+                pending_space = false;
+            }
+            key.push(b.to_ascii_lowercase());
+        }
+    }
+    // ASCII in, ASCII out.
+    *out = String::from_utf8(key).expect("ASCII bytes are UTF-8");
+}
+
+/// The hash of the sentence sets: foldhash's fast hasher with its fixed seed (SipHash, the
+/// standard library's, was a fifth of building the sets; the keys are not attacker-chosen
+/// and nothing iterates the sets in an order that could reach a result).
+type SentenceSet = HashSet<String, foldhash::fast::FixedState>;
+
 /// A set of normalised evaluation sentences ([`normalize`]); empty sentences are not stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Held as shared sets (one per evaluation dataset, [`Self::merge`] adds a set without
+/// copying it), so that the datasets several corpora exclude are read and hashed once per
+/// run; a sentence is in the set when any of them holds it.
+#[derive(Debug, Clone, Default)]
 pub struct EvalSentences {
-    set: HashSet<String>,
+    sets: Vec<Arc<SentenceSet>>,
 }
 
 impl EvalSentences {
@@ -72,40 +114,71 @@ impl EvalSentences {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
+        if self.sets.is_empty() {
+            self.sets.push(Arc::default());
+        }
+        // A set shared with another `EvalSentences` is copied first (copy on write).
+        let set = Arc::make_mut(self.sets.last_mut().expect("pushed above"));
+        let mut key = String::new();
         for s in sentences {
-            let n = normalize(s.as_ref());
-            if !n.is_empty() {
-                self.set.insert(n);
+            normalize_into(s.as_ref(), &mut key);
+            if !key.is_empty() && !set.contains(key.as_str()) {
+                set.insert(key.clone());
             }
         }
     }
 
-    /// Adds every sentence of `other`.
+    /// Adds every sentence of `other` (its sets are shared, not copied).
     pub fn merge(&mut self, other: EvalSentences) {
-        self.set.extend(other.set);
+        self.sets
+            .extend(other.sets.into_iter().filter(|s| !s.is_empty()));
     }
 
     /// Whether `sentence` (normalised) is in the set.
     pub fn contains(&self, sentence: &str) -> bool {
-        self.set.contains(&normalize(sentence))
+        self.contains_with(sentence, &mut String::new())
     }
 
     /// [`Self::contains`] using `buf` as scratch space (no allocation per call).
     pub fn contains_with(&self, sentence: &str, buf: &mut String) -> bool {
         normalize_into(sentence, buf);
-        self.set.contains(buf.as_str())
+        self.sets.iter().any(|s| s.contains(buf.as_str()))
     }
 
     /// Number of distinct normalised sentences.
     pub fn len(&self) -> usize {
-        self.set.len()
+        // Each sentence counted in the first set that holds it.
+        self.sets
+            .iter()
+            .enumerate()
+            .map(|(i, set)| {
+                set.iter()
+                    .filter(|k| !self.sets[..i].iter().any(|s| s.contains(k.as_str())))
+                    .count()
+            })
+            .sum()
     }
 
     /// True when no sentence is stored.
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.sets.iter().all(|s| s.is_empty())
     }
 }
+
+impl PartialEq for EvalSentences {
+    /// The same distinct sentences, however they are split into sets.
+    fn eq(&self, other: &Self) -> bool {
+        let within = |a: &Self, b: &Self| {
+            a.sets
+                .iter()
+                .flat_map(|s| s.iter())
+                .all(|k| b.sets.iter().any(|s| s.contains(k.as_str())))
+        };
+        within(self, other) && within(other, self)
+    }
+}
+
+impl Eq for EvalSentences {}
 
 impl<S: AsRef<str>> FromIterator<S> for EvalSentences {
     fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
@@ -450,6 +523,56 @@ mod tests {
     use crate::loaders::parallel_pairs;
     use crate::records::Bitext;
     use harness_core::shared_datasets_dir;
+
+    #[test]
+    fn the_ascii_key_is_the_character_key() {
+        // Every ASCII byte, alone and between letters, runs of mixed whitespace, edges.
+        let mut lines: Vec<String> = (0u8..128)
+            .flat_map(|b| {
+                let c = b as char;
+                [
+                    c.to_string(),
+                    format!("Ab{c}Cd"),
+                    format!("{c}{c}X{c} y{c}"),
+                ]
+            })
+            .collect();
+        lines.extend(
+            [
+                "",
+                " ",
+                "\t\x0b\x0c\r\n",
+                "  Hello,\tWORLD!  ",
+                "a \x1c b\x1f",
+                "Q",
+            ]
+            .map(String::from),
+        );
+        for line in &lines {
+            assert!(line.is_ascii());
+            let (mut fast, mut slow) = (String::from("stale"), String::new());
+            normalize_into(line, &mut fast);
+            normalize_chars(line, &mut slow);
+            assert_eq!(fast, slow, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn merged_sets_are_shared_and_counted_once() {
+        let a: EvalSentences = ["One.", "two", "Three"].into_iter().collect();
+        let b: EvalSentences = ["one.", "Four"].into_iter().collect();
+        let mut both = a.clone();
+        both.merge(b.clone());
+        // "One." and "one." share a key: four distinct sentences, in two sets.
+        assert_eq!(both.len(), 4);
+        assert!(both.contains("  FOUR ") && both.contains("THREE") && !both.contains("five"));
+        let flat: EvalSentences = ["one.", "Two", "three", "four"].into_iter().collect();
+        assert_eq!(both, flat);
+        assert_ne!(a, flat);
+        // Extending a merged set copies the shared one first: `b` is unchanged.
+        both.extend(["five"]);
+        assert!(both.contains("Five") && !b.contains("five") && b.len() == 2);
+    }
 
     fn corpus(src: &str, pairs: &[(&str, &str)]) -> ParallelCorpus {
         ParallelCorpus {

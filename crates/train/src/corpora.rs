@@ -65,17 +65,51 @@ pub fn ensure_all(settings: &Settings, names: &BTreeSet<String>) -> Result<(), T
     Ok(())
 }
 
+/// The evaluation sentences of each excluded dataset, read once per run: the datasets
+/// several corpora exclude (the LASER default's two corpora share four, XNLI and FLORES-200
+/// among them) are read and hashed once, and the sets are shared, not copied.
+#[derive(Default)]
+pub struct Exclusions {
+    read: std::sync::Mutex<BTreeMap<String, EvalSentences>>,
+}
+
+impl Exclusions {
+    /// None read yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
 /// Every sentence of the evaluation datasets a corpus's `exclude:` list names: what the
-/// contamination filter removes from it.
+/// contamination filter removes from it. Each dataset is installed and verified here
+/// (every time: a file that changed since is checked again), and read unless `exclusions`
+/// already holds it; the datasets to read are read in parallel.
 pub fn excluded_sentences(
     corpus: &Corpus,
     registry: &Registry,
     settings: &Settings,
+    exclusions: &Exclusions,
 ) -> Result<EvalSentences, TrainError> {
-    let mut eval = EvalSentences::new();
+    use rayon::prelude::*;
+    let mut dirs = Vec::new();
     for dataset in excluded_datasets(corpus, registry)? {
         let dir = ensure_dataset(settings, &dataset)?;
-        eval.merge(dataset_sentences(&dataset, &dir)?);
+        dirs.push((dataset, dir));
+    }
+    let lock = || exclusions.read.lock().unwrap_or_else(|e| e.into_inner());
+    let to_read: Vec<&(String, std::path::PathBuf)> = {
+        let read = lock();
+        dirs.iter().filter(|(d, _)| !read.contains_key(d)).collect()
+    };
+    let fresh = to_read
+        .par_iter()
+        .map(|(dataset, dir)| Ok((dataset.clone(), dataset_sentences(dataset, dir)?)))
+        .collect::<Result<Vec<_>, TrainError>>()?;
+    let mut read = lock();
+    read.extend(fresh);
+    let mut eval = EvalSentences::new();
+    for (dataset, _) in &dirs {
+        eval.merge(read[dataset].clone());
     }
     Ok(eval)
 }
@@ -86,8 +120,9 @@ pub fn build_recipe_parallel(
     corpus: &Corpus,
     registry: &Registry,
     settings: &Settings,
+    exclusions: &Exclusions,
 ) -> Result<BuiltParallel, TrainError> {
-    let eval = excluded_sentences(corpus, registry, settings)?;
+    let eval = excluded_sentences(corpus, registry, settings, exclusions)?;
     let dataset = corpus.dataset.as_deref().unwrap_or_default();
     let dir = ensure_dataset(settings, dataset)?;
     Ok(build_parallel(dataset, &dir, &corpus.pairs, &eval)?)
@@ -475,6 +510,7 @@ fn files_corpus(
     base: &std::path::Path,
     registry: &Registry,
     settings: &Settings,
+    exclusions: &Exclusions,
 ) -> Result<crate::files_corpus::FilesCorpus, TrainError> {
     let paths = harness_data::user_corpus::resolve_files(corpus, base)
         .map_err(|e| TrainError::Data(e.into()))?;
@@ -487,7 +523,7 @@ fn files_corpus(
         spec: corpus.clone(),
         kind: harness_data::user_corpus::kind_of(corpus),
         files,
-        eval: std::sync::Arc::new(excluded_sentences(corpus, registry, settings)?),
+        eval: std::sync::Arc::new(excluded_sentences(corpus, registry, settings, exclusions)?),
         excluded: excluded_datasets(corpus, registry)?.into_iter().collect(),
         cache_dir: settings.cache_dir.clone(),
     })
@@ -502,6 +538,7 @@ pub fn load_corpus(
     base: &std::path::Path,
     registry: &Registry,
     settings: &Settings,
+    exclusions: &Exclusions,
 ) -> Result<(Loaded, CorpusCounts), TrainError> {
     let mut counts = CorpusCounts {
         corpus: name.to_string(),
@@ -512,18 +549,18 @@ pub fn load_corpus(
     let Some(dataset) = corpus.dataset.as_deref() else {
         return Ok((
             Loaded::Files(Box::new(files_corpus(
-                name, corpus, base, registry, settings,
+                name, corpus, base, registry, settings, exclusions,
             )?)),
             counts,
         ));
     };
     check_declaration(name, corpus)?;
     if is_parallel_dataset(dataset) {
-        let loaded = load_parallel(corpus, recipe, registry, settings, &mut counts)?;
+        let loaded = load_parallel(corpus, recipe, registry, settings, exclusions, &mut counts)?;
         return Ok((loaded, counts));
     }
     let dir = ensure_dataset(settings, dataset)?;
-    let eval = excluded_sentences(corpus, registry, settings)?;
+    let eval = excluded_sentences(corpus, registry, settings, exclusions)?;
     match dataset {
         "conversation-pairs" => {
             return Ok((load_conversation(&dir, corpus, &eval, &mut counts)?, counts))
@@ -555,9 +592,10 @@ fn load_parallel(
     recipe: &Recipe,
     registry: &Registry,
     settings: &Settings,
+    exclusions: &Exclusions,
     counts: &mut CorpusCounts,
 ) -> Result<Loaded, TrainError> {
-    let built = build_recipe_parallel(corpus, registry, settings)?;
+    let built = build_recipe_parallel(corpus, registry, settings, exclusions)?;
     for p in &built.report.pairs {
         counts.parts.insert(
             format!("{}-{}", p.source_lang, p.target_lang),
@@ -677,6 +715,7 @@ pub fn load_corpora_in(
     ensure_all(settings, &corpus_datasets(used, &registry)?)?;
     let mut loaded = BTreeMap::new();
     let mut counts = Vec::new();
+    let exclusions = Exclusions::new();
     for name in needed {
         let corpus = recipe.data.corpora.get(name).ok_or_else(|| {
             TrainError::recipe(
@@ -685,12 +724,11 @@ pub fn load_corpora_in(
                 "declare it under `data.corpora`",
             )
         })?;
-        let (l, c) = load_corpus(name, corpus, recipe, base, &registry, settings).map_err(|e| {
-            TrainError::Corpus {
+        let (l, c) = load_corpus(name, corpus, recipe, base, &registry, settings, &exclusions)
+            .map_err(|e| TrainError::Corpus {
                 name: name.clone(),
                 source: Box::new(e),
-            }
-        })?;
+            })?;
         loaded.insert(name.clone(), l);
         counts.push(c);
     }
