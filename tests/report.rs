@@ -69,6 +69,49 @@ fn cells(out: &Path) -> Vec<HashMap<String, String>> {
         .collect()
 }
 
+/// `SOURCE_DATE_EPOCH` fixes the render time, the one line of a report that does not come
+/// from its inputs: two renders of the same results are the same bytes; a value that is not
+/// whole seconds is refused, named, and nothing is written.
+#[test]
+fn source_date_epoch_makes_two_renders_the_same_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("hashed");
+    eval_into(&results, &tmp.path().join("cache"), &["stsb-test"]);
+    let render = |out: &str, epoch: &str| {
+        binary::command(
+            tmp.path(),
+            &[
+                "report",
+                results.to_str().unwrap(),
+                "--out",
+                tmp.path().join(out).to_str().unwrap(),
+            ],
+        )
+        .env("SOURCE_DATE_EPOCH", epoch)
+        .output()
+        .unwrap()
+    };
+    for out in ["a", "b"] {
+        let o = render(out, "86400");
+        assert!(o.status.success(), "{}", binary::text(&o));
+    }
+    for file in ["report.md", "report.html"] {
+        let a = std::fs::read(tmp.path().join("a").join(file)).unwrap();
+        let b = std::fs::read(tmp.path().join("b").join(file)).unwrap();
+        assert!(a == b, "{file} differs between two renders");
+    }
+    let md = std::fs::read_to_string(tmp.path().join("a/report.md")).unwrap();
+    assert!(md.contains("| rendered | 1970-01-02 00:00 UTC |"), "{md}");
+    let bad = render("c", "yesterday");
+    assert!(!bad.status.success());
+    assert!(
+        binary::text(&bad).contains("SOURCE_DATE_EPOCH=\"yesterday\""),
+        "{}",
+        binary::text(&bad)
+    );
+    assert!(!tmp.path().join("c/report.md").exists());
+}
+
 #[test]
 fn numbers_in_the_report_equal_those_in_the_result_files() {
     let tmp = tempfile::tempdir().unwrap();

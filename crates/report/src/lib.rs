@@ -74,7 +74,7 @@ pub fn render_report(
     }
     let rendered = table::build(&specs, &inputs);
     let report = render::Report {
-        provenance: provenance::collect(&inputs),
+        provenance: provenance::collect(&inputs)?,
         tables: rendered,
         warnings: warnings.clone(),
     };
@@ -158,7 +158,7 @@ pub fn render_generated(
         metrics,
     );
     let report = render::Report {
-        provenance: provenance::collect(&inputs),
+        provenance: provenance::collect(&inputs)?,
         tables: vec![table],
         warnings: inputs.warnings.clone(),
     };

@@ -5,9 +5,10 @@
 //! and wall times.
 
 use super::runs::{utc, Inputs, SystemRuns};
+use crate::ReportError;
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Provenance {
@@ -42,21 +43,47 @@ pub struct SystemProvenance {
     pub measured_at: String,
 }
 
-/// Provenance of a report over `inputs`.
-pub fn collect(inputs: &Inputs) -> Provenance {
+/// The environment variable that fixes a report's render time (the reproducible-builds
+/// convention, <https://reproducible-builds.org/specs/source-date-epoch/>).
+pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
+
+/// When the report says it was rendered: `SOURCE_DATE_EPOCH` (whole seconds since 1970)
+/// when set, so that two renders of the same results are the same bytes (the render time
+/// is the one line of a report that depends on anything but its inputs); otherwise now.
+pub fn rendered_at() -> Result<SystemTime, ReportError> {
+    match std::env::var(SOURCE_DATE_EPOCH) {
+        Err(std::env::VarError::NotPresent) => Ok(SystemTime::now()),
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u64>()
+            .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .map_err(|_| bad_epoch(&v)),
+        Ok(v) => Err(bad_epoch(&v)),
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad_epoch(&v.to_string_lossy())),
+    }
+}
+
+fn bad_epoch(value: &str) -> ReportError {
+    ReportError::Setup(format!(
+        "{SOURCE_DATE_EPOCH}={value:?} is not a whole number of seconds since 1970-01-01. Fix: set it to one (e.g. `{SOURCE_DATE_EPOCH}=$(date +%s)`) or unset it to date the report now"
+    ))
+}
+
+/// Provenance of a report over `inputs`, rendered at [`rendered_at`].
+pub fn collect(inputs: &Inputs) -> Result<Provenance, ReportError> {
     let lock = harness_data::lock::Lock::embedded_digest();
     let systems = inputs
         .systems
         .values()
         .map(|s| system_provenance(s, &lock))
         .collect();
-    Provenance {
+    Ok(Provenance {
         harness_version: harness_core::VERSION.to_string(),
         git_commit: harness_core::git_commit().to_string(),
-        rendered_at: utc(SystemTime::now()),
+        rendered_at: utc(rendered_at()?),
         datasets_lock: lock,
         systems,
-    }
+    })
 }
 
 /// One system's provenance: its inputs, encoders, datasets, versions, environment and times.

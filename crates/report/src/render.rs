@@ -279,7 +279,7 @@ mod tests {
         let inputs = crate::runs::Inputs::default();
         let specs = crate::spec::load().unwrap();
         Report {
-            provenance: crate::provenance::collect(&inputs),
+            provenance: crate::provenance::collect(&inputs).unwrap(),
             tables: crate::table::build(&specs, &inputs),
             warnings: vec!["a warning".into()],
         }

@@ -294,7 +294,7 @@ pub fn render(
         tables.extend(paper_tables(sweep, paper, known, &mut warnings)?);
     }
     let report = harness_report::render::Report {
-        provenance: harness_report::provenance::collect(&inputs),
+        provenance: harness_report::provenance::collect(&inputs)?,
         tables,
         warnings: warnings.clone(),
     };
