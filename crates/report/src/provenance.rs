@@ -53,12 +53,11 @@ pub const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
 pub fn rendered_at() -> Result<SystemTime, ReportError> {
     match std::env::var(SOURCE_DATE_EPOCH) {
         Err(std::env::VarError::NotPresent) => Ok(SystemTime::now()),
-        Ok(v) if !v.trim().is_empty() => v
+        Ok(v) => v
             .trim()
             .parse::<u64>()
             .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
             .map_err(|_| bad_epoch(&v)),
-        Ok(v) => Err(bad_epoch(&v)),
         Err(std::env::VarError::NotUnicode(v)) => Err(bad_epoch(&v.to_string_lossy())),
     }
 }
