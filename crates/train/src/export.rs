@@ -7,11 +7,11 @@
 //! into too, replacing only the three files export writes. Nothing else is ever touched.
 
 use crate::TrainError;
-use burn::backend::NdArray;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
 use harness_model::encoder::SentenceEncoder;
-use harness_model::trained::{load_system, run_files};
+use harness_model::cpu::load_system;
+use harness_model::trained::run_files;
 use std::path::Path;
 
 /// The files export writes.
@@ -33,8 +33,7 @@ pub fn export(run_dir: &Path, out: &Path, force: bool) -> Result<(), TrainError>
     let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
     // Refuse before any work if `out` is not ours to write.
     let mut dir = OutDir::claim(out, "export", &will_write, Foreign::RefuseDirectory, force)?;
-    let device = Default::default();
-    let (system, config, _tokenizer) = load_system::<NdArray<f32>>(&files, &device)?;
+    let (system, config, _tokenizer) = load_system(&files)?;
     // The tensors go through a scratch file in the system's temporary folder (burn's store
     // writes a path), then into `out` atomically.
     let scratch = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;

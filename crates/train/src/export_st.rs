@@ -22,7 +22,8 @@ use harness_core::outdir::{Foreign, OutDir};
 use harness_data::pretrained_tokenizer::PretrainedTokenizer;
 use harness_model::encoder::bert_sentence::BertSentenceEncoder;
 use harness_model::encoder::SentenceEncoder;
-use harness_model::trained::{load_system, RunFiles, EVAL_MAX_LEN};
+use harness_model::cpu::load_system;
+use harness_model::trained::{RunFiles, EVAL_MAX_LEN};
 use std::path::Path;
 
 /// The files this export writes.
@@ -49,8 +50,7 @@ fn json_bytes(path: &Path, v: &serde_json::Value) -> Result<Vec<u8>, TrainError>
 pub fn export(files: &RunFiles, out: &Path, force: bool) -> Result<(), TrainError> {
     let will_write: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
     let mut dir = OutDir::claim(out, "export", &will_write, Foreign::RefuseDirectory, force)?;
-    let device = Default::default();
-    let (system, _config, tokenizer) = load_system::<NdArray<f32>>(files, &device)?;
+    let (system, _config, tokenizer) = load_system(files)?;
     let SentenceEncoder::Bert(encoder) = system.encoder() else {
         return Err(TrainError::Export {
             path: files.checkpoint.clone(),
