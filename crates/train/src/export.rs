@@ -9,8 +9,8 @@
 use crate::TrainError;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
-use harness_model::encoder::SentenceEncoder;
 use harness_model::cpu::load_system;
+use harness_model::encoder::SentenceEncoder;
 use harness_model::trained::run_files;
 use std::path::Path;
 

@@ -20,9 +20,9 @@ use burn::backend::NdArray;
 use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, SafetensorsStore};
 use harness_core::outdir::{Foreign, OutDir};
 use harness_data::pretrained_tokenizer::PretrainedTokenizer;
+use harness_model::cpu::load_system;
 use harness_model::encoder::bert_sentence::BertSentenceEncoder;
 use harness_model::encoder::SentenceEncoder;
-use harness_model::cpu::load_system;
 use harness_model::trained::{RunFiles, EVAL_MAX_LEN};
 use std::path::Path;
 
