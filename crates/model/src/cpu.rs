@@ -8,7 +8,8 @@
 //! --release` on 2 cores. These functions are not generic, so their bodies (and the
 //! instances they need) are compiled here, and a higher crate that calls them compiles a
 //! call. Higher crates use them for the CPU backend and keep the generic functions for the
-//! GPU backends (`docs/performance-log.md`, "Where the cold release build goes").
+//! GPU backends (`docs/performance-log.md`, "the cold release build from 13 min 11 s to 9 min
+//! 09 s").
 
 use crate::encoder::bert::{load_bert as load_bert_on, Bert, BertConfig, SafetensorsSource};
 use crate::encoder::e5::E5Encoder;
