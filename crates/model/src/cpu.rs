@@ -22,15 +22,12 @@ use harness_data::tokenize::TextTokenizer;
 use harness_embed::{EncodeError, Encoder};
 use std::path::Path;
 
-/// The CPU backend (burn-ndarray, f32).
-pub type Cpu = burn::backend::NdArray<f32>;
+/// The CPU backend (burn-ndarray, f32): the benchmark encoders' backend.
+pub use crate::encoder::sentence_transformers::CpuBackend as Cpu;
 
-/// [`trained::open_run_on`] on the CPU, boxed.
+/// [`trained::open_run`], boxed.
 pub fn open_run(dir: &Path) -> Result<Box<dyn Encoder>, EncodeError> {
-    Ok(Box::new(trained::open_run_on::<Cpu>(
-        dir,
-        &Default::default(),
-    )?))
+    Ok(Box::new(trained::open_run(dir)?))
 }
 
 /// [`SentenceTransformer::open`] on the CPU, named `name` when given, boxed.
