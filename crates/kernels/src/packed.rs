@@ -44,13 +44,21 @@ impl PackedB {
     pub fn from_rows(x: &[f32], n: usize, rows: &[usize]) -> PackedB {
         let k = rows.len();
         let n_panels = n.div_ceil(NR);
-        let mut panels = vec![0.0f32; n_panels * k * NR];
-        for (kk, &r) in rows.iter().enumerate() {
-            let row = &x[r * n..(r + 1) * n];
-            for p in 0..n_panels {
-                let cols = NR.min(n - p * NR);
-                let at = p * k * NR + kk * NR;
-                panels[at..at + cols].copy_from_slice(&row[p * NR..p * NR + cols]);
+        // Written in order, panel by panel, so nothing is zeroed first but the last panel's
+        // padding. Full panels by fixed-size copies (one vector move each): a slice copy of
+        // run-time length calls memcpy, which at 64 bytes a call took longer than the
+        // packing itself (a SentEval MLP step's 2,048 calls: 8 % of its training).
+        let mut panels = Vec::with_capacity(n_panels * k * NR);
+        for p in 0..n_panels {
+            let (c0, cols) = (p * NR, NR.min(n - p * NR));
+            for &r in rows {
+                let src = &x[r * n + c0..r * n + c0 + cols];
+                if let Ok(full) = <&[f32; NR]>::try_from(src) {
+                    panels.extend_from_slice(full);
+                } else {
+                    panels.extend_from_slice(src);
+                    panels.resize(panels.len() + NR - cols, 0.0);
+                }
             }
         }
         PackedB { k, n, panels }
@@ -716,7 +724,14 @@ mod tests {
 
     #[test]
     fn products_of_rows_in_place_give_the_bits_of_the_gathered_rows() {
-        let (m, k, n) = (23, 37, 41);
+        // Rows of 37 (two full panels and a ragged one) and of 32 (full panels only).
+        for k in [37, 32] {
+            rows_in_place_give_the_bits_of_the_gathered_rows(k);
+        }
+    }
+
+    fn rows_in_place_give_the_bits_of_the_gathered_rows(k: usize) {
+        let (m, n) = (23, 41);
         let x: Vec<f32> = (0..m * k)
             .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
             .collect();
