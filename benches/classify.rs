@@ -29,7 +29,7 @@ use harness_embed::matrix::Matrix;
 use harness_kernels::gemm;
 
 mod common;
-use common::Rng;
+use common::{env, Rng};
 
 /// `rows` random feature vectors and the labels a random linear teacher gives them (with
 /// noise, so that the task is learnable but not trivially separable).
@@ -187,13 +187,6 @@ fn replay(products: &[(Product, usize)]) -> f64 {
         }
     }
     start.elapsed().as_secs_f64()
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn cases(scale: usize) -> Vec<Case> {

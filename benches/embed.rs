@@ -41,6 +41,7 @@
 //! torch, with the same batch size as on the CPU, `EMBED_BENCH_BATCH`) and prints the ratios.
 
 mod common;
+use common::env;
 
 use harness_core::device::Device;
 use harness_core::settings::{FlagOverrides, Settings};
@@ -98,13 +99,6 @@ fn cpu_seconds() -> f64 {
         .filter_map(|v| v.parse().ok())
         .collect();
     f.iter().sum::<f64>() / 100.0
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Runs `harness ARGS` (the binary built with this bench) with the models of `models`.

@@ -25,18 +25,15 @@ fn values(len: usize, seed: u64) -> Vec<f32> {
     (0..len).map(|_| rng.uniform()).collect()
 }
 
-/// Seconds of one call of `f`, best of `rounds` timings of enough calls to last ~50 ms.
-fn time(rounds: usize, flops: f64, mut f: impl FnMut()) -> f64 {
+/// Seconds of one call of `f` (a product of `flops`), averaged over enough calls to take
+/// about as long as 5 GFLOP.
+fn time(flops: f64, mut f: impl FnMut()) -> f64 {
     let calls = ((5e9 / flops) as usize).clamp(3, 100_000);
-    (0..rounds)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..calls {
-                f();
-            }
-            t.elapsed().as_secs_f64() / calls as f64
-        })
-        .fold(f64::INFINITY, f64::min)
+    let t = Instant::now();
+    for _ in 0..calls {
+        f();
+    }
+    t.elapsed().as_secs_f64() / calls as f64
 }
 
 /// One line of the table: the product `name` (`m × n × k`), its seconds through our kernel
@@ -57,11 +54,7 @@ fn print(name: &str, (m, n, k): (usize, usize, usize), ours: f64, peer: f64) {
 
 fn main() {
     harness_core::memory::keep_freed_memory();
-    let rounds = std::env::var("KERNELS_BENCH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5usize)
-        .max(1);
+    let rounds = common::env("KERNELS_BENCH_ROUNDS", 5).max(1);
     common::machine();
     println!(
         "{:<36} {:>5} {:>5} {:>5} {:>10} {:>10} {:>7}",
@@ -82,8 +75,8 @@ fn main() {
         let mut c = vec![0.0f32; m * n];
         let (mut ours, mut peer) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..rounds {
-            ours = ours.min(time(1, flops, || gemm_w(m, n, k, &a, &w, trans_w, &mut c)));
-            peer = peer.min(time(1, flops, || {
+            ours = ours.min(time(flops, || gemm_w(m, n, k, &a, &w, trans_w, &mut c)));
+            peer = peer.min(time(flops, || {
                 gemm(m, n, k, 1.0, &a, false, &w, trans_w, 1.0, &mut c)
             }));
         }
@@ -102,8 +95,8 @@ fn main() {
         let mut c = vec![0.0f32; m * n];
         let (mut ours, mut peer) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..rounds {
-            ours = ours.min(time(1, flops, || gemm_packed(m, &a, &packed, &mut c)));
-            peer = peer.min(time(1, flops, || {
+            ours = ours.min(time(flops, || gemm_packed(m, &a, &packed, &mut c)));
+            peer = peer.min(time(flops, || {
                 gemm(m, n, k, 1.0, &a, false, &w, false, 1.0, &mut c)
             }));
         }
@@ -113,7 +106,8 @@ fn main() {
     // A classifier's first layer with the batch's rows read in place from the data (the
     // packing of W, or of the rows, counted: the classifier pays it every step); the GEMM
     // gets the rows gathered, untimed.
-    for (name, batch, n_out, n_in) in [("packed rows (SentEval MLP layer 1)", 64, 50, 512)] {
+    {
+        let (batch, n_out, n_in) = (64, 50, 512);
         let data_rows = 8000;
         let x = values(data_rows * n_in, 5);
         let w = values(n_out * n_in, 6);
@@ -129,26 +123,31 @@ fn main() {
         let (mut fwd, mut fwd_peer, mut dw, mut dw_peer) =
             (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
         for _ in 0..rounds {
-            fwd = fwd.min(time(1, flops, || {
+            fwd = fwd.min(time(flops, || {
                 let packed = PackedB::new(n_in, n_out, &w, true);
                 gemm_packed_rows(&x, &rows, &packed, &mut out)
             }));
-            fwd_peer = fwd_peer.min(time(1, flops, || {
+            fwd_peer = fwd_peer.min(time(flops, || {
                 gemm(
                     batch, n_out, n_in, 1.0, &gathered, false, &w, true, 1.0, &mut out,
                 )
             }));
-            dw = dw.min(time(1, flops, || {
+            dw = dw.min(time(flops, || {
                 let packed = PackedB::from_rows(&x, n_in, &rows);
                 gemm_packed(n_out, &delta, &packed, &mut grad)
             }));
-            dw_peer = dw_peer.min(time(1, flops, || {
+            dw_peer = dw_peer.min(time(flops, || {
                 gemm(
                     n_out, n_in, batch, 1.0, &delta, false, &gathered, false, 0.0, &mut grad,
                 )
             }));
         }
-        print(name, (batch, n_out, n_in), fwd, fwd_peer);
+        print(
+            "packed rows (SentEval MLP layer 1)",
+            (batch, n_out, n_in),
+            fwd,
+            fwd_peer,
+        );
         print(
             "packed rows Dᵀ·x (SentEval MLP dW)",
             (n_out, n_in, batch),
@@ -168,16 +167,16 @@ fn main() {
         let mut best = [f64::INFINITY; 6];
         for _ in 0..rounds {
             let times = [
-                time(1, flops, || narrow::add_a_wt(m, n, k, &a, &w, &mut c)),
-                time(1, flops, || {
+                time(flops, || narrow::add_a_wt(m, n, k, &a, &w, &mut c)),
+                time(flops, || {
                     gemm(m, n, k, 1.0, &a, false, &w, true, 1.0, &mut c)
                 }),
-                time(1, flops, || narrow::dt_a(m, n, k, &d, &a, &mut g)),
-                time(1, flops, || {
+                time(flops, || narrow::dt_a(m, n, k, &d, &a, &mut g)),
+                time(flops, || {
                     gemm(n, k, m, 1.0, &d, true, &a, false, 0.0, &mut g)
                 }),
-                time(1, flops, || narrow::d_w(m, n, k, &d, &w, &mut x)),
-                time(1, flops, || {
+                time(flops, || narrow::d_w(m, n, k, &d, &w, &mut x)),
+                time(flops, || {
                     gemm(m, k, n, 1.0, &d, false, &w, false, 0.0, &mut x)
                 }),
             ];

@@ -44,6 +44,7 @@
 //! (`../shared/datasets`). `--features flex` also measures burn-flex.
 
 mod common;
+use common::env;
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::AutodiffBackend;
@@ -54,13 +55,6 @@ use harness_train::plan::Plan;
 use harness_train::session::{prepare, train_on};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Trains the first `steps` steps of `plan` on backend `B` in a fresh directory under
 /// `scratch`; tokens per second.

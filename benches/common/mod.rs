@@ -16,6 +16,16 @@ impl Rng {
     }
 }
 
+/// The unsigned integer in environment variable `name` (a bench's knob), or `default` when it
+/// is unset or not a number.
+#[allow(dead_code)]
+pub fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Prints the instruction set the kernels run (`HARNESS_ISA`, `scripts/avx2.sh`) and this
 /// machine's GEMM peak: a 1536³ product through `harness_kernels::gemm` on the current rayon
 /// pool, best of three, in GFLOP/s, which it returns. Every bench starts with these lines so
