@@ -108,7 +108,7 @@ fn open_encoder_resolves_the_name_and_a_folder_path() {
     assert_eq!(by_name.dim(), 384);
     // Same files, same rule: same fingerprint, and it is stable across opens.
     assert_eq!(by_name.fingerprint(), by_path.fingerprint());
-    assert!(by_name.fingerprint().starts_with("st-bert-v3-"));
+    assert!(by_name.fingerprint().starts_with("st-bert-v4-"));
     let m = by_name.encode(&["A man is playing a guitar.", ""]).unwrap();
     assert_eq!((m.rows, m.cols), (2, 384));
 }

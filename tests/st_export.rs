@@ -32,6 +32,10 @@ fn sentences() -> Vec<String> {
         "a",
         "Emoji 🐈 and ñandú, naïve café, Straße.",
         "remind me to call mom at 5 pm on friday",
+        // Surrounding whitespace reaches the tokenizer (sentence-transformers 6.2.0 keeps
+        // it): XLM-R's unigram makes a trailing space a token of its own.
+        "I would look at this way: ",
+        "  spaces on both sides  ",
     ]
     .iter()
     .map(|s| s.to_string())

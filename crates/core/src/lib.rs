@@ -40,8 +40,25 @@ pub fn set_git_commit(commit: &str) {
     let _ = GIT_COMMIT.set(commit.to_string());
 }
 
-/// The repository root (the workspace this crate was built in).
+/// The repository root: under cargo (`test`, `run`, `bench`), the workspace of the package
+/// it runs (found above its `CARGO_MANIFEST_DIR` by `Cargo.lock` and `datasets.lock`); else
+/// the workspace this crate was built in.
+///
+/// The build-time path alone goes stale when a target directory is shared by checkouts in
+/// different places (`.ci/run`'s default): cargo reuses a path crate compiled in another
+/// checkout without rebuilding it, and tests then looked for `../shared` beside that one.
 pub fn repo_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
+        let mut dir = PathBuf::from(dir);
+        loop {
+            if dir.join("Cargo.lock").is_file() && dir.join("datasets.lock").is_file() {
+                return dir;
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
@@ -114,4 +131,17 @@ macro_rules! file_errors {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_repo_root_is_this_checkout_with_its_locks() {
+        let root = super::repo_root();
+        assert!(
+            root.join("Cargo.lock").is_file() && root.join("datasets.lock").is_file(),
+            "{}",
+            root.display()
+        );
+    }
 }

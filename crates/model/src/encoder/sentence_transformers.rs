@@ -11,8 +11,13 @@
 //!   (MiniLM's pads and truncates at 128): padding is switched off (batches are padded here,
 //!   with an attention mask) and truncation is set to `max_seq_length`.
 //! - `<transformer>/sentence_bert_config.json`: `max_seq_length` (default: the model's
-//!   positions) and `do_lower_case`. Texts are stripped of surrounding whitespace and, with
-//!   `do_lower_case`, lowercased before tokenising, as `Transformer.tokenize` does.
+//!   positions) and `do_lower_case`. Texts reach the tokenizer as given (with
+//!   `do_lower_case`, lowercased): sentence-transformers 6.2.0, the version
+//!   `scripts/pyenv.py` pins for parity, no longer strips surrounding whitespace
+//!   (`sentence_transformers/base/modules/transformer.py`, `Transformer.preprocess`), and a
+//!   unigram tokenizer such as XLM-R's turns a trailing space into a token of its own
+//!   (`▁`): stripping it gave multilingual-e5-small vectors at cosine 0.96 from
+//!   sentence-transformers' for such sentences (measured 2026-12-04).
 //! - `<pooling>/config.json`: only `pooling_mode_mean_tokens` is implemented; any other mode
 //!   is refused with an error naming it.
 //!
@@ -42,8 +47,9 @@ pub const MINILM: &str = "all-MiniLM-L6-v2";
 
 /// Version of the encoding rule (tokenisation, pooling, normalisation) in the fingerprint;
 /// bump it whenever the output for the same files changes (2: GELU in f32 on the CPU; 3: the
-/// fused CPU forward pass, `fused::bert`).
-const VERSION: u32 = 3;
+/// fused CPU forward pass, `fused::bert`; 4: surrounding whitespace kept, as
+/// sentence-transformers 6.2.0 keeps it).
+const VERSION: u32 = 4;
 
 /// Sentences per forward pass unless [`SentenceTransformer::with_batch_size`] says otherwise
 /// (sentence-transformers' `encode` default).
@@ -233,22 +239,18 @@ impl<B: Backend> SentenceTransformer<B> {
 
     /// Token ids of each sentence as the model sees them (special tokens included,
     /// truncated to `max_seq_length`).
-    // https://github.com/UKPLab/sentence-transformers/blob/85ec64559f4414aa536eca4bf53538291e0a333f/sentence_transformers/models/Transformer.py#L289-L326
+    // sentence-transformers 6.2.0 (scripts/pyenv.py's pin):
+    // sentence_transformers/base/modules/transformer.py, `Transformer.preprocess`: the
+    // prompt prepended, the text handed to the tokenizer unstripped.
     pub fn tokenize(&self, sentences: &[&str]) -> Result<Vec<Vec<u32>>, ModelError> {
         sentences
             .par_iter()
             .map(|s| {
-                let prompted;
-                let text = if self.prompt.is_empty() {
-                    python_strip(s)
-                } else {
-                    prompted = format!("{}{s}", self.prompt);
-                    python_strip(&prompted)
-                };
+                let text = format!("{}{s}", self.prompt);
                 let text = if self.do_lower_case {
                     text.to_lowercase()
                 } else {
-                    text.to_string()
+                    text
                 };
                 self.tokenizer
                     .encode_fast(text, true)
@@ -324,12 +326,6 @@ where
 pub fn is_model_dir(dir: &Path) -> bool {
     dir.join("modules.json").is_file()
         || (dir.join("config.json").is_file() && dir.join("model.safetensors").is_file())
-}
-
-/// Python's `str.strip()`: Unicode whitespace plus the ASCII separators U+001C..U+001F,
-/// which Python counts as whitespace and Rust does not.
-fn python_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ModelError> {
