@@ -11,7 +11,10 @@
 #             when it has at least 50 steps, over steps 26 to the end (both trainers past
 #             their warm-up: cuDNN's and cuBLAS's handles and algorithm choice on PyTorch's
 #             side; harness reads losses back every 25 steps, so step 25 is the first point
-#             where its clock has waited for the device).
+#             where its clock has waited for the device). The warm-up's wall time is
+#             recorded too (`warm_up_seconds`: what a first run pays for compiling and
+#             tuning kernels, beyond what earlier items left in the cache), and the first
+#             `harness embed` run's (`first_run_seconds`).
 #   encoding  both columns of the STS-B test split, repeated GPU_BENCH_REPEAT times, encoded by
 #             `harness embed` (its second run: the first compiles and tunes kernels; its time
 #             includes opening the model and copying it to the device) and by
@@ -25,7 +28,8 @@
 # Items: laser, laser-gpu, laser-paper (the 5x512 BiLSTM with LASER's decoder, against
 # PyTorch's nn.LSTM on cuDNN), laser-bf16 and laser-gpu-bf16 (harness alone,
 # train.precision=bf16 against the f32 item), seq2seq, seq2seq-gpu, muse, muse-gpu, xnli,
-# xnli-gpu, emu, emu-gpu, minilm, e5.
+# xnli-gpu, emu, emu-gpu, minilm, e5, laser-minimal (harness alone, from an empty kernel
+# cache with CUBECL_AUTOTUNE_LEVEL=minimal: what a first run costs with the least tuning).
 #
 # Environment:
 #   HARNESS_BIN          the harness binary (default: `cargo build --release --features cuda`)
@@ -53,6 +57,8 @@
 #                        machine does not learn the tokenizers (LASER's paper vocabulary is
 #                        50,000; the same sets must be given both times)
 #   GPU_BENCH_REPEAT     copies of the STS-B test sentences to encode (10: 27,580 sentences)
+#   GPU_BENCH_CMD_LIMIT  seconds any one command (a harness run, a peer) may take (0: no
+#                        limit), so that one slow item leaves time for the next
 # Exit status: 0 when every item ran, 1 otherwise (each item's failure is printed and the
 # next one runs).
 set -uo pipefail
@@ -66,6 +72,7 @@ steps="${GPU_BENCH_STEPS:-125}"
 warm="${GPU_BENCH_WARM:-10}"
 deadline="${GPU_BENCH_DEADLINE:-0}"
 repeat="${GPU_BENCH_REPEAT:-10}"
+cmd_limit="${GPU_BENCH_CMD_LIMIT:-0}"
 items="${GPU_BENCH_ITEMS:-laser,laser-gpu,laser-paper,laser-bf16,laser-gpu-bf16,minilm,e5,seq2seq,seq2seq-gpu,muse,muse-gpu,xnli,xnli-gpu,emu,emu-gpu}"
 threads="$(nproc)"
 if [[ -n "${GPU_BENCH_OUT:-}" ]]; then
@@ -83,6 +90,11 @@ fi
 failed=0
 
 say() { echo "[gpu-bench $((SECONDS - started)) s] $*"; }
+
+# Runs a command under GPU_BENCH_CMD_LIMIT (exit 124 when it runs out).
+limited() {
+  if (( cmd_limit > 0 )); then timeout "$cmd_limit" "$@"; else "$@"; fi
+}
 
 # `--set data.corpora.NAME.exclude=[]` for every corpus of the resolved recipe (read from
 # `harness validate --resolved`, whose YAML lists corpora two levels under `data:`).
@@ -124,7 +136,7 @@ train_item() {
   fi
   # A run prepared beforehand (GPU_BENCH_PREPARED/<item>/: its tokenizer, env.json and
   # resolved recipe), so that the device does not learn the tokenizer.
-  local prepared="${GPU_BENCH_PREPARED:-/nonexistent}/$item"
+  local prepared="${GPU_BENCH_PREPARED:-/nonexistent}/${PREPARED_AS:-$item}"
   if [[ -f $prepared/tokenizer.json ]]; then
     mkdir -p "$dir" && cp "$prepared/tokenizer.json" "$prepared/env.json" "$prepared/recipe.resolved.yaml" "$dir/"
     [[ -d $prepared/hard-negatives ]] && cp -r "$prepared/hard-negatives" "$dir/"
@@ -133,10 +145,14 @@ train_item() {
   # HARNESS_HOME), its metrics removed; the measured run then starts from step 0 in the same
   # directory, reusing the tokenizer it learned.
   say "$item: harness warm-up, $w steps"
-  "${run[@]}" --stop-after "$w" > "$work/$item-warm.log" 2>&1 || { say "$item: warm-up failed: $(tail -3 "$work/$item-warm.log")"; return 1; }
+  local warm_started=$SECONDS
+  limited "${run[@]}" --stop-after "$w" > "$work/$item-warm.log" 2>&1 || { say "$item: warm-up failed after $((SECONDS - warm_started)) s: $(tail -3 "$work/$item-warm.log")"; return 1; }
+  # What a first run pays on this device (kernels compiled and tuned, beyond what earlier
+  # items left in the cache), whole seconds.
+  export GPU_BENCH_WARM_SECONDS=$((SECONDS - warm_started))
   rm -rf "$dir/checkpoints" "$dir/train"
   say "$item: harness, $n steps"
-  "${run[@]}" > "$work/$item.log" 2>&1 || { say "$item: harness failed: $(tail -3 "$work/$item.log")"; return 1; }
+  limited "${run[@]}" > "$work/$item.log" 2>&1 || { say "$item: harness failed: $(tail -3 "$work/$item.log")"; return 1; }
   rm -rf "$dir/checkpoints"
   if [[ $peer == - ]]; then
     record_train "$item" "$dir" -
@@ -152,7 +168,7 @@ train_item() {
     fi
   fi
   say "$item: PyTorch peer ($peer), $n steps"
-  python3 "$peer" --run "$dir" --steps "$n" --threads "$threads" --device "$peer_dev" --log \
+  limited python3 "$peer" --run "$dir" --steps "$n" --threads "$threads" --device "$peer_dev" --log \
     > "$work/$item.peer" 2> "$work/$item.peer.log" || { say "$item: peer failed: $(tail -3 "$work/$item.peer.log")"; record_train "$item" "$dir" -; return 1; }
   record_train "$item" "$dir" "$work/$item.peer.log"
 }
@@ -160,7 +176,7 @@ train_item() {
 # Appends the item's rates to results.jsonl and prints them.
 record_train() {
   python3 - "$1" "$2" "$3" "$results" <<'EOF'
-import json, re, sys
+import json, os, re, sys
 item, run, peer_log, results = sys.argv[1:5]
 rows = [json.loads(l) for l in open(f"{run}/train/metrics.jsonl") if '"loss"' in l]
 def rates(steps):
@@ -181,6 +197,7 @@ def rates(steps):
             "rate": tokens / secs, "rate_after_25": window,
             "first_loss": steps[0][4], "last_loss": steps[-1][4]}
 ours = rates([(r["step"], r["tokens"], r["seconds"], None, r["loss"]) for r in rows])
+ours["warm_up_seconds"] = int(os.environ.get("GPU_BENCH_WARM_SECONDS", "0"))
 out = {"item": item, "harness": ours}
 line = f"{item}: harness {ours['rate']:.0f} tokens/s over {ours['steps']} steps"
 if ours["rate_after_25"]:
@@ -227,18 +244,19 @@ encode_item() {
   [[ -n $maxseq ]] && clip=(--max-seq-length "$maxseq")
   for round in 1 2; do
     say "$item: harness embed, run $round"
-    "$harness" embed --encoder "$spec" --device "$dev" --no-cache --force --input "$work/sts.txt" \
+    limited "$harness" embed --encoder "$spec" --device "$dev" --no-cache --force --input "$work/sts.txt" \
       --out "$work/$item.npy" > "$work/$item-embed-$round.log" 2>&1 \
       || { say "$item: harness embed failed: $(tail -3 "$work/$item-embed-$round.log")"; return 1; }
   done
-  for batch in 32 256; do
+  # 256 first: the batch most likely to be the faster, should the time run out.
+  for batch in 256 32; do
     say "$item: sentence-transformers, batch $batch"
-    python3 scripts/bench_st.py --model "$folder" --sts "$work/sts.csv" --device "$peer_dev" \
+    limited python3 scripts/bench_st.py --model "$folder" --sts "$work/sts.csv" --device "$peer_dev" \
       --threads "$threads" --batch "$batch" --rounds 3 "${clip[@]}" --vectors "$work/$item-st$batch.npy" \
-      > "$work/$item-st$batch.log" 2>&1 || { say "$item: sentence-transformers failed: $(tail -3 "$work/$item-st$batch.log")"; return 1; }
+      > "$work/$item-st$batch.log" 2>&1 || { say "$item: sentence-transformers failed: $(tail -3 "$work/$item-st$batch.log")"; rm -f "$work/$item-st$batch.npy"; }
   done
   python3 - "$item" "$work" "$results" <<'EOF'
-import json, math, re, struct, sys
+import json, math, os, re, struct, sys
 item, work, results = sys.argv[1:4]
 def npy(path):
     raw = open(path, "rb").read()
@@ -247,12 +265,21 @@ def npy(path):
     import array
     a = array.array("f"); a.frombytes(raw[10 + n:10 + n + 4 * rows * cols])
     return [a[r * cols:(r + 1) * cols] for r in range(rows)]
-m = re.search(r"\((\d+) × \d+\) in ([0-9.]+)s", open(f"{work}/{item}-embed-2.log").read())
+wrote = re.compile(r"\((\d+) × \d+\) in ([0-9.]+)s")
+m = wrote.search(open(f"{work}/{item}-embed-2.log").read())
+first = wrote.search(open(f"{work}/{item}-embed-1.log").read())
 ours = int(m[1]) / float(m[2])
-out = {"item": item, "harness": {"sentences": int(m[1]), "seconds": float(m[2]), "rate": ours}}
-line = f"{item}: harness {ours:.0f} sentences/s ({m[1]} sentences in {float(m[2]):.2f} s, model load included)"
+out = {"item": item, "harness": {"sentences": int(m[1]), "seconds": float(m[2]), "rate": ours,
+                                 "first_run_seconds": float(first[2])}}
+line = (f"{item}: harness {ours:.0f} sentences/s ({m[1]} sentences in {float(m[2]):.2f} s, model "
+        f"load included; the first run {float(first[2]):.1f} s)")
 h = npy(f"{work}/{item}.npy")
+failed = False
 for batch in (32, 256):
+    if not os.path.exists(f"{work}/{item}-st{batch}.npy"):
+        line += f"; sentence-transformers batch {batch}: failed"
+        failed = True
+        continue
     t = open(f"{work}/{item}-st{batch}.log").read()
     r = re.search(r": ([0-9.]+) sentences/s \(best", t)
     s = npy(f"{work}/{item}-st{batch}.npy")
@@ -263,6 +290,7 @@ for batch in (32, 256):
 with open(results, "a") as f:
     f.write(json.dumps(out) + "\n")
 print(line)
+sys.exit(1 if failed else 0)
 EOF
 }
 
@@ -289,6 +317,10 @@ run_item() {
     laser) train_item "$item" recipes/laser.yaml - scripts/bench_torch_laser.py "$steps" "$warm" ;;
     laser-gpu) train_item "$item" recipes/laser.yaml gpu scripts/bench_torch_laser.py "$steps" "$warm" ;;
     laser-paper) train_item "$item" recipes/laser.yaml paper scripts/bench_torch_laser.py 10 3 --set train.epochs=null ;;
+    laser-minimal)
+      # The first run's cost with cubecl's least autotuning, from an empty kernel cache.
+      HARNESS_HOME="$work/home-minimal" CUBECL_AUTOTUNE_LEVEL=minimal PREPARED_AS=laser \
+        train_item "$item" recipes/laser.yaml - - "$steps" "$warm" ;;
     laser-bf16) train_item "$item" recipes/laser.yaml - - "$steps" "$warm" --set train.precision=bf16 ;;
     laser-gpu-bf16) train_item "$item" recipes/laser.yaml gpu - "$steps" "$warm" --set train.precision=bf16 ;;
     seq2seq) train_item "$item" recipes/seq2seq-similarity.yaml - scripts/bench_torch_laser.py "$steps" "$warm" ;;
