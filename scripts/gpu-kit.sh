@@ -22,6 +22,11 @@
 # GPU_BENCH_NO_EXCLUDE=1 (the benchmarks' datasets stay behind), results appended to
 # $OUT/results.jsonl (or KIT/results.jsonl) and the logs packed beside them. DEADLINE_S: no
 # item starts after it; LIMIT_S: the whole call's limit (the bench is stopped before it).
+# cubecl's kernel cache (compiled kernels, autotune results: HARNESS_HOME/cache/cubecl) comes
+# back as cubecl-cache.tar.xz beside the results; put it into KIT and the next `run` on the
+# same kind of GPU starts from it, its time going to measurements instead of compilation
+# (its log then says so, and the items' `warm_up_seconds` are no first run's; laser-minimal
+# always starts from an empty cache).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -75,6 +80,10 @@ run() {
   [[ -d $g/mirror/xsid || ! -f $kit/data-b.tar.xz ]] || tar -xJf "$kit/data-b.tar.xz" -C "$g/mirror"
   [[ -d $g/tpl ]] || { mkdir -p "$g/tpl" && tar -xJf "$kit/tpl.tar.xz" -C "$g/tpl"; }
   export HARNESS_HOME="$g/home" HARNESS_MIRRORS="[$g/mirror]" HARNESS_SHARED_DATASETS="$g/mirror" PYTHONUNBUFFERED=1
+  if [[ -f $kit/cubecl-cache.tar.xz && ! -d $g/home/cache/cubecl ]]; then
+    mkdir -p "$g/home/cache" && tar -xJf "$kit/cubecl-cache.tar.xz" -C "$g/home/cache" \
+      && echo "cubecl cache: carried in $kit/cubecl-cache.tar.xz ($(du -sh "$g/home/cache/cubecl" | cut -f1)); warm-up times are not a first run's"
+  fi
   for m in minilm e5; do
     [[ -f $g/$m/model.safetensors ]] || python3 scripts/random_bert_folder.py "$g/tpl/$m" "$g/$m"
   done
@@ -85,6 +94,8 @@ run() {
     GPU_BENCH_EMU_MODEL="$g/e5" timeout "$((limit - SECONDS + t0 - 25))" bash scripts/gpu-bench.sh
   echo "gpu-bench exit $?"
   (cd "$g/bench" && tar -cJf "$out/logs.tar.xz" --exclude='*.npy' ./*.log ./*.peer ./*/train/metrics.jsonl 2>/dev/null)
+  [[ -d $g/home/cache/cubecl ]] && (cd "$g/home/cache" && tar -cJf "$out/cubecl-cache.tar.xz" cubecl) \
+    && echo "cubecl cache: $(du -h "$out/cubecl-cache.tar.xz" | cut -f1) in $out/cubecl-cache.tar.xz"
   echo "total $((SECONDS - t0)) s"
 }
 
