@@ -189,8 +189,8 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
     let mut report = Vec::new();
     let mut failed = Vec::new();
     let mut table = vec![
-        "| case | kernel launches, step 1 / step 2 | host reads per step |".to_string(),
-        "|---|---|---|".to_string(),
+        "| case | kernel launches, step 1 / step 2 | host reads per step | kernels compiled, step 1 / step 2 |".to_string(),
+        "|---|---|---|---|".to_string(),
     ];
     let mut over = Vec::new();
     for (name, sets) in CASES {
@@ -219,6 +219,13 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
                 let launches = steps.iter().map(|s| s.0).max().unwrap();
                 let reads = steps.iter().map(|s| s.1).max().unwrap();
                 assert!(launches > 0, "{name}: no launch counted: {steps:?}");
+                // The first run's autotune results, kept in HARNESS_HOME, serve this one: a
+                // key tuned again means the cache is not written or not read.
+                let tuned: u64 = steps.iter().map(|s| s.3).sum();
+                assert_eq!(
+                    tuned, 0,
+                    "{name}: {tuned} autotune keys tuned again in a run whose shapes an earlier run in the same HARNESS_HOME tuned: {steps:?}"
+                );
                 let (_, pin_launches, pin_reads) =
                     LAUNCH_PINS.iter().find(|(n, ..)| n == name).unwrap();
                 if launches > *pin_launches || reads > *pin_reads {
@@ -227,8 +234,8 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
                     ));
                 }
                 table.push(format!(
-                    "| {name} | {} / {} | {reads} |",
-                    steps[0].0, steps[1].0
+                    "| {name} | {} / {} | {reads} | {} / {} |",
+                    steps[0].0, steps[1].0, steps[0].2, steps[1].2
                 ));
                 continue;
             }
@@ -292,8 +299,9 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     ("words-char-ngrams", 433, 0),
 ];
 
-/// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads).
-fn counted_steps(run: &Path) -> Vec<(u64, u64)> {
+/// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads, kernels compiled,
+/// autotune keys tuned).
+fn counted_steps(run: &Path) -> Vec<(u64, u64, u64, u64)> {
     let path = run.join("train/metrics.jsonl");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
@@ -304,7 +312,12 @@ fn counted_steps(run: &Path) -> Vec<(u64, u64)> {
                     .as_u64()
                     .unwrap_or_else(|| panic!("{}: a step without `{k}`: {row}", path.display()))
             };
-            (count("launches"), count("host_reads"))
+            (
+                count("launches"),
+                count("host_reads"),
+                count("kernels_compiled"),
+                count("keys_tuned"),
+            )
         })
         .collect()
 }

@@ -9,9 +9,12 @@
 //!   on CUDA, the compiled PTX go under the cache folder harness gives it (`<HARNESS_HOME>/
 //!   cache/cubecl`), where cubecl's default is a `target/` folder beside the nearest
 //!   `Cargo.toml`: a second run neither times nor compiles them again, wherever it starts;
-//! - with `HARNESS_GPU_TRACE=1`, cubecl's execution log (one message per kernel launched)
-//!   goes to the `log` crate, where [`launches`] counts it: the per-step launch counts of
-//!   `metrics.jsonl` and of the README's table.
+//! - with `HARNESS_GPU_TRACE=1`, cubecl's execution log (one message per kernel launched),
+//!   its compilation log (one per kernel compiled) and its autotune log (one per shape key
+//!   tuned) go to the `log` crate, where [`launches`], [`compiled`] and [`tuned`] count them:
+//!   the per-step counts of `metrics.jsonl` and of the README's table, and what a first run
+//!   spends its time on (each compilation and each tuned key costs time a later run, reading
+//!   the cache, does not pay).
 //!
 //! [`host_read`] is the one way the training step reads a tensor back to the host; it counts
 //! the reads, so that a read-back added to the step shows in the same table.
@@ -24,6 +27,10 @@ use std::sync::OnceLock;
 
 /// Kernels launched since the process started (counted only while tracing).
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+/// Kernels compiled since the process started (counted only while tracing).
+static COMPILED: AtomicU64 = AtomicU64::new(0);
+/// Autotune keys tuned since the process started (counted only while tracing).
+static TUNED: AtomicU64 = AtomicU64::new(0);
 /// Tensors read back to the host through [`host_read`].
 static READS: AtomicU64 = AtomicU64::new(0);
 /// Whether `HARNESS_GPU_TRACE` turned the launch count on.
@@ -102,6 +109,10 @@ fn apply(cache: &Path, tracing: bool) -> Result<(), String> {
     if tracing {
         value["profiling"]["logger"]["level"] = "minimal".into();
         value["profiling"]["logger"]["log"] = "info".into();
+        value["compilation"]["logger"]["level"] = "basic".into();
+        value["compilation"]["logger"]["log"] = "info".into();
+        value["autotune"]["logger"]["level"] = "minimal".into();
+        value["autotune"]["logger"]["log"] = "info".into();
         install_counter();
     }
     let config: CubeClRuntimeConfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
@@ -118,8 +129,10 @@ fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Counts cubecl's "Executing <kernel>" messages (one per launch); everything else the `log`
-/// crate carries is dropped, as it is when no logger is installed.
+/// Counts cubecl's "Executing <kernel>" messages (one per launch), its "[Compiling kernel]"
+/// ones (one per kernel compiled: `CompiledKernel`'s basic format in cubecl-runtime 0.10) and
+/// its "Fastest result" ones (one per autotune key tuned: `tune/tuner.rs`); everything else
+/// the `log` crate carries is dropped, as it is when no logger is installed.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn install_counter() {
     struct Counter;
@@ -128,8 +141,13 @@ fn install_counter() {
             m.level() <= log::Level::Info
         }
         fn log(&self, record: &log::Record<'_>) {
-            if record.args().to_string().starts_with("Executing ") {
+            let text = record.args().to_string();
+            if text.starts_with("Executing ") {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            } else if text.starts_with("[Compiling kernel]") {
+                COMPILED.fetch_add(1, Ordering::Relaxed);
+            } else if text.starts_with("Fastest result ") {
+                TUNED.fetch_add(1, Ordering::Relaxed);
             }
         }
         fn flush(&self) {}
@@ -184,6 +202,17 @@ pub fn launches() -> Option<u64> {
         }
         last = now;
     }
+}
+
+/// Kernels compiled so far (read after [`launches`], which waits for cubecl's logging thread
+/// to catch up). `None` unless [`tracing`].
+pub fn compiled() -> Option<u64> {
+    tracing().then(|| COMPILED.load(Ordering::Relaxed))
+}
+
+/// Autotune keys tuned so far (read after [`launches`]). `None` unless [`tracing`].
+pub fn tuned() -> Option<u64> {
+    tracing().then(|| TUNED.load(Ordering::Relaxed))
 }
 
 /// Tensors read back through [`host_read`] so far.

@@ -114,6 +114,12 @@ struct MetricLine<'a> {
     /// Tensors this step read back to the host (with `launches`).
     #[serde(skip_serializing_if = "Option::is_none")]
     host_reads: Option<u64>,
+    /// Kernels this step compiled (with `launches`): a first run's cost, none from the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernels_compiled: Option<u64>,
+    /// Autotune keys this step tuned (with `launches`), each timing its candidate kernels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keys_tuned: Option<u64>,
 }
 
 /// Makes Ctrl-C (SIGINT) and SIGTERM (what `kill`, Slurm's time limit and systemd send
@@ -235,8 +241,8 @@ struct Stepped<B: AutodiffBackend> {
     lr: f64,
     grad_norm: f64,
     tokens: usize,
-    /// Kernel launches and host reads of the step, when traced ([`device_counts`]).
-    counted: Option<(u64, u64)>,
+    /// What the step asked of the device, when traced ([`device_counts`]).
+    counted: Option<DeviceCounts>,
     /// The loss and the gradients' global norm still on the device: a GPU step does not
     /// wait for them, they are read back with other steps' ([`Loop::settle`]).
     on_device: Option<[Tensor<B::InnerBackend, 1>; 2]>,
@@ -275,18 +281,44 @@ fn host_backend<B: AutodiffBackend>() -> bool {
     id == std::any::TypeId::of::<burn::backend::NdArray<f32>>()
 }
 
-/// Kernels launched and tensors read back so far, once the device has finished what was
-/// queued (burn's fusion runs queued operations lazily: the sync puts each launch in the
-/// step that queued it); `None` unless `HARNESS_GPU_TRACE` counts launches.
-fn device_counts<B: AutodiffBackend>(device: &B::Device) -> Option<(u64, u64)> {
+/// What the device was asked for: kernels launched, tensors read back, kernels compiled and
+/// autotune keys tuned (so far, or in one step).
+#[derive(Debug, Clone, Copy)]
+struct DeviceCounts {
+    launches: u64,
+    reads: u64,
+    compiled: u64,
+    tuned: u64,
+}
+
+impl DeviceCounts {
+    /// What happened between `before` and `self`.
+    fn since(self, before: DeviceCounts) -> DeviceCounts {
+        DeviceCounts {
+            launches: self.launches - before.launches,
+            reads: self.reads - before.reads,
+            compiled: self.compiled - before.compiled,
+            tuned: self.tuned - before.tuned,
+        }
+    }
+}
+
+/// The counts so far, once the device has finished what was queued (burn's fusion runs
+/// queued operations lazily: the sync puts each launch in the step that queued it); `None`
+/// unless `HARNESS_GPU_TRACE` counts launches.
+fn device_counts<B: AutodiffBackend>(device: &B::Device) -> Option<DeviceCounts> {
     if !harness_model::gpu::tracing() {
         return None;
     }
     B::sync(device).ok()?;
-    Some((
-        harness_model::gpu::launches()?,
-        harness_model::gpu::host_reads(),
-    ))
+    // `launches` first: it waits for cubecl's logging thread, which carries all three logs.
+    let launches = harness_model::gpu::launches()?;
+    Some(DeviceCounts {
+        launches,
+        reads: harness_model::gpu::host_reads(),
+        compiled: harness_model::gpu::compiled()?,
+        tuned: harness_model::gpu::tuned()?,
+    })
 }
 
 impl<'p, B: AutodiffBackend> Loop<'p, B> {
@@ -927,8 +959,10 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             tokens_per_s: s.tokens_per_s,
             seconds: s.seconds,
             eval: s.eval.as_ref().map(|(n, v)| (n.as_str(), *v)),
-            launches: s.counted.map(|c| c.0),
-            host_reads: s.counted.map(|c| c.1),
+            launches: s.counted.map(|c| c.launches),
+            host_reads: s.counted.map(|c| c.reads),
+            kernels_compiled: s.counted.map(|c| c.compiled),
+            keys_tuned: s.counted.map(|c| c.tuned),
         };
         let mut text = serde_json::to_string(&line).map_err(|e| TrainError::Checkpoint {
             path: self.metrics_path.clone(),
@@ -1062,7 +1096,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         let before = device_counts::<B>(device);
         let mut stepped = l.step(device)?;
         if let (Some(b), Some(a)) = (before, device_counts::<B>(device)) {
-            stepped.counted = Some((a.0 - b.0, a.1 - b.1));
+            stepped.counted = Some(a.since(b));
         }
         // A panic on a GPU backend's device thread leaves this thread with whatever the
         // buffers held: stop before it reaches metrics.jsonl or a checkpoint.
