@@ -85,7 +85,8 @@ if [[ -n "${HARNESS_BIN:-}" ]]; then
   harness="$HARNESS_BIN"
 else
   cargo build --locked --release --features cuda || exit 1
-  harness=target/release/harness
+  harness="$(cargo metadata --locked --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/harness"
 fi
 failed=0
 

@@ -41,19 +41,20 @@ else
   work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 fi
 
+# Where cargo builds (CARGO_TARGET_DIR, a config's build.target-dir, or target/).
+target="$(cargo metadata --locked --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 if [[ $cpu_only == 1 ]]; then
   # The test build's binary: `cargo test --no-run` with the test command's features builds
   # nothing after `cargo test --features parquet,mpi`, whereas a plain `cargo build` resolves
   # features without the dev-dependencies and may compile crates again (it did, 442 s, while
   # burn-flex was a dev-dependency feature).
   cargo test --no-run --locked --quiet --features parquet,mpi
-  target="$(cargo metadata --locked --format-version 1 --no-deps \
-    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
   harness=("$target/debug/harness")
   devices=(cpu)
 else
   cargo build --locked --release --features cuda
-  harness=(target/release/harness)
+  harness=("$target/release/harness")
   devices=(cuda:0 cpu)
 fi
 peers="${GPU_CHECK_PEERS:-$((1 - cpu_only))}"

@@ -34,12 +34,14 @@ pack() {
   local kit="${1:-.gpu}" shared="${HARNESS_SHARED_DATASETS:-../shared/datasets}"
   mkdir -p "$kit" || exit 1
   cargo build --locked --release --features cuda || exit 1
-  strip -o "$kit/harness" target/release/harness && xz -9 -T0 -f "$kit/harness" || exit 1
+  local harness
+  harness="$(cargo metadata --locked --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/harness"
+  strip -o "$kit/harness" "$harness" && xz -9 -T0 -f "$kit/harness" || exit 1
   (cd "$shared" && tar -cf - parallel-pairs wmt-news-parallel snli stsbenchmark) > "$kit/data-a.tar" || exit 1
   (cd "$shared" && tar -cf - conversation-pairs monolingual-sentences xsid) | xz -6 -T0 > "$kit/data-b.tar.xz" || exit 1
   local tmp; tmp="$(mktemp -d)"
   local home="${HARNESS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/harness}"
-  local harness=target/release/harness
   "$harness" models fetch all-MiniLM-L6-v2 > /dev/null || exit 1
   mkdir -p "$tmp/tpl/minilm" "$tmp/tpl/e5" "$tmp/tpl/prepared"
   (cd "$home/models/all-MiniLM-L6-v2" && tar -cf - --exclude=model.safetensors --exclude=README.md .) \
