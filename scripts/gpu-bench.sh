@@ -29,7 +29,11 @@
 # PyTorch's nn.LSTM on cuDNN), laser-bf16 and laser-gpu-bf16 (harness alone,
 # train.precision=bf16 against the f32 item), seq2seq, seq2seq-gpu, muse, muse-gpu, xnli,
 # xnli-gpu, emu, emu-gpu, minilm, e5, laser-minimal (harness alone, from an empty kernel
-# cache with CUBECL_AUTOTUNE_LEVEL=minimal: what a first run costs with the least tuning).
+# cache with CUBECL_AUTOTUNE_LEVEL=minimal: what a first run costs with the least tuning),
+# minilm-unrounded (harness alone, from an empty kernel cache with
+# HARNESS_DEVICE_WIDTH_MULTIPLE=1: BERT batches not padded to a multiple of 16, against
+# minilm's first and second runs: the compilation the rounding saves against the padded work
+# it adds).
 #
 # Environment:
 #   HARNESS_BIN          the harness binary (default: `cargo build --release --features cuda`)
@@ -237,7 +241,7 @@ sts_inputs() {
   { cut -f6 "$work/sts.csv"; cut -f7 "$work/sts.csv"; } > "$work/sts.txt"
 }
 
-#   encode_item ITEM HARNESS_SPEC ST_FOLDER [MAX_SEQ]
+#   encode_item ITEM HARNESS_SPEC ST_FOLDER|- [MAX_SEQ]   (- : harness alone, no peer)
 encode_item() {
   local item="$1" spec="$2" folder="$3" maxseq="${4:-}"
   sts_inputs || return 1
@@ -250,15 +254,17 @@ encode_item() {
       || { say "$item: harness embed failed: $(tail -3 "$work/$item-embed-$round.log")"; return 1; }
   done
   # 256 first: the batch most likely to be the faster, should the time run out.
-  for batch in 256 32; do
+  local batches=(256 32)
+  [[ $folder == - ]] && batches=()
+  for batch in "${batches[@]}"; do
     say "$item: sentence-transformers, batch $batch"
     limited python3 scripts/bench_st.py --model "$folder" --sts "$work/sts.csv" --device "$peer_dev" \
       --threads "$threads" --batch "$batch" --rounds 3 "${clip[@]}" --vectors "$work/$item-st$batch.npy" \
       > "$work/$item-st$batch.log" 2>&1 || { say "$item: sentence-transformers failed: $(tail -3 "$work/$item-st$batch.log")"; rm -f "$work/$item-st$batch.npy"; }
   done
-  python3 - "$item" "$work" "$results" <<'EOF'
+  python3 - "$item" "$work" "$results" "$folder" <<'EOF'
 import json, math, os, re, struct, sys
-item, work, results = sys.argv[1:4]
+item, work, results, folder = sys.argv[1:5]
 def npy(path):
     raw = open(path, "rb").read()
     n = struct.unpack("<H", raw[8:10])[0]
@@ -276,7 +282,7 @@ line = (f"{item}: harness {ours:.0f} sentences/s ({m[1]} sentences in {float(m[2
         f"load included; the first run {float(first[2]):.1f} s)")
 h = npy(f"{work}/{item}.npy")
 failed = False
-for batch in (32, 256):
+for batch in (32, 256) if folder != "-" else ():
     if not os.path.exists(f"{work}/{item}-st{batch}.npy"):
         line += f"; sentence-transformers batch {batch}: failed"
         failed = True
@@ -333,6 +339,9 @@ run_item() {
     emu) train_item "$item" recipes/emu.yaml - scripts/bench_torch_emu.py "$steps" "$warm" "${emu[@]}" ;;
     emu-gpu) train_item "$item" recipes/emu.yaml gpu scripts/bench_torch_emu.py "$steps" "$warm" "${emu[@]}" ;;
     minilm) local f; f="$(minilm_folder)" || return 1; encode_item minilm "$f" "$f" ;;
+    minilm-unrounded)
+      local f; f="$(minilm_folder)" || return 1
+      HARNESS_HOME="$work/home-unrounded" HARNESS_DEVICE_WIDTH_MULTIPLE=1 encode_item "$item" "$f" - ;;
     e5)
       local f; f="$(e5_folder)" || { say "e5: no folder: $(tail -3 "$work/e5-export.log")"; return 1; }
       encode_item e5 "$f" "$f" 512 ;;

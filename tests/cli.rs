@@ -1,7 +1,7 @@
 //! The documented errors, through the real `harness` binary as a user runs it: a recipe with
 //! a misspelt key and an installed dataset file with one flipped byte each give the
-//! documented message and a non-zero exit; every shipped recipe validates, or names each part
-//! this build cannot train.
+//! documented message and a non-zero exit, and so does a mistyped `HARNESS_*` variable;
+//! every shipped recipe validates, or names each part this build cannot train.
 
 mod binary;
 
@@ -81,6 +81,42 @@ fn every_shipped_recipe_validates_or_names_what_cannot_train() {
     let expected = format!("{}:{line}: data.tokenizer.kind", path.display());
     assert!(t.contains(&expected), "missing `{expected}` in:\n{t}");
     assert!(t.contains("reads its own tokenizer's ids"), "{t}");
+}
+
+/// A mistyped instruction set or BERT width multiple stops every command before any work,
+/// naming the variable and the fix, instead of meaning the default.
+#[test]
+fn a_bad_harness_variable_stops_the_command_with_the_fix() {
+    let home = tempfile::tempdir().unwrap();
+    for (var, value, fix) in [
+        (
+            "HARNESS_ISA",
+            "avx1024",
+            "use `avx512`, `avx2` or `portable`",
+        ),
+        (
+            "HARNESS_DEVICE_WIDTH_MULTIPLE",
+            "0",
+            "not a whole number of at least 1",
+        ),
+    ] {
+        let out = binary::command(home.path(), &["validate", "recipes/laser.yaml"])
+            .env(var, value)
+            .output()
+            .unwrap();
+        let msg = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{msg}");
+        assert!(
+            msg.contains(var) && msg.contains(fix),
+            "{var}={value}: {msg}"
+        );
+    }
+    // A valid multiple is accepted (and changes nothing on the CPU).
+    let out = binary::command(home.path(), &["validate", "recipes/laser.yaml"])
+        .env("HARNESS_DEVICE_WIDTH_MULTIPLE", "8")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 #[test]

@@ -37,6 +37,8 @@ static READS: AtomicU64 = AtomicU64::new(0);
 static TRACING: AtomicBool = AtomicBool::new(false);
 /// What [`configure`] did, for [`first_use_note`].
 static SETUP: OnceLock<Setup> = OnceLock::new();
+/// Why the file [`TRACE_LOG_VAR`] names could not be opened, for [`first_use_note`].
+static TRACE_LOG_FAILED: OnceLock<String> = OnceLock::new();
 
 /// Where cubecl keeps its caches in this process, and whether they held anything yet.
 #[derive(Debug, Clone)]
@@ -51,6 +53,10 @@ pub struct Setup {
 
 /// The environment variable that turns the launch count on (`1`).
 pub const TRACE_VAR: &str = "HARNESS_GPU_TRACE";
+
+/// With [`TRACE_VAR`], a file that each kernel compiled and each autotune key tuned is
+/// appended to, one line each.
+pub const TRACE_LOG_VAR: &str = "HARNESS_GPU_TRACE_LOG";
 
 /// Applies harness's cubecl settings (cache under `cache`, launch tracing) once per
 /// process; later calls return the first call's result. A build without a GPU backend only
@@ -74,6 +80,14 @@ pub fn configure(cache: &Path) -> &'static Setup {
 /// What a run about to use a GPU should tell its user before the first step: kernels are
 /// compiled (and matmuls tuned) on first use, which takes a while and is kept for later runs.
 pub fn first_use_note(device: &str) -> Option<String> {
+    let note = setup_note(device)?;
+    Some(match TRACE_LOG_FAILED.get() {
+        Some(why) => format!("{note}\n{device}: {why}"),
+        None => note,
+    })
+}
+
+fn setup_note(device: &str) -> Option<String> {
     let setup = SETUP.get()?;
     if let Some(why) = &setup.skipped {
         return Some(format!(
@@ -131,11 +145,27 @@ fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
 
 /// Counts cubecl's "Executing <kernel>" messages (one per launch), its "[Compiling kernel]"
 /// ones (one per kernel compiled: `CompiledKernel`'s basic format in cubecl-runtime 0.10) and
-/// its "Fastest result" ones (one per autotune key tuned: `tune/tuner.rs`); everything else
-/// the `log` crate carries is dropped, as it is when no logger is installed.
+/// its "Fastest result" ones (one per autotune key tuned: `tune/tuner.rs`); with
+/// [`TRACE_LOG_VAR`] set, also appends the first line of each of the last two to that file
+/// (which kernel, which key: what a first run spends its time on). Everything else the `log`
+/// crate carries is dropped, as it is when no logger is installed.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn install_counter() {
-    struct Counter;
+    use std::io::Write;
+    struct Counter {
+        file: Option<std::sync::Mutex<std::fs::File>>,
+    }
+    impl Counter {
+        fn keep(&self, text: &str) {
+            if let Some(file) = &self.file {
+                let line = text.lines().next().unwrap_or_default();
+                if let Ok(mut f) = file.lock() {
+                    // A diagnostic log: a failed write loses a line of it, nothing else.
+                    let _ = writeln!(f, "{line}");
+                }
+            }
+        }
+    }
     impl log::Log for Counter {
         fn enabled(&self, m: &log::Metadata<'_>) -> bool {
             m.level() <= log::Level::Info
@@ -146,14 +176,34 @@ fn install_counter() {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);
             } else if text.starts_with("[Compiling kernel]") {
                 COMPILED.fetch_add(1, Ordering::Relaxed);
+                self.keep(&text);
             } else if text.starts_with("Fastest result ") {
                 TUNED.fetch_add(1, Ordering::Relaxed);
+                self.keep(&text);
             }
         }
         fn flush(&self) {}
     }
-    static COUNTER: Counter = Counter;
-    if log::set_logger(&COUNTER).is_ok() {
+    static COUNTER: OnceLock<Counter> = OnceLock::new();
+    let counter = COUNTER.get_or_init(|| Counter {
+        file: std::env::var_os(TRACE_LOG_VAR).and_then(|path| {
+            match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                Ok(f) => Some(std::sync::Mutex::new(f)),
+                Err(e) => {
+                    let _ = TRACE_LOG_FAILED.set(format!(
+                        "{TRACE_LOG_VAR}: cannot open {}: {e}; nothing is written down (the counts still are). Fix: name a file in a folder you can write",
+                        std::path::Path::new(&path).display()
+                    ));
+                    None
+                }
+            }
+        }),
+    });
+    if log::set_logger(counter).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
     }
 }

@@ -32,9 +32,16 @@ pub struct NgramBatch<B: Backend> {
     pub count: usize,
 }
 
-/// Pads `rows` of ids into tensors (no n-grams).
+/// Pads `rows` of ids into tensors (no n-grams), as wide as the longest.
 pub fn pad<B: Backend>(rows: &[Vec<u32>], device: &B::Device) -> Padded<B> {
-    let width = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    pad_to(rows, 0, device)
+}
+
+/// Pads `rows` of ids into tensors `width` wide (at least the longest row).
+pub fn pad_to<B: Backend>(rows: &[Vec<u32>], width: usize, device: &B::Device) -> Padded<B> {
+    let width = width
+        .max(rows.iter().map(Vec::len).max().unwrap_or(0))
+        .max(1);
     let mut idv = Vec::with_capacity(rows.len() * width);
     let mut maskv = Vec::with_capacity(rows.len() * width);
     for r in rows {
@@ -51,12 +58,18 @@ pub fn pad<B: Backend>(rows: &[Vec<u32>], device: &B::Device) -> Padded<B> {
     }
 }
 
-/// Pads token rows into tensors, their n-grams included when the rows have them.
+/// Pads token rows into tensors, their n-grams included when the rows have them, as wide
+/// as the longest.
 pub fn pad_tokens<B: Backend>(rows: &[Tokens], device: &B::Device) -> Padded<B> {
+    pad_tokens_to(rows, 0, device)
+}
+
+/// [`pad_tokens`] `width` wide (at least the longest row).
+pub fn pad_tokens_to<B: Backend>(rows: &[Tokens], width: usize, device: &B::Device) -> Padded<B> {
     let ids: Vec<Vec<u32>> = rows.iter().map(|r| r.ids.clone()).collect();
-    let mut padded = pad::<B>(&ids, device);
+    let mut padded = pad_to::<B>(&ids, width, device);
     if rows.iter().any(|r| r.ngrams.is_some()) {
-        let width = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let [_, width] = padded.ids.dims();
         let mut gram_ids: Vec<i64> = Vec::new();
         let mut positions: Vec<i64> = Vec::new();
         for (row, r) in rows.iter().enumerate() {

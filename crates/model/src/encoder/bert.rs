@@ -636,6 +636,64 @@ pub struct Bert<B: Backend> {
 /// memory. The buffer limit of a device that has one (wgpu) bounds it further.
 pub const DEVICE_BATCH_TOKENS: usize = 16_384;
 
+/// On a GPU backend a BERT batch ([`BertBatch`]) is a multiple of this many positions wide
+/// (unless [`WIDTH_MULTIPLE_VAR`] says otherwise). cubecl compiles and autotunes a kernel per
+/// class of shapes, and a matrix product's class holds each
+/// operand's power-of-two factor up to 16 (`pow2_factor` in cubek-matmul 0.2's
+/// `MatmulAutotuneKey`): attention's `scores · V` sums over the batch's width, so batches of
+/// every width from 3 to 128 tokens take up to five factors, one once rounded to 16. The
+/// extra positions are masked like any padding, so only the float rounding of the sums that
+/// skip them can change. The LSTM encoders' batches are not rounded: their products do not
+/// depend on the width's factors, and each extra position is one more recurrent step
+/// (measured on lavapipe: more launches and keys, not fewer; docs/devices.md).
+pub const DEVICE_WIDTH_MULTIPLE: usize = 16;
+
+/// Overrides [`DEVICE_WIDTH_MULTIPLE`] (`1`: no rounding), to weigh the padded work against
+/// the compilation it saves on a device.
+pub const WIDTH_MULTIPLE_VAR: &str = "HARNESS_DEVICE_WIDTH_MULTIPLE";
+
+/// The multiple padded widths are rounded up to on a GPU backend, read once per process
+/// (a value [`requested_width_multiple`] refuses counts as unset; the command layer refuses
+/// it before any work).
+pub fn device_width_multiple() -> usize {
+    static MULTIPLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MULTIPLE.get_or_init(|| {
+        requested_width_multiple()
+            .ok()
+            .flatten()
+            .unwrap_or(DEVICE_WIDTH_MULTIPLE)
+    })
+}
+
+/// What [`WIDTH_MULTIPLE_VAR`] asks for: `None` when unset, an error naming the fix when it
+/// is not a whole number ≥ 1.
+pub fn requested_width_multiple() -> Result<Option<usize>, String> {
+    width_multiple(std::env::var(WIDTH_MULTIPLE_VAR).ok().as_deref())
+}
+
+fn width_multiple(value: Option<&str>) -> Result<Option<usize>, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v.parse::<usize>().ok().filter(|&m| m >= 1).map(Some).ok_or_else(|| {
+            format!(
+                "{WIDTH_MULTIPLE_VAR}={v:?} is not a whole number of at least 1: give the multiple BERT batches are padded to on a GPU (1: none; default {DEVICE_WIDTH_MULTIPLE}), or unset it"
+            )
+        }),
+    }
+}
+
+/// The width a BERT batch whose longest sequence has `longest` tokens is padded to on
+/// backend `B`: that (at least 1) on the CPU, rounded up to [`device_width_multiple`] on a
+/// GPU backend.
+pub fn padded_width<B: Backend>(longest: usize) -> usize {
+    let width = longest.max(1);
+    if crate::gpu::on_device::<B>() {
+        width.next_multiple_of(device_width_multiple())
+    } else {
+        width
+    }
+}
+
 impl<B: Backend> Bert<B> {
     /// Attention heads per layer.
     pub fn heads(&self) -> usize {
@@ -669,7 +727,8 @@ impl<B: Backend> Bert<B> {
             .map_or(self.hidden_size, |l| l.intermediate.dense.weight.dims()[1])
             .max(self.hidden_size);
         let fits = |count: usize, seq: usize| {
-            let seq = seq.max(1);
+            // The width `BertBatch::new` will pad it to.
+            let seq = padded_width::<B>(seq).min(self.max_position_embeddings.max(seq));
             let tokens_ok = count * seq <= DEVICE_BATCH_TOKENS;
             let per_sequence = 4 * seq * (self.heads() * seq).max(widest_row);
             let buffer_ok = limit.is_none_or(|l| (count * per_sequence) as u64 <= l);
@@ -783,7 +842,8 @@ pub struct BertBatch<B: Backend> {
 }
 
 impl<B: Backend> BertBatch<B> {
-    /// Pads `sequences` (special tokens already added) to the longest one. Refuses an empty
+    /// Pads `sequences` (special tokens already added) to the longest one (on a GPU, to
+    /// [`padded_width`] of it within the model's positions). Refuses an empty
     /// batch, an empty sequence, a sequence longer than the model's positions and an id
     /// outside its vocabulary, so that [`Bert::forward`] cannot index out of bounds.
     pub fn new(
@@ -807,6 +867,10 @@ impl<B: Backend> BertBatch<B> {
                 ),
             });
         }
+        // On a GPU, rounded up (`padded_width`) within the positions.
+        let seq = padded_width::<B>(seq)
+            .min(model.max_position_embeddings)
+            .max(seq);
         let batch = sequences.len();
         let mut ids = vec![model.pad_token_id as i64; batch * seq];
         let mut mask = vec![0f32; batch * seq];
@@ -1115,6 +1179,24 @@ pub(crate) mod tests {
         let alone = cut_sorted(&order, |i| lens[i], |_, _| false);
         assert_eq!(alone.concat(), order.to_vec());
         assert_eq!(alone.len(), 4);
+    }
+
+    #[test]
+    fn the_device_width_multiple_is_a_whole_number_of_at_least_one() {
+        assert_eq!(width_multiple(None), Ok(None));
+        assert_eq!(width_multiple(Some(" ")), Ok(None));
+        assert_eq!(width_multiple(Some("1")), Ok(Some(1)));
+        assert_eq!(width_multiple(Some(" 8 ")), Ok(Some(8)));
+        for bad in ["0", "-4", "sixteen"] {
+            let e = width_multiple(Some(bad)).unwrap_err();
+            assert!(
+                e.contains(WIDTH_MULTIPLE_VAR) && e.contains("unset it"),
+                "{e}"
+            );
+        }
+        // On the CPU a batch is as wide as its longest sequence.
+        assert_eq!(padded_width::<B>(5), 5);
+        assert_eq!(padded_width::<B>(0), 1);
     }
 
     use super::*;

@@ -337,6 +337,19 @@ mod tests {
                         }
                     }
                 }
+                // Padded wider than the longest sentence: every column past it masked in
+                // every row.
+                let wide = crate::input::pad_tokens_to::<B>(&sentences, 16, &dev);
+                assert_eq!(wide.ids.dims(), [sentences.len(), 16]);
+                let together = rows(enc.forward(&wide, None).sentence);
+                for (i, (a, b)) in alone.iter().zip(&together).enumerate() {
+                    for (x, y) in a.iter().zip(b) {
+                        assert!(
+                            (x - y).abs() < 1e-5,
+                            "pool {pool}, sentence {i}, 16 wide: {a:?} vs {b:?}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -465,6 +465,11 @@ mod tests {
         // Padded positions of the states are zero.
         let padded = values(batch.states.slice([1..2, 3..7, 0..8]));
         assert!(padded.iter().all(|&v| v == 0.0));
+        // 16 wide: every column past the longest masked in every row (max_len 16 keeps
+        // them all).
+        let wide = crate::input::pad_to::<B>(&[vec![5, 6, 7, 8, 9, 10, 11], short], 16, &dev);
+        let c = values(enc.forward(&wide, None).sentence.slice([1..2, 0..8]));
+        assert!(max_diff(&a, &c) <= 1e-5, "{a:?} vs {c:?}");
     }
 
     #[test]
