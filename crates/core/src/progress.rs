@@ -150,6 +150,76 @@ impl Bar {
     }
 }
 
+impl Bar {
+    /// While the returned [`Ticker`] lives, asks `message` every second what the work is doing
+    /// and says it: as the bar's message on a terminal, as a note at most once per
+    /// [`LOG_INTERVAL`] in a log (where a bar at position 0 writes nothing). For a bar that
+    /// can stand still for minutes (a GPU's first step compiling and tuning kernels); `None`
+    /// from `message` clears the ticker's own message if it is still the bar's, and leaves
+    /// any other. Nothing runs for a hidden bar.
+    pub fn ticker(&self, message: impl Fn() -> Option<String> + Send + 'static) -> Ticker {
+        if self.bar.is_hidden() && self.log.is_none() {
+            return Ticker::default();
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let bar = self.bar.clone();
+        let logged = self.log.is_some();
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("harness-ticker".into())
+            .spawn(move || {
+                let mut noted: Option<std::time::Instant> = None;
+                let mut said: Option<String> = None;
+                let mut waited = Duration::ZERO;
+                while !stopped.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK_POLL);
+                    waited += TICK_POLL;
+                    if waited < TICK {
+                        continue;
+                    }
+                    waited = Duration::ZERO;
+                    let Some(m) = message() else {
+                        // Its own message, still shown, is cleared once there is nothing to say.
+                        if said.take().is_some_and(|s| bar.message() == s) {
+                            bar.set_message("");
+                        }
+                        continue;
+                    };
+                    if !logged {
+                        bar.set_message(m.clone());
+                        said = Some(m);
+                    } else if noted.is_none_or(|t| t.elapsed() >= LOG_INTERVAL) {
+                        note_line(&m);
+                        noted = Some(std::time::Instant::now());
+                    }
+                }
+            })
+            // A ticker that cannot start only leaves the bar without its message.
+            .ok();
+        Ticker { stop, thread }
+    }
+}
+
+/// How often a [`Ticker`] asks for its message, and how often it looks whether to stop.
+const TICK: Duration = Duration::from_secs(1);
+const TICK_POLL: Duration = Duration::from_millis(50);
+
+/// The thread of [`Bar::ticker`]; stopped (and joined) when dropped.
+#[derive(Debug, Default)]
+pub struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl std::ops::Deref for Bar {
     type Target = ProgressBar;
     fn deref(&self) -> &ProgressBar {
@@ -556,6 +626,42 @@ mod tests {
     }
 
     const CLASSIFIER: &str = "classifier [{bar:30}] epoch {pos}/{len} {msg} ETA {eta}";
+
+    #[test]
+    fn a_ticker_says_what_the_work_is_doing_until_dropped() {
+        let (sink, _lines) = sink();
+        let log = Arc::new(BarLog::new(sink, LOG_INTERVAL, "x", false));
+        // Drawn as on a terminal (not hidden, no log of its own): the message is the bar's.
+        let target = ProgressDrawTarget::term_like(Box::new(LogLines(log)));
+        let bar = Bar {
+            bar: ProgressBar::with_draw_target(Some(10), target),
+            log: None,
+        };
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let ticker = bar.ticker(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Some("tuning kernels".to_string())
+        });
+        for _ in 0..200 {
+            if calls.load(Ordering::Relaxed) > 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        drop(ticker);
+        assert!(calls.load(Ordering::Relaxed) > 0, "never asked");
+        assert_eq!(bar.message(), "tuning kernels");
+        let asked = calls.load(Ordering::Relaxed);
+        std::thread::sleep(TICK + TICK_POLL * 4);
+        assert_eq!(
+            calls.load(Ordering::Relaxed),
+            asked,
+            "asked after it was dropped"
+        );
+        // A hidden bar starts nothing.
+        drop(Bar::hidden().ticker(|| panic!("a hidden bar's ticker ran")));
+    }
 
     #[test]
     fn no_line_at_zero_nor_in_the_first_interval_then_one_per_interval() {

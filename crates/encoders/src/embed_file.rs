@@ -70,6 +70,8 @@ pub fn embed(
     let sentences = read_sentences(input)?;
     let refs: Vec<&str> = sentences.iter().map(String::as_str).collect();
     let bar = progress_bar(refs.len());
+    // A GPU's first batches can stand still for minutes while kernels compile and tune.
+    let tuning = bar.ticker(harness_model::gpu::tuning_message);
     let (matrix, cache) = if use_cache {
         let cached = CachedEncoder::new(encoder, &settings.cache_dir).with_batch_size(batch_size);
         let m = encode_chunks(&cached, &refs, &bar)?;
@@ -77,6 +79,7 @@ pub fn embed(
     } else {
         (encode_chunks(&encoder, &refs, &bar)?, None)
     };
+    drop(tuning);
     bar.finish_and_clear();
     refuse_existing(out, force)?;
     write_npy(out, &matrix)?;
@@ -132,6 +135,6 @@ fn progress_bar(n: usize) -> harness_core::progress::Bar {
     }
     harness_core::progress::bar(
         n as u64,
-        "{spinner} embedding {pos}/{len} sentences [{bar:40}] {per_sec}, ETA {eta}",
+        "{spinner} embedding {pos}/{len} sentences [{bar:40}] {per_sec}, ETA {eta} {msg}",
     )
 }

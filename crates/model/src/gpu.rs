@@ -2,7 +2,7 @@
 //! before a device opens, and the counters of what a training step asks of a device.
 //!
 //! cubecl reads its settings once per process (a `cubecl.toml` found from the current
-//! directory up, then its `CUBECL_*` variables). [`configure`] keeps those and changes two
+//! directory up, then its `CUBECL_*` variables). [`configure`] keeps those and changes three
 //! things:
 //!
 //! - autotune results (the fastest matmul, reduce and fused-kernel variant per shape) and,
@@ -14,7 +14,10 @@
 //!   tuned) go to the `log` crate, where [`launches`], [`compiled`] and [`tuned`] count them:
 //!   the per-step counts of `metrics.jsonl` and of the README's table, and what a first run
 //!   spends its time on (each compilation and each tuned key costs time a later run, reading
-//!   the cache, does not pay).
+//!   the cache, does not pay);
+//! - always, the autotune log (unless a `cubecl.toml` sends it to `log` already) goes to the
+//!   same counter, so that a progress bar standing still through a first run's tuning says
+//!   so ([`tuning_message`]).
 //!
 //! [`host_read`] is the one way the training step reads a tensor back to the host; it counts
 //! the reads, so that a read-back added to the step shows in the same table.
@@ -120,6 +123,13 @@ fn apply(cache: &Path, tracing: bool) -> Result<(), String> {
     let folder = serde_json::json!({ "file": cache });
     value["autotune"]["cache"] = folder.clone();
     value["compilation"]["cache"] = folder;
+    // Autotune's log (one message per key tuned, and nothing else changes with it) always
+    // reaches the counter, so that a first run can say it is tuning ([`tuning_message`]);
+    // a `log` sink the user's cubecl.toml sets is kept.
+    if value["autotune"]["logger"]["log"].is_null() {
+        value["autotune"]["logger"]["log"] = "info".into();
+    }
+    install_counter(tracing);
     if tracing {
         value["profiling"]["logger"]["level"] = "minimal".into();
         value["profiling"]["logger"]["log"] = "info".into();
@@ -127,7 +137,6 @@ fn apply(cache: &Path, tracing: bool) -> Result<(), String> {
         value["compilation"]["logger"]["log"] = "info".into();
         value["autotune"]["logger"]["level"] = "minimal".into();
         value["autotune"]["logger"]["log"] = "info".into();
-        install_counter();
     }
     let config: CubeClRuntimeConfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
     let mut slot = CubeClRuntimeConfig::storage().lock();
@@ -150,7 +159,7 @@ fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
 /// (which kernel, which key: what a first run spends its time on). Everything else the `log`
 /// crate carries is dropped, as it is when no logger is installed.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-fn install_counter() {
+fn install_counter(tracing: bool) {
     use std::io::Write;
     struct Counter {
         file: Option<std::sync::Mutex<std::fs::File>>,
@@ -178,7 +187,7 @@ fn install_counter() {
                 COMPILED.fetch_add(1, Ordering::Relaxed);
                 self.keep(&text);
             } else if text.starts_with("Fastest result ") {
-                TUNED.fetch_add(1, Ordering::Relaxed);
+                note_tuned();
                 self.keep(&text);
             }
         }
@@ -186,7 +195,9 @@ fn install_counter() {
     }
     static COUNTER: OnceLock<Counter> = OnceLock::new();
     let counter = COUNTER.get_or_init(|| Counter {
-        file: std::env::var_os(TRACE_LOG_VAR).and_then(|path| {
+        file: std::env::var_os(TRACE_LOG_VAR)
+            .filter(|_| tracing)
+            .and_then(|path| {
             match std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -254,6 +265,44 @@ pub fn launches() -> Option<u64> {
     }
 }
 
+/// When an autotune key was last tuned, in milliseconds since [`since_start`]'s origin (0:
+/// none yet).
+static LAST_TUNED_MS: AtomicU64 = AtomicU64::new(0);
+
+/// How recently a key must have been tuned for [`tuning_message`] to say tuning goes on.
+const TUNING_RECENT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Milliseconds since this process first asked (at least 1).
+fn since_start() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    (START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64)
+        .max(1)
+}
+
+/// Records one autotune key tuned.
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
+fn note_tuned() {
+    TUNED.fetch_add(1, Ordering::Relaxed);
+    LAST_TUNED_MS.store(since_start(), Ordering::Relaxed);
+}
+
+/// What a progress bar standing still should say while cubecl tunes kernels for new shapes
+/// (a key tuned in the last few seconds: a first run on a device, or a new shape), else
+/// `None`. Counted from cubecl's autotune log, which [`configure`] sends to the counter.
+pub fn tuning_message() -> Option<String> {
+    let last = LAST_TUNED_MS.load(Ordering::Relaxed);
+    if last == 0 || since_start().saturating_sub(last) > TUNING_RECENT.as_millis() as u64 {
+        return None;
+    }
+    Some(format!(
+        "compiling and tuning kernels for new shapes: {} tuned so far, kept for later runs",
+        TUNED.load(Ordering::Relaxed)
+    ))
+}
+
 /// Kernels compiled so far (read after [`launches`], which waits for cubecl's logging thread
 /// to catch up). `None` unless [`tracing`].
 pub fn compiled() -> Option<u64> {
@@ -291,6 +340,15 @@ pub fn host_scalar<B: Backend>(tensor: Tensor<B, 1>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tuning_is_said_while_keys_are_being_tuned() {
+        // Nothing tunes on the CPU backends the other tests use.
+        assert_eq!(tuning_message(), None);
+        note_tuned();
+        let said = tuning_message().expect("a key was just tuned");
+        assert!(said.contains("tuned so far"), "{said}");
+    }
 
     #[test]
     fn host_reads_are_counted() {

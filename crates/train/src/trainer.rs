@@ -1079,6 +1079,9 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
     let mut l = Loop::resume(plan, device, &opts, peer)?;
     let total = plan.total_steps;
     let bar = progress_bar(opts.progress, total, l.state.step);
+    // A GPU's first steps can stand still for minutes while kernels compile and tune.
+    let tuning = harness_model::gpu::on_device::<B>()
+        .then(|| bar.ticker(harness_model::gpu::tuning_message));
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);
     while l.state.step < total {
@@ -1138,6 +1141,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         }
     }
     l.settle()?;
+    drop(tuning);
     bar.finish_and_clear();
     // A run of zero steps (the untrained baseline) still leaves a checkpoint to evaluate.
     if l.session.checkpoint.is_none() && l.state.step >= total {
