@@ -148,9 +148,7 @@ impl Bar {
             log.finish(b.position(), b.length(), b.elapsed(), &b.message());
         }
     }
-}
 
-impl Bar {
     /// While the returned [`Ticker`] lives, asks `message` every second what the work is doing
     /// and says it: as the bar's message on a terminal, as a note at most once per
     /// [`LOG_INTERVAL`] in a log (where a bar at position 0 writes nothing). For a bar that

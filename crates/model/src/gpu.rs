@@ -177,9 +177,14 @@ fn install_counter(tracing: bool) {
     }
     impl log::Log for Counter {
         fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-            m.level() <= log::Level::Info
+            // cubecl's loggers only (`cubecl_common::config::logger`): installed for every
+            // GPU run, this must not format other crates' messages.
+            m.level() <= log::Level::Info && m.target().starts_with("cubecl")
         }
         fn log(&self, record: &log::Record<'_>) {
+            if !self.enabled(record.metadata()) {
+                return;
+            }
             let text = record.args().to_string();
             if text.starts_with("Executing ") {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);

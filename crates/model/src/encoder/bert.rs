@@ -695,6 +695,14 @@ pub fn padded_width<B: Backend>(longest: usize) -> usize {
 }
 
 impl<B: Backend> Bert<B> {
+    /// The width [`BertBatch::new`] pads a batch whose longest sequence has `longest` tokens
+    /// to: [`padded_width`] within the model's positions (never below `longest`).
+    pub fn batch_width(&self, longest: usize) -> usize {
+        padded_width::<B>(longest)
+            .min(self.max_position_embeddings)
+            .max(longest)
+    }
+
     /// Attention heads per layer.
     pub fn heads(&self) -> usize {
         self.encoder
@@ -727,8 +735,7 @@ impl<B: Backend> Bert<B> {
             .map_or(self.hidden_size, |l| l.intermediate.dense.weight.dims()[1])
             .max(self.hidden_size);
         let fits = |count: usize, seq: usize| {
-            // The width `BertBatch::new` will pad it to.
-            let seq = padded_width::<B>(seq).min(self.max_position_embeddings.max(seq));
+            let seq = self.batch_width(seq);
             let tokens_ok = count * seq <= DEVICE_BATCH_TOKENS;
             let per_sequence = 4 * seq * (self.heads() * seq).max(widest_row);
             let buffer_ok = limit.is_none_or(|l| (count * per_sequence) as u64 <= l);
@@ -867,10 +874,7 @@ impl<B: Backend> BertBatch<B> {
                 ),
             });
         }
-        // On a GPU, rounded up (`padded_width`) within the positions.
-        let seq = padded_width::<B>(seq)
-            .min(model.max_position_embeddings)
-            .max(seq);
+        let seq = model.batch_width(seq);
         let batch = sequences.len();
         let mut ids = vec![model.pad_token_id as i64; batch * seq];
         let mut mask = vec![0f32; batch * seq];
