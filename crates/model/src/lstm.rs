@@ -142,36 +142,41 @@ impl<B: Backend> MaskedLstm<B> {
     }
 
     /// Both directions of a BiLSTM layer (`self` forward, `rev` reverse) over time-major
-    /// `x` and `mask`, concatenated (`[time, batch, 2·d_hidden]`), in one recurrence on a GPU
-    /// backend ([`crate::fused::lstm_cube`]); `None` on any other backend, where the caller runs
-    /// the directions one after the other.
+    /// `x` and `mask`, concatenated (`[time, batch, 2·d_hidden]`), as one operation: on the
+    /// CPU backend's autodiff (training, [`crate::fused::bilstm`]) and in one recurrence on a
+    /// GPU backend ([`crate::fused::lstm_cube`]); `None` on any other backend, where the
+    /// caller runs the directions one after the other.
     pub fn forward_bi_tm(
         &self,
         rev: &MaskedLstm<B>,
         x: Tensor<B, 3>,
         mask: Tensor<B, 2>,
     ) -> Option<Tensor<B, 3>> {
+        let [time, batch, _] = x.dims();
+        if time == 0 || batch == 0 || self.d_hidden == 0 || self.d_hidden != rev.d_hidden {
+            return None;
+        }
+        let input = crate::fused::lstm::BiInput {
+            x,
+            w_ih: [self.input.weight.val(), rev.input.weight.val()],
+            bias: [
+                self.input.bias.as_ref().map(|b| b.val()),
+                rev.input.bias.as_ref().map(|b| b.val()),
+            ],
+            w_hh: [self.hidden.weight.val(), rev.hidden.weight.val()],
+            mask,
+        };
+        let input = match crate::fused::bilstm::bi_layer(input) {
+            Ok(out) => return Some(out),
+            Err(input) => input,
+        };
         #[cfg(any(feature = "wgpu", feature = "cuda"))]
         {
-            let [time, batch, _] = x.dims();
-            if time == 0 || batch == 0 || self.d_hidden == 0 || self.d_hidden != rev.d_hidden {
-                return None;
-            }
-            let input = crate::fused::lstm_cube::BiInput {
-                x,
-                w_ih: [self.input.weight.val(), rev.input.weight.val()],
-                bias: [
-                    self.input.bias.as_ref().map(|b| b.val()),
-                    rev.input.bias.as_ref().map(|b| b.val()),
-                ],
-                w_hh: [self.hidden.weight.val(), rev.hidden.weight.val()],
-                mask,
-            };
             crate::fused::lstm_cube::bi_layer(input)
         }
         #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
         {
-            let _ = (rev, x, mask);
+            drop(input);
             None
         }
     }

@@ -221,10 +221,19 @@ impl<B: Backend> BilstmEncoder<B> {
                 x = dropout(&mut noise, out, self.dropout);
             }
         }
+        // Max-pooling reads the time-major states in place on the CPU backend (it skips the
+        // padded positions, so it needs no masked copy).
+        let pooled = match self.pool {
+            Pool::Max => crate::fused::maxpool::max_pool_time_major(x.clone(), mask_tm),
+            _ => None,
+        };
         let x = x.swap_dims(0, 1);
         // Zero the padded positions: the forward direction carries its last state there.
         let states = x * mask.clone().unsqueeze_dim::<3>(2);
-        let sentence = pool(self.pool, states.clone(), mask.clone(), finals);
+        let sentence = match pooled {
+            Some(sentence) => sentence,
+            None => pool(self.pool, states.clone(), mask.clone(), finals),
+        };
         Encoded {
             sentence,
             states,

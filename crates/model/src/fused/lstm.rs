@@ -58,6 +58,16 @@ pub struct LayerInput<B: Backend> {
     pub c0: Tensor<B, 2>,
 }
 
+/// The inputs of a BiLSTM layer: both directions' weights (forward first), no context,
+/// zero initial states. Time-major `x: [time, batch, d_input]`, `mask: [time, batch]`.
+pub(crate) struct BiInput<B: Backend> {
+    pub x: Tensor<B, 3>,
+    pub w_ih: [Tensor<B, 2>; 2],
+    pub bias: [Option<Tensor<B, 1>>; 2],
+    pub w_hh: [Tensor<B, 2>; 2],
+    pub mask: Tensor<B, 2>,
+}
+
 impl<B: Backend> LayerInput<B> {
     /// Every step's gate input `x·W_ih + b (+ context)`, `[time, batch, 4·hidden]`: the
     /// generic path's first product.
@@ -296,11 +306,10 @@ pub(crate) fn project(
 struct Saved {
     dims: Dims,
     reverse: bool,
-    /// `[time, batch, 4H]` activated gates.
-    gates: Arc<Vec<f32>>,
-    /// `[time, batch, H]` hidden and cell states after each step.
-    hs: Arc<Vec<f32>>,
-    cs: Arc<Vec<f32>>,
+    /// The forward pass's rows in blocks (`blocks`), each block's activated gates and its
+    /// hidden and cell states after each step, block-local (`[time, rows, ·]`).
+    parts: Arc<Vec<Forward>>,
+    blocks: Arc<Vec<(usize, usize)>>,
     mask: Arc<Vec<f32>>,
     h0: Arc<Vec<f32>>,
     c0: Arc<Vec<f32>>,
@@ -323,26 +332,19 @@ impl Backward<Cpu, 7> for LstmBackward {
         let dhs = host_values(&grads.consume::<Cpu>(&ops.node));
         let g = backward(&s, &dhs);
         let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] = ops.parents;
-        let rows = d.time * d.batch;
         let mut put = |id, v, shape| register_grad(grads, id, v, shape);
         let [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0] =
             [p_x, p_w_ih, p_bias, p_ctx, p_w_hh, p_h0, p_c0].map(|p| p.map(|n| n.id));
-        if p_x.is_some() {
-            // dx = dG · W_ihᵀ.
-            let mut dx = vec![0.0f32; rows * d.d_input];
-            harness_kernels::gemm_w(rows, d.d_input, four_h, &g.dxw, &s.w_ih, true, &mut dx);
-            put(p_x, dx, vec![d.time, d.batch, d.d_input]);
-        }
-        if p_w_ih.is_some() {
-            // dW_ih = xᵀ · dG.
-            let mut dw = vec![0.0f32; d.d_input * four_h];
-            harness_kernels::gemm(
-                d.d_input, four_h, rows, 1.0, &s.x, true, &g.dxw, false, 0.0, &mut dw,
-            );
-            put(p_w_ih, dw, vec![d.d_input, four_h]);
-        }
-        if p_bias.is_some() {
-            put(p_bias, column_sums(&g.dxw, rows, four_h), vec![four_h]);
+        let wanted = [p_x.is_some(), p_w_ih.is_some(), p_bias.is_some()];
+        let [dx, dw_ih, dbias] = input_grads(&g.dxw, &s.x, &s.w_ih, d, wanted);
+        for (id, v, shape) in [
+            (p_x, dx, vec![d.time, d.batch, d.d_input]),
+            (p_w_ih, dw_ih, vec![d.d_input, four_h]),
+            (p_bias, dbias, vec![four_h]),
+        ] {
+            if let Some(v) = v {
+                put(id, v, shape);
+            }
         }
         if p_ctx.is_some() {
             let mut dctx = vec![0.0f32; d.batch * four_h];
@@ -357,6 +359,34 @@ impl Backward<Cpu, 7> for LstmBackward {
         put(p_h0, g.dh0, vec![d.batch, h]);
         put(p_c0, g.dc0, vec![d.batch, h]);
     }
+}
+
+/// The gradients that flow through the input projection `x·W_ih + b` from the gates'
+/// (`dxw`, `[time, batch, 4H]`): of `x` (`dG·W_ihᵀ`), of `W_ih` (`xᵀ·dG`) and of the bias
+/// (`dG`'s column sums), each computed only where `wanted` says so (in that order).
+pub(crate) fn input_grads(
+    dxw: &[f32],
+    x: &[f32],
+    w_ih: &[f32],
+    d: Dims,
+    wanted: [bool; 3],
+) -> [Option<Vec<f32>>; 3] {
+    let (rows, four_h) = (d.time * d.batch, 4 * d.hidden);
+    let [want_x, want_w, want_bias] = wanted;
+    let dx = want_x.then(|| {
+        let mut dx = vec![0.0f32; rows * d.d_input];
+        harness_kernels::gemm_w(rows, d.d_input, four_h, dxw, w_ih, true, &mut dx);
+        dx
+    });
+    let dw = want_w.then(|| {
+        let mut dw = vec![0.0f32; d.d_input * four_h];
+        harness_kernels::gemm(
+            d.d_input, four_h, rows, 1.0, x, true, dxw, false, 0.0, &mut dw,
+        );
+        dw
+    });
+    let dbias = want_bias.then(|| column_sums(dxw, rows, four_h));
+    [dx, dw, dbias]
 }
 
 /// Sums of the columns of a row-major `rows × cols` array.
@@ -404,10 +434,14 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
         has_ctx.then(|| host_values(&ctx.primitive)).as_deref(),
         d,
     );
-    let fwd = forward(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse, false);
-    let out = to_cpu(fwd.hs.clone(), [d.time, d.batch, d.hidden])
-        .into_primitive()
-        .tensor();
+    let blocks = row_blocks(d.batch);
+    let parts = forward_parts(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse, &blocks);
+    let out = to_cpu(
+        merged_states(&parts, &blocks, d),
+        [d.time, d.batch, d.hidden],
+    )
+    .into_primitive()
+    .tensor();
     let prep = LstmBackward
         .prepare::<NoCheckpointing>([
             x.node.clone(),
@@ -425,9 +459,8 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
             Saved {
                 dims: d,
                 reverse,
-                gates: Arc::new(fwd.gates),
-                hs: Arc::new(fwd.hs),
-                cs: Arc::new(fwd.cs),
+                parts: Arc::new(parts),
+                blocks: Arc::new(blocks),
                 mask: Arc::new(mask),
                 h0: Arc::new(h0_host),
                 c0: Arc::new(c0_host),
@@ -442,11 +475,12 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
     Tensor::from_primitive(TensorPrimitive::Float(result))
 }
 
-/// Host results of the forward pass, `[time, batch, ·]`.
+/// Host results of the forward pass, `[time, batch, ·]` (or a block's, `[time, rows, ·]`).
+#[derive(Debug)]
 pub(crate) struct Forward {
     pub(crate) hs: Vec<f32>,
-    cs: Vec<f32>,
-    gates: Vec<f32>,
+    pub(crate) cs: Vec<f32>,
+    pub(crate) gates: Vec<f32>,
 }
 
 impl Forward {
@@ -468,17 +502,19 @@ impl Forward {
     }
 }
 
-/// Host gradients of one layer.
-struct Grads {
-    dxw: Vec<f32>,
-    dw: Vec<f32>,
+/// Host gradients of one layer (or of one block of its rows, `[time, rows, ·]`).
+pub(crate) struct Grads {
+    /// Of the gates' input `x·W_ih + b`, `[time, batch, 4H]`.
+    pub(crate) dxw: Vec<f32>,
+    /// Of `W_hh`.
+    pub(crate) dw: Vec<f32>,
     dh0: Vec<f32>,
     dc0: Vec<f32>,
 }
 
 /// Rows per parallel block: rows are split into at most this many blocks per thread so the
 /// blocks stay large enough for the GEMM to run at speed.
-fn row_blocks(batch: usize) -> Vec<(usize, usize)> {
+pub(crate) fn row_blocks(batch: usize) -> Vec<(usize, usize)> {
     let threads = rayon::current_num_threads().max(1);
     let per = batch.div_ceil(threads).max(1);
     (0..batch)
@@ -497,20 +533,21 @@ fn order(time: usize, reverse: bool) -> Vec<usize> {
 }
 
 /// A layer's host arrays for the forward recurrence.
-struct Recurrence<'a> {
-    xw: &'a [f32],
-    w: &'a harness_kernels::PackedB,
-    mask: &'a [f32],
-    h0: &'a [f32],
-    c0: &'a [f32],
-    d: Dims,
-    reverse: bool,
+pub(crate) struct Recurrence<'a> {
+    pub(crate) xw: &'a [f32],
+    pub(crate) w: &'a harness_kernels::PackedB,
+    pub(crate) mask: &'a [f32],
+    pub(crate) h0: &'a [f32],
+    pub(crate) c0: &'a [f32],
+    pub(crate) d: Dims,
+    pub(crate) reverse: bool,
     /// Inference: keep only the hidden states (no gates or cell states for a backward pass).
-    states_only: bool,
+    pub(crate) states_only: bool,
 }
 
-/// One block of rows `[r0, r1)` through the whole sequence.
-fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
+/// One block of rows `[r0, r1)` through the whole sequence, its arrays block-local
+/// (`[time, r1 − r0, ·]`).
+pub(crate) fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
     let Recurrence {
         xw,
         w,
@@ -572,12 +609,49 @@ fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward {
 }
 
 /// Copies a block's `[time, rows, width]` array into rows `[r0, r1)` of `[time, batch, width]`.
-fn scatter(dst: &mut [f32], src: &[f32], d: Dims, width: usize, (r0, r1): (usize, usize)) {
+/// Copies a block's rows (`[time, r1 − r0, width]`) to their place in `[time, batch, width]`.
+pub(crate) fn scatter(
+    dst: &mut [f32],
+    src: &[f32],
+    d: Dims,
+    width: usize,
+    (r0, r1): (usize, usize),
+) {
     let rows = r1 - r0;
     for t in 0..d.time {
         dst[(t * d.batch + r0) * width..(t * d.batch + r1) * width]
             .copy_from_slice(&src[t * rows * width..(t + 1) * rows * width]);
     }
+}
+
+/// The forward recurrence for training, rows in `blocks` run in parallel: each block's
+/// arrays block-local, for the backward pass to read in place.
+#[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
+fn forward_parts(
+    xw: &[f32],
+    w: &[f32],
+    mask: &[f32],
+    h0: &[f32],
+    c0: &[f32],
+    d: Dims,
+    reverse: bool,
+    blocks: &[(usize, usize)],
+) -> Vec<Forward> {
+    let w = harness_kernels::PackedB::new(d.hidden, 4 * d.hidden, w, false);
+    let layer = Recurrence {
+        xw,
+        w: &w,
+        mask,
+        h0,
+        c0,
+        d,
+        reverse,
+        states_only: false,
+    };
+    blocks
+        .par_iter()
+        .map(|&b| forward_block(&layer, b))
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
@@ -626,15 +700,14 @@ pub(crate) fn forward(
 
 /// Back-propagation through time for rows `[r0, r1)`: the gate gradients `[time, rows, 4H]`,
 /// `dh0`, `dc0` and this block's share of `dW_hh`.
-fn backward_block(
-    s: &Saved,
-    w_t: &harness_kernels::PackedB,
-    dhs: &[f32],
-    (r0, r1): (usize, usize),
-) -> Grads {
-    let d = s.dims;
+///
+/// It reads the block's own forward arrays (block-local, as [`forward_block`] leaves them).
+pub(crate) fn backward_block(s: &BlockTrace, w_t: &harness_kernels::PackedB) -> Grads {
+    let d = s.d;
     let (n, h) = (d.batch, d.hidden);
+    let (r0, r1) = s.block;
     let rows = r1 - r0;
+    let part = s.part;
     let mut dh = vec![0.0f32; rows * h];
     let mut dc = vec![0.0f32; rows * h];
     let mut dgates = vec![0.0f32; d.time * rows * 4 * h];
@@ -645,17 +718,19 @@ fn backward_block(
     let mut dh_direct = vec![0.0f32; rows * h];
     for (pos, &t) in steps.iter().enumerate().rev() {
         let prev = pos.checked_sub(1).map(|p| steps[p]);
-        // The states before step `t`: the previous step's, or the initial ones.
+        // The states before step `t`: the block's own at the previous step, or the initial
+        // ones (rows of the whole batch).
         let (h_src, c_src, base) = match prev {
-            Some(p) => (&s.hs[..], &s.cs[..], p * n + r0),
-            None => (&s.h0[..], &s.c0[..], r0),
+            Some(p) => (&part.hs[..], &part.cs[..], p * rows),
+            None => (s.h0, s.c0, r0),
         };
         dh_direct.fill(0.0);
         let dg = &mut dgates[t * rows * 4 * h..(t + 1) * rows * 4 * h];
         for j in 0..rows {
             let row = r0 + j;
             let dhj = &mut dh[j * h..(j + 1) * h];
-            let upstream = &dhs[(t * n + row) * h..(t * n + row + 1) * h];
+            let up = (t * n + row) * s.width + s.offset;
+            let upstream = &s.dhs[up..up + h];
             for k in 0..h {
                 dhj[k] += upstream[k];
             }
@@ -666,11 +741,12 @@ fn backward_block(
                 dh_direct[j * h..(j + 1) * h].copy_from_slice(dhj);
                 continue;
             }
-            let gates = &s.gates[(t * n + row) * 4 * h..(t * n + row + 1) * 4 * h];
+            let local = t * rows + j;
+            let gates = &part.gates[local * 4 * h..(local + 1) * 4 * h];
             let (i, rest) = gates.split_at(h);
             let (f, rest) = rest.split_at(h);
             let (gg, o) = rest.split_at(h);
-            tc.copy_from_slice(&s.cs[(t * n + row) * h..(t * n + row + 1) * h]);
+            tc.copy_from_slice(&part.cs[local * h..(local + 1) * h]);
             harness_kernels::tanh(&mut tc);
             let cp = &c_src[(base + j) * h..(base + j + 1) * h];
             let dcj = &mut dc[j * h..(j + 1) * h];
@@ -727,13 +803,65 @@ fn backward_block(
 fn backward(s: &Saved, dhs: &[f32]) -> Grads {
     let d = s.dims;
     let h = d.hidden;
-    let blocks = row_blocks(d.batch);
     // W_hhᵀ, packed once for every step of every block.
     let w_t = harness_kernels::PackedB::new(4 * h, h, &s.w, true);
-    let parts: Vec<Grads> = blocks
+    let parts: Vec<Grads> = s
+        .parts
         .par_iter()
-        .map(|&b| backward_block(s, &w_t, dhs, b))
+        .zip(&s.blocks[..])
+        .map(|(part, &block)| {
+            let trace = BlockTrace {
+                d,
+                reverse: s.reverse,
+                part,
+                block,
+                mask: &s.mask,
+                h0: &s.h0,
+                c0: &s.c0,
+                dhs,
+                width: h,
+                offset: 0,
+            };
+            backward_block(&trace, &w_t)
+        })
         .collect();
+    merge_grads(parts, &s.blocks, d)
+}
+
+/// What one block's backward pass reads: its forward arrays (block-local, `[time, r1 − r0,
+/// ·]`, as [`forward_block`] leaves them), the layer's mask `[time, batch]` and initial
+/// states `[batch, H]`, and the gradient of the layer's output, whose row `(t, row)` is
+/// `dhs[(t·batch + row)·width + offset..][..H]` (`width` is `H` for one direction, `2H` for
+/// a BiLSTM layer's two side by side).
+pub(crate) struct BlockTrace<'a> {
+    pub(crate) d: Dims,
+    pub(crate) reverse: bool,
+    pub(crate) part: &'a Forward,
+    pub(crate) block: (usize, usize),
+    pub(crate) mask: &'a [f32],
+    pub(crate) h0: &'a [f32],
+    pub(crate) c0: &'a [f32],
+    pub(crate) dhs: &'a [f32],
+    pub(crate) width: usize,
+    pub(crate) offset: usize,
+}
+
+/// The hidden states `[time, batch, H]` of a layer run in `blocks` (`parts`, block-local).
+pub(crate) fn merged_states(parts: &[Forward], blocks: &[(usize, usize)], d: Dims) -> Vec<f32> {
+    if let [one] = parts {
+        return one.hs.clone();
+    }
+    let mut hs = vec![0.0f32; d.time * d.batch * d.hidden];
+    for (part, &b) in parts.iter().zip(blocks) {
+        scatter(&mut hs, &part.hs, d, d.hidden, b);
+    }
+    hs
+}
+
+/// The blocks' gradients as the whole layer's: `dxw` and the initial states' rows in their
+/// place, `dW_hh` summed over the blocks in order.
+pub(crate) fn merge_grads(parts: Vec<Grads>, blocks: &[(usize, usize)], d: Dims) -> Grads {
+    let h = d.hidden;
     let mut out = Grads {
         dxw: vec![0.0; d.time * d.batch * 4 * h],
         dw: vec![0.0; h * 4 * h],
@@ -741,7 +869,7 @@ fn backward(s: &Saved, dhs: &[f32]) -> Grads {
         dc0: vec![0.0; d.batch * h],
     };
     // Blocks are summed in a fixed order: the result does not depend on scheduling.
-    for (part, &(r0, r1)) in parts.iter().zip(&blocks) {
+    for (part, &(r0, r1)) in parts.iter().zip(blocks) {
         scatter(&mut out.dxw, &part.dxw, d, 4 * h, (r0, r1));
         out.dh0[r0 * h..r1 * h].copy_from_slice(&part.dh0);
         out.dc0[r0 * h..r1 * h].copy_from_slice(&part.dc0);

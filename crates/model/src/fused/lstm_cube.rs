@@ -31,7 +31,7 @@
 //! compare outputs and every gradient.
 //! On any other backend the functions here decline and the caller takes another path.
 
-use crate::fused::lstm::LayerInput;
+use crate::fused::lstm::{BiInput, LayerInput};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -616,16 +616,6 @@ fn single<C: CubeLstm>(input: LayerInput<C>, reverse: bool) -> Tensor<C, 3> {
         input.c0.unsqueeze_dim(0),
         d,
     )
-}
-
-/// The inputs of a BiLSTM layer: both directions' weights (forward first), no context,
-/// zero initial states.
-pub(crate) struct BiInput<B: Backend> {
-    pub x: Tensor<B, 3>,
-    pub w_ih: [Tensor<B, 2>; 2],
-    pub bias: [Option<Tensor<B, 1>>; 2],
-    pub w_hh: [Tensor<B, 2>; 2],
-    pub mask: Tensor<B, 2>,
 }
 
 fn both<C: CubeLstm>(input: BiInput<C>) -> Option<Tensor<C, 3>> {

@@ -8,6 +8,7 @@
 
 pub mod attention;
 pub mod bert;
+pub(crate) mod bilstm;
 pub mod gather;
 pub mod gelu;
 pub mod layer_norm;
