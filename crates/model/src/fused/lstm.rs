@@ -228,6 +228,8 @@ pub(crate) fn register_grad(
 unsafe fn strided_copy(ptr: *const f32, shape: &[usize], strides: &[isize], out: &mut Vec<f32>) {
     match shape {
         [] => out.push(*ptr),
+        // A contiguous innermost run (a `swap_dims` of outer dimensions) is one copy.
+        [n] if strides[0] == 1 => out.extend_from_slice(std::slice::from_raw_parts(ptr, *n)),
         [n] => {
             for i in 0..*n {
                 out.push(*ptr.offset(i as isize * strides[0]));
@@ -284,12 +286,18 @@ pub(crate) fn project(
 ) -> Vec<f32> {
     let four_h = 4 * d.hidden;
     let rows = d.time * d.batch;
-    let mut xw = vec![0.0f32; rows * four_h];
-    if let Some(b) = bias {
-        for r in xw.chunks_exact_mut(four_h) {
-            r.copy_from_slice(b);
+    // Every row starts as the bias (written once, not zeroed first: the array is larger than
+    // the cache on long batches).
+    let mut xw = match bias {
+        Some(b) => {
+            let mut xw = Vec::with_capacity(rows * four_h);
+            for _ in 0..rows {
+                xw.extend_from_slice(b);
+            }
+            xw
         }
-    }
+        None => vec![0.0f32; rows * four_h],
+    };
     if let Some(c) = ctx {
         for step in xw.chunks_exact_mut(d.batch * four_h) {
             for (a, b) in step.iter_mut().zip(c) {
