@@ -443,7 +443,9 @@ fn autodiff_layer(input: LayerInput<CpuAd>, reverse: bool) -> Tensor<CpuAd, 3> {
         d,
     );
     let blocks = row_blocks(d.batch);
-    let parts = forward_parts(&xw, &w_host, &mask, &h0_host, &c0_host, d, reverse, &blocks);
+    let parts = forward_parts(
+        &xw, &w_host, &mask, &h0_host, &c0_host, d, reverse, false, &blocks,
+    );
     let out = to_cpu(
         merged_states(&parts, &blocks, d),
         [d.time, d.batch, d.hidden],
@@ -632,8 +634,8 @@ pub(crate) fn scatter(
     }
 }
 
-/// The forward recurrence for training, rows in `blocks` run in parallel: each block's
-/// arrays block-local, for the backward pass to read in place.
+/// The forward recurrence with rows in `blocks`, run in parallel: each block's arrays
+/// block-local (for a backward pass to read in place, or [`forward`] to merge).
 #[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
 fn forward_parts(
     xw: &[f32],
@@ -643,8 +645,10 @@ fn forward_parts(
     c0: &[f32],
     d: Dims,
     reverse: bool,
+    states_only: bool,
     blocks: &[(usize, usize)],
 ) -> Vec<Forward> {
+    // The recurrent weights are packed once for every step of every block.
     let w = harness_kernels::PackedB::new(d.hidden, 4 * d.hidden, w, false);
     let layer = Recurrence {
         xw,
@@ -654,7 +658,7 @@ fn forward_parts(
         c0,
         d,
         reverse,
-        states_only: false,
+        states_only,
     };
     blocks
         .par_iter()
@@ -674,22 +678,7 @@ pub(crate) fn forward(
     states_only: bool,
 ) -> Forward {
     let blocks = row_blocks(d.batch);
-    // The recurrent weights are packed once for every step of every block.
-    let w = harness_kernels::PackedB::new(d.hidden, 4 * d.hidden, w, false);
-    let layer = Recurrence {
-        xw,
-        w: &w,
-        mask,
-        h0,
-        c0,
-        d,
-        reverse,
-        states_only,
-    };
-    let mut parts: Vec<Forward> = blocks
-        .par_iter()
-        .map(|&b| forward_block(&layer, b))
-        .collect();
+    let mut parts = forward_parts(xw, w, mask, h0, c0, d, reverse, states_only, &blocks);
     if parts.len() == 1 {
         // One block is the whole batch, already in its layout.
         return parts.pop().expect("one block");
