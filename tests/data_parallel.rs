@@ -1,9 +1,9 @@
-//! Data-parallel training (`--device cpu,cpu`, burn-collective's all-reduce): the same small
-//! recipe on the real parallel data, trained on one device and on two, ends with the same
-//! weights within float rounding and logs the same loss, gradient norm and tokens per step
-//! (`seq2seq_ce` averages over target tokens, which the shards' weights account for; no
-//! dropout, whose masks would differ). A device list naming a backend this build lacks is
-//! refused before any work.
+//! Data-parallel training (`--device cpu,cpu`, the peers' gradients summed in one host buffer
+//! per step, `harness_train::local_world`): the same small recipe on the real parallel data,
+//! trained on one device and on two, ends with the same weights within float rounding and
+//! logs the same loss, gradient norm and tokens per step (`seq2seq_ce` averages over target
+//! tokens, which the shards' weights account for; no dropout, whose masks would differ). A
+//! device list naming a backend this build lacks is refused before any work.
 
 mod binary;
 mod trained;

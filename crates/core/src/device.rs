@@ -109,8 +109,8 @@ impl Device {
 
     /// Parses a `--device` list for training: one device (`cpu`, `cuda:0`), or several
     /// separated by commas (`cpu,cpu`, `cuda:0,cuda:1`), which train data-parallel, one copy
-    /// of the model per device. Every device of a list is of one backend (the peers
-    /// all-reduce tensors of one burn backend type) and no GPU is named twice; the CPU may
+    /// of the model per device. Every device of a list is of one backend (the peers run
+    /// one training loop, of one burn backend type) and no GPU is named twice; the CPU may
     /// be (each peer is a thread).
     pub fn parse_list(devices: &str, compiled: &Compiled) -> Result<Vec<Device>, DeviceError> {
         let list = devices

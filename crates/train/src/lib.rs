@@ -22,6 +22,7 @@ pub mod export_st;
 pub mod files_corpus;
 pub mod fused_adam;
 pub mod hard_negatives;
+pub mod local_world;
 pub mod mixture;
 #[cfg(feature = "mpi")]
 pub mod mpi_world;

@@ -6,9 +6,10 @@
 //! every rank takes the same optimizer step (`crate::parallel` for the rule that makes the
 //! weights equal to the one-process run's).
 //!
-//! Why not burn-collective's global strategies: 0.21.0 hangs from the second operation
-//! (`src/global/node/sync.rs` clears a copy of the synced peers) and burn removed the crate
-//! on its main branch (2026-05-08); no release fixes it.
+//! Why not burn-collective's global strategies (burn's own collective operations across
+//! processes): 0.21.0 hangs from the second operation (`src/global/node/sync.rs` clears a
+//! copy of the synced peers) and burn removed the crate on its main branch (2026-05-08); no
+//! release fixes it. Within one process, `crate::local_world` sums the peers' buffers.
 //!
 //! MPI is initialised with `MPI_THREAD_FUNNELED`: only the thread that called [`init`]
 //! makes MPI calls, so the world lives in that thread's local storage (the handles are not
@@ -219,9 +220,10 @@ pub fn sum_f32(what: &str, values: &mut [f32]) -> Result<(), TrainError> {
     })
 }
 
-/// The element-wise sum of `values` over the ranks.
-pub fn sum_f64(values: &[f64]) -> Result<Vec<f64>, TrainError> {
-    with_world("all-reduce", 8 * values.len(), |c| {
+/// The element-wise sum of `values` over the ranks. `what` names the operation in a
+/// timeout's error.
+pub fn sum_f64(what: &str, values: &[f64]) -> Result<Vec<f64>, TrainError> {
+    with_world(what, 8 * values.len(), |c| {
         let mut out = vec![0.0; values.len()];
         c.all_reduce_into(values, &mut out[..], SystemOperation::sum());
         out

@@ -1,5 +1,6 @@
-//! Data-parallel training over several devices (`--device cpu,cpu`, `cuda:0,cuda:1`) with
-//! burn's own collective operations (burn-collective's `all_reduce`), not a transport of ours.
+//! Data-parallel training over several devices (`--device cpu,cpu`, `cuda:0,cuda:1`): one
+//! thread per device, whose gradients are summed through a host buffer each step
+//! (`crate::local_world`; across processes, `crate::mpi_world`).
 //!
 //! N peers, one thread each, each with its own copy of the model and optimizer state,
 //! initialised from the same seed (so equal). Each step, the batch the one-device run would
@@ -9,7 +10,9 @@
 //! `seq2seq_ce`), and its gradients; the gradients are summed over the peers, so every peer
 //! holds the gradient of the whole batch's mean loss, clips it like the one-device run and
 //! takes the same optimizer step: the weights stay equal on every peer and equal, within
-//! float rounding, to the one-device run's.
+//! float rounding, to the one-device run's. The sum is one host buffer per step
+//! ([`Peer::reduce_gradients`]: every present gradient copied to the host once, in visiting
+//! order), summed in rank order, so every peer holds the same bits.
 //!
 //! Losses with in-batch negatives (`ranking_softmax`, `translation_ranking`,
 //! `response_ranking`, `quick_thought`) rank against the whole batch: each peer gathers
@@ -22,18 +25,20 @@
 //! Joint tasks and inner loops are refused (their batches are not sharded yet).
 //!
 //! Only peer 0 logs, evaluates, writes `metrics.jsonl` and checkpoints. A peer that fails
-//! resets the collective, which turns every other peer's pending or next `all_reduce` into an
-//! error, so no peer stays blocked; the run then reports the failing peer's own error.
+//! stops the run's group, which turns every other peer's pending or next sum into an error,
+//! so no peer stays blocked; the run then reports the failing peer's own error.
 
+use crate::local_world::Group;
 use crate::TrainError;
 use burn::module::{AutodiffModule, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorData, TensorPrimitive};
-use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
+use burn::tensor::{Tensor, TensorData};
+use std::sync::Arc;
 
-/// One peer of a data-parallel run: its rank among `peers`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One peer of a data-parallel run: its rank among `peers`, and how it reaches the others.
+/// Cloning it is cheap (the group is shared).
+#[derive(Debug, Clone)]
 pub struct Peer {
     /// 0 for the peer that logs, evaluates and checkpoints.
     pub rank: usize,
@@ -44,10 +49,11 @@ pub struct Peer {
 }
 
 /// How the peers of a data-parallel run reach each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Transport {
-    /// Threads of one process, one per device: burn-collective's local all-reduce.
-    Local,
+    /// Threads of one process, one per device: the run's group (`crate::local_world`), one
+    /// sum of one host buffer per step.
+    Local(Arc<Group>),
     /// Processes of an MPI job, one per device (`crate::mpi_world`): one all-reduce of one
     /// host buffer per step.
     #[cfg(feature = "mpi")]
@@ -60,44 +66,28 @@ impl Peer {
         self.rank == 0
     }
 
-    fn id(&self) -> PeerId {
-        PeerId::from(self.rank as u32)
-    }
-
-    /// The element-wise sum over the peers of `values` (every peer passes as many).
-    pub fn sum<IB: Backend>(
-        &self,
-        values: &[f64],
-        device: &IB::Device,
-    ) -> Result<Vec<f64>, TrainError> {
-        #[cfg(feature = "mpi")]
-        if self.transport == Transport::Mpi {
-            return crate::mpi_world::sum_f64(values);
+    /// The element-wise sum over the peers of `values` (every peer passes as many, to the
+    /// same operation `what`, which names it in errors).
+    pub fn sum(&self, what: &str, values: &[f64]) -> Result<Vec<f64>, TrainError> {
+        match &self.transport {
+            Transport::Local(group) => group.sum_f64(self.rank, what, values.to_vec()),
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => crate::mpi_world::sum_f64(what, values),
         }
-        let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
-        let t = Tensor::<IB, 1>::from_data(TensorData::new(data, [values.len()]), device);
-        let t = self.all_reduce(t)?;
-        t.into_data()
-            .convert::<f64>()
-            .to_vec::<f64>()
-            .map_err(|e| collective(format!("reading a reduced tensor: {e:?}")))
     }
 
-    /// The sum over the peers of `tensor`.
-    pub fn all_reduce<IB: Backend, const D: usize>(
-        &self,
-        tensor: Tensor<IB, D>,
-    ) -> Result<Tensor<IB, D>, TrainError> {
-        let out = burn_collective::all_reduce::<IB>(
-            self.id(),
-            tensor.into_primitive().tensor(),
-            ReduceOperation::Sum,
-        )
-        .map_err(|e| TrainError::PeerStopped {
-            rank: self.rank,
-            detail: format!("{e:?}"),
-        })?;
-        Ok(Tensor::from_primitive(TensorPrimitive::Float(out)))
+    /// The element-wise sum over the peers of `buffer` (every peer passes as many, to the
+    /// same operation `what`).
+    fn sum_f32(&self, what: &str, buffer: Vec<f32>) -> Result<Vec<f32>, TrainError> {
+        match &self.transport {
+            Transport::Local(group) => group.sum_f32(self.rank, what, buffer),
+            #[cfg(feature = "mpi")]
+            Transport::Mpi => {
+                let mut buffer = buffer;
+                crate::mpi_world::sum_f32(what, &mut buffer)?;
+                Ok(buffer)
+            }
+        }
     }
 
     /// Every peer's rows of `local: [sizes[rank], d]`, stacked in rank order: `[Σ sizes, d]`
@@ -127,22 +117,18 @@ impl Peer {
             .map_err(|e| collective(format!("reading rows to gather: {e:?}")))?;
         let mut buffer = vec![0f32; total * d];
         buffer[start * d..(start + n) * d].copy_from_slice(&mine);
-        #[cfg(feature = "mpi")]
-        if self.transport == Transport::Mpi {
-            crate::mpi_world::sum_f32("gather of the batch's sentence vectors", &mut buffer)?;
-            return Ok(Tensor::from_data(
-                TensorData::new(buffer, [total, d]),
-                &device,
-            ));
-        }
-        let t = Tensor::<IB, 2>::from_data(TensorData::new(buffer, [total, d]), &device);
-        self.all_reduce(t)
+        let buffer = self.sum_f32("gather of the batch's sentence vectors", buffer)?;
+        Ok(Tensor::from_data(
+            TensorData::new(buffer, [total, d]),
+            &device,
+        ))
     }
 
     /// Sums `grads` (this peer's gradients of its weighted shard loss) over the peers, in
     /// place: afterwards every peer holds the whole batch's gradients. A parameter has a
     /// gradient afterwards if it had one on any peer (an absent one counts as zeros), as the
-    /// one-device run's backward pass would have given it one.
+    /// one-device run's backward pass would have given it one. Two collectives, whatever the
+    /// number of parameters: which parameters have a gradient, then one buffer of them all.
     pub fn reduce_gradients<B: AutodiffBackend, M: AutodiffModule<B>>(
         &self,
         module: &M,
@@ -155,21 +141,8 @@ impl Peer {
             _b: std::marker::PhantomData,
         };
         module.visit(&mut present);
-        let found = self.sum::<B::InnerBackend>(&present.found, device)?;
-        #[cfg(feature = "mpi")]
-        if self.transport == Transport::Mpi {
-            return reduce_in_one_buffer::<B, M>(module, grads, found, device);
-        }
-        let mut reduce = Reduce::<B> {
-            peer: *self,
-            grads,
-            present: found,
-            next: 0,
-            device,
-            error: None,
-        };
-        module.visit(&mut reduce);
-        reduce.error.map_or(Ok(()), Err)
+        let found = self.sum("which parameters have gradients", &present.found)?;
+        reduce_in_one_buffer::<B, M>(self, module, grads, found, device)
     }
 }
 
@@ -187,41 +160,13 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Present<'_, B> {
     }
 }
 
-/// All-reduces each parameter's gradient that some peer has, in visiting order (the same on
-/// every peer: the same module tree).
-struct Reduce<'a, B: AutodiffBackend> {
-    peer: Peer,
-    grads: &'a mut GradientsParams,
-    present: Vec<f64>,
-    next: usize,
-    device: &'a B::Device,
-    error: Option<TrainError>,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for Reduce<'_, B> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let i = self.next;
-        self.next += 1;
-        if self.error.is_some() || self.present.get(i).is_none_or(|&n| n == 0.0) {
-            return;
-        }
-        let g = self
-            .grads
-            .remove::<B::InnerBackend, D>(param.id)
-            .unwrap_or_else(|| Tensor::zeros(param.val().shape(), self.device));
-        match self.peer.all_reduce(g) {
-            Ok(sum) => self.grads.register(param.id, sum),
-            Err(e) => self.error = Some(e),
-        }
-    }
-}
-
-/// [`Peer::reduce_gradients`] across processes: every present gradient (zeros where this
-/// peer has none) is copied into one host buffer in visiting order, the buffer is summed
-/// over the ranks in one all-reduce, and the sums are registered back. One collective per
-/// step, whatever the number of parameters.
-#[cfg(feature = "mpi")]
+/// The body of [`Peer::reduce_gradients`]: every present gradient (zeros where this peer has
+/// none) is copied into one host buffer in visiting order (the same on every peer: the same
+/// module tree), the buffer is summed over the peers in one collective, and the sums are
+/// registered back. One collective per step, whatever the number of parameters; a GPU's
+/// gradients cross to the host and back once per step.
 fn reduce_in_one_buffer<B: AutodiffBackend, M: AutodiffModule<B>>(
+    peer: &Peer,
     module: &M,
     grads: &mut GradientsParams,
     present: Vec<f64>,
@@ -239,8 +184,7 @@ fn reduce_in_one_buffer<B: AutodiffBackend, M: AutodiffModule<B>>(
     if let Some(e) = gather.error {
         return Err(e);
     }
-    let mut buffer = gather.buffer;
-    crate::mpi_world::sum_f32("all-reduce of the gradients", &mut buffer)?;
+    let buffer = peer.sum_f32("all-reduce of the gradients", gather.buffer)?;
     let mut scatter = Unflatten::<B> {
         grads,
         present: &present,
@@ -254,7 +198,6 @@ fn reduce_in_one_buffer<B: AutodiffBackend, M: AutodiffModule<B>>(
 }
 
 /// Moves each present gradient, in visiting order, into one `f32` buffer.
-#[cfg(feature = "mpi")]
 struct Flatten<'a, B: AutodiffBackend> {
     grads: &'a mut GradientsParams,
     present: &'a [f64],
@@ -264,7 +207,6 @@ struct Flatten<'a, B: AutodiffBackend> {
     error: Option<TrainError>,
 }
 
-#[cfg(feature = "mpi")]
 impl<B: AutodiffBackend> ModuleVisitor<B> for Flatten<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         let i = self.next;
@@ -284,7 +226,6 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Flatten<'_, B> {
 }
 
 /// Registers each present gradient back from the summed buffer, in visiting order.
-#[cfg(feature = "mpi")]
 struct Unflatten<'a, B: AutodiffBackend> {
     grads: &'a mut GradientsParams,
     present: &'a [f64],
@@ -294,7 +235,6 @@ struct Unflatten<'a, B: AutodiffBackend> {
     offset: usize,
 }
 
-#[cfg(feature = "mpi")]
 impl<B: AutodiffBackend> ModuleVisitor<B> for Unflatten<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         let i = self.next;
@@ -397,65 +337,48 @@ pub fn train<B: AutodiffBackend, T: Send>(
     devices: &[B::Device],
     lead: impl FnOnce(Peer) -> Result<T, TrainError>,
     follow: impl Fn(Peer) -> Result<T, TrainError> + Sync,
-) -> Result<T, TrainError>
-where
-    B::Device: Sync,
-{
+) -> Result<T, TrainError> {
     check_plan(plan)?;
     let peers = devices.len();
     harness_core::note!(
         "data-parallel on {peers} devices: each step's batch is split by examples; \
          ranking losses rank against the whole batch's vectors, gathered from every device"
     );
-    let config = CollectiveConfig::default().with_num_devices(peers);
-    together::<B::InnerBackend, _>(devices, config, lead, follow)
+    together(peers, lead, follow)
 }
 
-/// Runs one peer per device: `lead` as peer 0 on this thread (its closure need not be
-/// `Send`: the evaluation's), `follow` as each other peer on a thread of its own. Every
-/// peer registers with the collective before it runs (so that no peer waits for one that
-/// failed before registering); one that fails or panics resets the collective, which turns
-/// the other peers' pending and next all-reduces into errors instead of waits. The result
-/// is peer 0's, or the first error that is not another peer's having stopped (the cause).
-fn together<IB: Backend, T: Send>(
-    devices: &[IB::Device],
-    config: CollectiveConfig,
+/// Runs `peers` peers sharing one new [`Group`]: `lead` as peer 0 on this thread (its
+/// closure need not be `Send`: the evaluation's), `follow` as each other peer on a thread of
+/// its own. One that fails or panics stops the group, which turns the other peers' pending
+/// and next sums into errors instead of waits. The result is peer 0's, or the first error
+/// that is not another peer's having stopped (the cause).
+fn together<T: Send>(
+    peers: usize,
     lead: impl FnOnce(Peer) -> Result<T, TrainError>,
     follow: impl Fn(Peer) -> Result<T, TrainError> + Sync,
-) -> Result<T, TrainError>
-where
-    IB::Device: Sync,
-{
-    let peers = devices.len();
-    // Forget peers a previous run in this process may have left registered.
-    burn_collective::reset_collective::<IB>();
+) -> Result<T, TrainError> {
+    let group = Arc::new(Group::new(peers));
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (1..peers)
             .map(|rank| {
-                let (config, device, follow) = (config.clone(), &devices[rank], &follow);
-                let peer = Peer {
-                    rank,
-                    peers,
-                    transport: Transport::Local,
-                };
+                let (group, follow) = (&group, &follow);
                 std::thread::Builder::new()
                     .name(format!("peer-{rank}"))
-                    .spawn_scoped(s, move || {
-                        run_peer::<IB, T>(device, peer, config, || follow(peer))
-                    })
+                    .spawn_scoped(s, move || run_peer(group, rank, follow))
             })
             .collect();
-        let peer = Peer {
-            rank: 0,
-            peers,
-            transport: Transport::Local,
-        };
-        let mut all = vec![run_peer::<IB, T>(&devices[0], peer, config, || lead(peer))];
-        for h in handles {
+        for (rank, h) in (1..).zip(&handles) {
+            if let Err(e) = h {
+                // The others must not wait for a peer that never started.
+                group.stop(rank, format!("could not start: {e}"));
+            }
+        }
+        let mut all = vec![run_peer(&group, 0, lead)];
+        for (rank, h) in (1..).zip(handles) {
             all.push(match h {
                 Ok(h) => h.join().unwrap_or_else(|p| {
                     Err(TrainError::PeerStopped {
-                        rank: 0,
+                        rank,
                         detail: harness_core::device::panic_message(&*p),
                     })
                 }),
@@ -480,37 +403,33 @@ where
     }
 }
 
-/// One peer: registers with the collective, runs `body`, and on an error or panic resets
-/// the collective so that the other peers' all-reduces fail instead of waiting for it.
-fn run_peer<IB: Backend, T>(
-    device: &IB::Device,
-    peer: Peer,
-    config: CollectiveConfig,
-    body: impl FnOnce() -> Result<T, TrainError>,
+/// Peer `rank` of `group`: runs `body`, then stops the group, so that no other peer waits
+/// for it: after an error or a panic (the others' pending and next sums fail with its
+/// reason), and after it finished (a peer whose schedule went on would wait forever; in a
+/// run whose peers agree, all have passed their last sum by then).
+fn run_peer<T>(
+    group: &Arc<Group>,
+    rank: usize,
+    body: impl FnOnce(Peer) -> Result<T, TrainError>,
 ) -> Result<T, TrainError> {
-    burn_collective::register::<IB>(peer.id(), device.clone(), config).map_err(|e| {
-        TrainError::PeerStopped {
-            rank: peer.rank,
-            detail: format!("registering with the collective: {e:?}"),
-        }
-    })?;
-    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+    let peer = Peer {
+        rank,
+        peers: group.peers(),
+        transport: Transport::Local(Arc::clone(group)),
+    };
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(peer))) {
         Ok(r) => r,
         Err(p) => Err(TrainError::DeviceFailed {
             step: 0,
             detail: format!(
-                "peer {} panicked: {}",
-                peer.rank,
+                "peer {rank} panicked: {}",
                 harness_core::device::panic_message(&*p)
             ),
         }),
     };
     match &result {
-        Ok(_) => {
-            let _ = burn_collective::finish_collective::<IB>(peer.id());
-        }
-        Err(TrainError::PeerStopped { .. }) => {}
-        Err(_) => burn_collective::reset_collective::<IB>(),
+        Ok(_) => group.stop(rank, "finished its training"),
+        Err(e) => group.stop(rank, format!("failed: {e}")),
     }
     result
 }
@@ -518,9 +437,6 @@ fn run_peer<IB: Backend, T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// burn-collective is one per process: tests that use it take turns.
-    static COLLECTIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     #[test]
     fn shards_cover_the_batch_in_order() {
@@ -549,7 +465,6 @@ mod tests {
     /// on every peer.
     #[test]
     fn gathered_rows_stack_every_peers_shard_in_rank_order() {
-        let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
         type Cpu = burn::backend::NdArray<f32>;
         let sizes = [1usize, 2, 2];
         let rows = |rank: usize| -> Vec<f32> {
@@ -568,9 +483,7 @@ mod tests {
             assert_eq!(all.dims(), [5, 2]);
             Ok(all.into_data().to_vec::<f32>().unwrap())
         };
-        let devices = vec![Default::default(); 3];
-        let config = CollectiveConfig::default().with_num_devices(3);
-        let got = together::<Cpu, Vec<f32>>(&devices, config, gather, |peer| {
+        let got = together::<Vec<f32>>(3, gather, |peer| {
             let mine = gather(peer)?;
             assert_eq!(mine, (0..3).flat_map(rows).collect::<Vec<f32>>());
             Ok(mine)
@@ -579,24 +492,86 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// A peer that fails stops the others (their all-reduces error instead of waiting for
-    /// it), and the run reports the failing peer's own error.
+    /// Gradients summed over 3 peers in one buffer are the rank-order sum of theirs, the
+    /// same bits on every peer; a parameter without a gradient on one peer (rank 2's bias)
+    /// counts as zeros there and has one afterwards on every peer.
+    #[test]
+    fn gradients_sum_over_the_peers_in_one_buffer() {
+        use burn::backend::{Autodiff, NdArray};
+        use burn::nn::{Initializer, Linear, LinearConfig};
+        type Inner = NdArray<f32>;
+        type B = Autodiff<Inner>;
+        // The same model on every peer: constant weights, no random state to share.
+        let model = || {
+            LinearConfig::new(4, 3)
+                .with_initializer(Initializer::Constant { value: 0.1 })
+                .init::<B>(&Default::default())
+        };
+        let grads_of = |m: &Linear<B>, rank: usize| {
+            let x: Vec<f32> = (0..20)
+                .map(|i| ((i as f32) * 0.7 + rank as f32 * 3.1).sin() * 1e3)
+                .collect();
+            let x = Tensor::<B, 2>::from_data(TensorData::new(x, [5, 4]), &Default::default());
+            let mut g =
+                GradientsParams::from_grads(m.forward(x).powi_scalar(2).mean().backward(), m);
+            if rank == 2 {
+                g.remove::<Inner, 1>(m.bias.as_ref().unwrap().id);
+            }
+            g
+        };
+        let read = |m: &Linear<B>, g: &GradientsParams| -> [Vec<f32>; 2] {
+            let w = g.get::<Inner, 2>(m.weight.id).unwrap();
+            let b = g.get::<Inner, 1>(m.bias.as_ref().unwrap().id).unwrap();
+            [
+                w.into_data().to_vec().unwrap(),
+                b.into_data().to_vec().unwrap(),
+            ]
+        };
+        let m = model();
+        let each: Vec<[Vec<f32>; 2]> = (0..3)
+            .map(|rank| {
+                let g = grads_of(&m, rank);
+                let w = g
+                    .get::<Inner, 2>(m.weight.id)
+                    .unwrap()
+                    .into_data()
+                    .to_vec()
+                    .unwrap();
+                let b = g
+                    .get::<Inner, 1>(m.bias.as_ref().unwrap().id)
+                    .map_or(vec![0.0; 3], |b| b.into_data().to_vec().unwrap());
+                [w, b]
+            })
+            .collect();
+        let want: [Vec<u32>; 2] = [0, 1].map(|k| {
+            (0..each[0][k].len())
+                .map(|i| ((each[0][k][i] + each[1][k][i]) + each[2][k][i]).to_bits())
+                .collect()
+        });
+        let body = |peer: Peer| -> Result<usize, TrainError> {
+            let m = model();
+            let mut g = grads_of(&m, peer.rank);
+            peer.reduce_gradients::<B, Linear<B>>(&m, &mut g, &Default::default())?;
+            let got = read(&m, &g).map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            assert!(got == want, "peer {}: not the rank-order sum", peer.rank);
+            Ok(peer.rank)
+        };
+        assert_eq!(together(3, body, body).unwrap(), 0);
+    }
+
+    /// A peer that fails stops the others (their sums error instead of waiting for it), and
+    /// the run reports the failing peer's own error.
     #[test]
     fn a_failing_peer_stops_the_others_with_its_own_error() {
-        let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
-        type Cpu = burn::backend::NdArray<f32>;
         let (done, wait) = std::sync::mpsc::channel();
         // On a thread, so that a hang fails the test instead of blocking it.
         std::thread::spawn(move || {
-            let devices = vec![Default::default(); 3];
-            let config = CollectiveConfig::default().with_num_devices(3);
-            let result = together::<Cpu, usize>(
-                &devices,
-                config,
+            let result = together::<usize>(
+                3,
                 |peer| {
                     // Peer 0 keeps summing, as a training loop would, until a sum fails.
                     for round in 0..1000 {
-                        peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                        peer.sum("test sum", &[1.0])?;
                         std::thread::sleep(std::time::Duration::from_millis(1 + round % 2));
                     }
                     Ok(1000)
@@ -605,7 +580,7 @@ mod tests {
                     if peer.rank == 2 {
                         // Peer 2 joins a few sums, then diverges.
                         for _ in 0..3 {
-                            peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                            peer.sum("test sum", &[1.0])?;
                         }
                         return Err(TrainError::Diverged {
                             step: 4,
@@ -615,7 +590,7 @@ mod tests {
                     }
                     let mut sums = 0;
                     loop {
-                        peer.sum::<Cpu>(&[1.0], &Default::default())?;
+                        peer.sum("test sum", &[1.0])?;
                         sums += 1;
                         if sums > 1000 {
                             return Ok(sums);

@@ -148,7 +148,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
 
     /// The indices of the whole batch: every peer's shard (this step's own when alone).
     fn whole_index(&self) -> &'a [u32] {
-        self.whole.map_or(self.index, |(_, w)| w)
+        self.whole.as_ref().map_or(self.index, |(_, w)| *w)
     }
 
     /// Whether a loss of this step ranked against the whole batch ([`Self::gather`]).
@@ -192,7 +192,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         &mut self,
         parts: [Tensor<B, 2>; N],
     ) -> Result<[Tensor<B, 2>; N], TrainError> {
-        let Some((peer, whole)) = self.whole else {
+        let Some((peer, whole)) = self.whole.clone() else {
             return Ok(parts);
         };
         let sizes: Vec<usize> = (0..peer.peers)

@@ -335,7 +335,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         opts: &Options<'_, B>,
         peer: Option<Peer>,
     ) -> Result<Self, TrainError> {
-        let leads = peer.is_none_or(|p| p.leads());
+        let leads = peer.as_ref().is_none_or(|p| p.leads());
         let recipe = &plan.recipe;
         let spec = recipe.optimizer.clone().ok_or_else(|| {
             TrainError::recipe(
@@ -460,13 +460,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             &mut noise,
             device,
         );
-        if let Some(p) = self.peer {
-            ctx = ctx.with_peer(p, whole);
+        if let Some(p) = &self.peer {
+            ctx = ctx.with_peer(p.clone(), whole);
         }
         for (j, b, _) in &own {
             ctx = ctx.with_own(*j, &plan.tasks[*j], b.parts());
         }
-        let loss = self.weighted_loss(&mut ctx, t, device)?;
+        let loss = self.weighted_loss(&mut ctx, t)?;
         let tokens = ctx.tokens();
         let deferred = ctx.take_deferred();
         let mut pass = self.backward(&loss, tokens, ctx.gathered(), step, t, device)?;
@@ -534,22 +534,17 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
 
     /// The loss of a step of task `t` (with its joint tasks'); on a data-parallel peer,
     /// weighted by the shard's share of the batch.
-    fn weighted_loss(
-        &self,
-        ctx: &mut Step<'_, B>,
-        t: usize,
-        device: &B::Device,
-    ) -> Result<Tensor<B, 1>, TrainError> {
+    fn weighted_loss(&self, ctx: &mut Step<'_, B>, t: usize) -> Result<Tensor<B, 1>, TrainError> {
         let loss = step_loss(ctx, self.plan, &self.losses, t)?;
         // Data-parallel: the shard's loss weighted by its share of the batch's count, so
         // that the gradients summed over the peers are the whole batch's.
-        Ok(match self.peer {
+        Ok(match &self.peer {
             // A loss that gathered the whole batch is the whole batch's already.
             Some(_) if ctx.gathered() => loss,
             None => loss,
             Some(p) => {
                 let count = self.losses[t].averaged_over(ctx)?;
-                let total = p.sum::<B::InnerBackend>(&[count], device)?[0];
+                let total = p.sum("the batch's count", &[count])?[0];
                 loss * shard_weight(count, total)
             }
         })
@@ -576,7 +571,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         } else {
             host_scalar(loss.clone())
         };
-        let grads = match self.peer {
+        let grads = match &self.peer {
             None => {
                 if !device_side && !value.is_finite() {
                     return Err(TrainError::Diverged {
@@ -592,7 +587,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 // is not finite makes it so on every peer, which all stop alike.
                 // (Every peer's gathered loss is the whole batch's: the first peer's counts.)
                 let mine = if gathered && !p.leads() { 0.0 } else { value };
-                let sums = p.sum::<B::InnerBackend>(&[mine, tokens as f64], device)?;
+                let sums = p.sum("the batch's loss and tokens", &[mine, tokens as f64])?;
                 (value, tokens) = (sums[0], sums[1].round() as usize);
                 if !value.is_finite() {
                     return Err(TrainError::Diverged {
@@ -711,7 +706,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         task: &str,
         step: u64,
     ) -> Result<&'b [u32], TrainError> {
-        match self.peer {
+        match &self.peer {
             None => Ok(index),
             Some(p) if index.len() < p.peers => Err(TrainError::recipe(
                 "train.batch_tokens",
@@ -1038,14 +1033,11 @@ fn open_metrics(path: &Path, step: u64) -> Result<std::fs::File, TrainError> {
 
 /// Whether training stops here for Ctrl-C. Data-parallel peers stop together: each sees
 /// Ctrl-C at its own moment, so they agree on it (a sum over the peers) before the step.
-fn interrupted<B: AutodiffBackend>(
-    peer: Option<Peer>,
-    device: &B::Device,
-) -> Result<bool, TrainError> {
+fn interrupted(peer: Option<&Peer>) -> Result<bool, TrainError> {
     let interrupted = harness_core::signal::interrupted();
     Ok(match peer {
         None => interrupted,
-        Some(p) => p.sum::<B::InnerBackend>(&[f64::from(u8::from(interrupted))], device)?[0] > 0.0,
+        Some(p) => p.sum("Ctrl-C", &[f64::from(u8::from(interrupted))])?[0] > 0.0,
     })
 }
 
@@ -1090,7 +1082,7 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         if opts.stop_after.is_some_and(|s| l.state.step >= s) {
             break;
         }
-        if interrupted::<B>(peer, device)? {
+        if interrupted(l.peer.as_ref())? {
             harness_core::note!("interrupted: saving a checkpoint at step {}", l.state.step);
             l.checkpoint()?;
             l.session.interrupted = true;
