@@ -11,7 +11,7 @@ use crate::encoder::SentenceEncoder;
 use crate::heads::Mlp;
 use crate::system::{LegacySystem, System, SystemConfig};
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Recorder};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use harness_data::tokenize::{TextTokenizer, Tokens};
@@ -263,7 +263,7 @@ pub fn run_files(dir: &Path) -> Result<RunFiles, EncodeError> {
     let recipe_path = dir.join("recipe.resolved.yaml");
     let text =
         std::fs::read_to_string(&recipe_path).map_err(|e| EncodeError::io(&recipe_path, e))?;
-    let recipe: Recipe = serde_yaml::from_str(&text).map_err(|e| {
+    let recipe: Recipe = harness_recipe::parse_resolved(&text).map_err(|e| {
         EncodeError::format(
             recipe_path.clone(),
             format!("not a resolved recipe ({e})"),
@@ -379,19 +379,32 @@ pub fn load_weights<B: Backend>(
     weights: &Path,
     device: &B::Device,
 ) -> Result<System<B>, EncodeError> {
-    let recorder = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
-    let fresh = model.clone();
-    let error = match model.load_file(weights.to_path_buf(), &recorder, device) {
-        Ok(m) => return Ok(m),
+    // Read whole and decoded from memory, as the per-language encoders are
+    // (`best_encoders`): MessagePack's decoder is compiled once per record type and reader
+    // type, and a second reader type (a file's) doubled the decoder's machine code, a fifth
+    // of this crate's.
+    let file = weights.with_extension("mpk");
+    let bytes = std::fs::read(&file).map_err(|e| {
+        EncodeError::format(
+            file.clone(),
+            format!("cannot read the weights ({e})"),
+            "delete this checkpoint; the previous one is used instead",
+        )
+    })?;
+    let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::new();
+    // A second copy of the bytes only for a model an older layout could have saved.
+    let legacy = LegacySystem::from_system(model.clone()).map(|l| (l, bytes.clone()));
+    let error = match recorder.load(bytes, device) {
+        Ok(record) => return Ok(model.load_record(record)),
         Err(e) => e,
     };
-    if let Some(legacy) = LegacySystem::from_system(fresh) {
-        if let Ok(l) = legacy.load_file(weights.to_path_buf(), &recorder, device) {
-            return Ok(l.into_system());
+    if let Some((legacy, bytes)) = legacy {
+        if let Ok(record) = recorder.load(bytes, device) {
+            return Ok(legacy.load_record(record).into_system());
         }
     }
     Err(EncodeError::format(
-        weights.with_extension("mpk"),
+        file,
         format!("cannot load the weights ({error})"),
         "delete this checkpoint; the previous one is used instead",
     ))
@@ -517,7 +530,7 @@ mod tests {
         legacy
             .save_file(
                 path.clone(),
-                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+                &burn::record::NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
             )
             .unwrap();
         let loaded = load_weights(cfg.init::<B>(9, &dev), &path, &dev).unwrap();
@@ -529,7 +542,7 @@ mod tests {
             .clone()
             .save_file(
                 path.clone(),
-                &NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
+                &burn::record::NamedMpkFileRecorder::<FullPrecisionSettings>::new(),
             )
             .unwrap();
         let again = load_weights(cfg.init::<B>(9, &dev), &path, &dev).unwrap();

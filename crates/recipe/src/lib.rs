@@ -63,6 +63,15 @@ impl Resolved {
     }
 }
 
+/// Parses a resolved recipe (`recipe.resolved.yaml`, as [`Resolved::to_yaml`] wrote it).
+///
+/// Here rather than at each reader: `serde_yaml::from_str::<Recipe>` is generic, and every
+/// crate that called it compiled its own copy of the recipe's whole deserializer (about a
+/// twentieth of harness-model's machine code).
+pub fn parse_resolved(text: &str) -> Result<Recipe, serde_yaml::Error> {
+    serde_yaml::from_str(text)
+}
+
 /// Loads, resolves and checks a recipe against `known` names. On failure the error holds
 /// every problem found, each with its file, key path and (where the text has it) line.
 pub fn load_with(path: &Path, opts: &LoadOptions, known: &Known) -> Result<Resolved, RecipeError> {

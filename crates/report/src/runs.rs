@@ -264,7 +264,7 @@ fn read_json(path: &Path) -> Result<Option<Value>, ReportError> {
 /// sha256 fingerprint of a resolved recipe file, as `harness validate --resolved` prints.
 fn resolved_fingerprint(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let recipe: harness_recipe::Recipe = serde_yaml::from_str(&text).ok()?;
+    let recipe = harness_recipe::parse_resolved(&text).ok()?;
     Some(harness_recipe::fingerprint::fingerprint(&recipe).0)
 }
 

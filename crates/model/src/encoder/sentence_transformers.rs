@@ -510,7 +510,10 @@ fn open_tokenizer(path: &Path, max_seq_length: usize) -> Result<Tokenizer, Model
         path: path.to_path_buf(),
         detail,
     };
-    let mut tokenizer = Tokenizer::from_file(path).map_err(|e| fail(e.to_string()))?;
+    // `from_str`, not the generic `from_file`: that one compiled tokenizers' whole JSON
+    // deserializer into this crate again (a fourteenth of its machine code).
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let mut tokenizer: Tokenizer = text.parse().map_err(|e| fail(format!("{e}")))?;
     tokenizer.with_padding(None);
     tokenizer
         .with_truncation(Some(TruncationParams {
