@@ -1,11 +1,16 @@
-//! Opening a user's file for reading line by line, decompressing gzip (`.gz`), xz (`.xz`)
-//! and zstd (`.zst`, `.zstd`) on the fly. The extension says which; the first bytes must
-//! agree, so that a mislabelled file is an error naming it rather than a page of bad lines.
+//! Opening a user's file for reading line by line, decompressing gzip (`.gz`, flate2), xz
+//! (`.xz`, liblzma) and zstd (`.zst`, `.zstd`, the pure-Rust ruzstd through `ZstdFrames`)
+//! on the fly. The extension says which; the first bytes must agree, so that a mislabelled
+//! file is an error naming it rather than a page of bad lines. Every member, stream or frame
+//! of a file is read (`cat a.gz b.gz`, `pigz`, `pxz`, `pzstd` output), as `zcat`, `xzcat`
+//! and `zstdcat` do; damaged or cut-short data is an error, never a short read.
 
 use super::UserCorpusError;
+use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,13 +58,23 @@ impl Compression {
         }
     }
 
-    /// The compression whose magic bytes `head` starts with, if any.
+    /// The compression whose magic bytes `head` starts with, if any. A zstd file may also
+    /// start with a skippable frame (`pzstd` output does).
     fn sniff(head: &[u8]) -> Compression {
+        if is_zstd_skippable_frame(head) {
+            return Compression::Zstd;
+        }
         [Compression::Gzip, Compression::Xz, Compression::Zstd]
             .into_iter()
             .find(|c| head.starts_with(c.magic()))
             .unwrap_or(Compression::None)
     }
+}
+
+/// Whether `head` starts with the magic number of a zstd skippable frame, 0x184D2A50 to
+/// 0x184D2A5F little-endian.
+fn is_zstd_skippable_frame(head: &[u8]) -> bool {
+    matches!(head, [low, 0x2a, 0x4d, 0x18, ..] if low & 0xf0 == 0x50)
 }
 
 /// A file name without its compression extension (`a.de-en.de.gz` → `a.de-en.de`).
@@ -182,14 +197,19 @@ impl<'a> Lines<'a> {
             // decompress to the concatenation, as `zcat` and `xzcat` do.
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(raw)),
             Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(raw)),
-            // Reads every frame of the file, as `zstdcat` does.
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw).map_err(|e| {
-                UserCorpusError::Decompress {
-                    path: path.to_path_buf(),
-                    detail: format!("cannot start the zstd decoder: {e}"),
-                    fix: "check that the file is a zstd file (`zstd -t FILE`)".into(),
+            // Every frame of the file, as `zstdcat` reads it. The first frame's header is read
+            // here, so that data that only starts like zstd fails now, saying so.
+            Compression::Zstd => match ZstdFrames::new(BufReader::with_capacity(BUFFER, raw)) {
+                Ok(frames) => Box::new(frames),
+                Err(e) if os_failed.get() => return Err(io(e)),
+                Err(e) => {
+                    return Err(UserCorpusError::Decompress {
+                        path: path.to_path_buf(),
+                        detail: format!("cannot start the zstd decoder: {e}"),
+                        fix: "check that the file is a zstd file (`zstd -t FILE`)".into(),
+                    })
                 }
-            })?),
+            },
         };
         Ok(Lines {
             path: path.to_path_buf(),
@@ -262,6 +282,132 @@ impl<'a> Lines<'a> {
             ),
         }
     }
+}
+
+/// Every frame of a zstd stream, one after the other, as one `Read`: what `zstdcat` reads.
+/// Written here because ruzstd has no such reader (its `StreamingDecoder` stops after the
+/// first frame). Skippable frames are skipped; each frame's content checksum, when the frame
+/// has one, is compared with the content decoded (ruzstd computes it but does not compare);
+/// the data may end only where a frame ends. Every failure is an error (`UnexpectedEof`
+/// where the data ends early, `InvalidData` for damage, or the source's own), so that a
+/// damaged or cut-short file never reads as a short one.
+struct ZstdFrames<R: BufRead> {
+    source: R,
+    decoder: FrameDecoder,
+    /// Whether a frame has been started and not yet read to its end.
+    in_frame: bool,
+}
+
+impl<R: BufRead> ZstdFrames<R> {
+    /// Starts the first frame (after any skippable ones).
+    fn new(source: R) -> io::Result<Self> {
+        let mut frames = ZstdFrames {
+            source,
+            decoder: FrameDecoder::new(),
+            in_frame: false,
+        };
+        frames.next_frame()?;
+        Ok(frames)
+    }
+
+    /// Starts the next frame, skipping skippable frames; false at the end of the data.
+    fn next_frame(&mut self) -> io::Result<bool> {
+        loop {
+            if self.source.fill_buf()?.is_empty() {
+                return Ok(false);
+            }
+            // A fresh decoder for each frame: ruzstd checks a window size against its 100 MiB
+            // limit only when a decoder is reused, and `zstd --long` writes 128 MiB windows
+            // (the C decoder's default limit), which a first frame gets through; every frame
+            // is read alike this way. The decoder's buffers grow with the data, not the header.
+            self.decoder = FrameDecoder::new();
+            match self.decoder.init(&mut self.source) {
+                Ok(()) => {
+                    self.in_frame = true;
+                    return Ok(true);
+                }
+                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                    length,
+                    ..
+                })) => {
+                    let length = u64::from(length);
+                    let skipped = io::copy(&mut (&mut self.source).take(length), &mut io::sink())?;
+                    if skipped < length {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the data ends inside a skippable zstd frame",
+                        ));
+                    }
+                }
+                Err(e) => return Err(invalid_zstd(e)),
+            }
+        }
+    }
+
+    /// At the end of a frame's content: its checksum, if it has one, must match.
+    fn check_frame(&self) -> io::Result<()> {
+        let Some(stored) = self.decoder.get_checksum_from_data() else {
+            return Ok(());
+        };
+        match self.decoder.get_calculated_checksum() {
+            Some(computed) if computed == stored => Ok(()),
+            computed => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a frame's content checksum does not match: {stored:08x} stored, {} computed",
+                    computed.map_or("none".to_string(), |c| format!("{c:08x}"))
+                ),
+            )),
+        }
+    }
+}
+
+impl<R: BufRead> Read for ZstdFrames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if !self.in_frame && !self.next_frame()? {
+                return Ok(0);
+            }
+            // Decodes blocks until `buf` can be filled or the frame ends (the decoder keeps a
+            // window of the output back until then), as ruzstd's `StreamingDecoder` does.
+            let decoder = &mut self.decoder;
+            while decoder.can_collect() < buf.len() && !decoder.is_finished() {
+                let wanted = buf.len() - decoder.can_collect();
+                decoder
+                    .decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(wanted))
+                    .map_err(invalid_zstd)?;
+            }
+            let n = decoder.read(buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // Nothing left to collect: the frame is decoded (checksum included) and drained.
+            debug_assert!(decoder.is_finished());
+            self.check_frame()?;
+            self.in_frame = false;
+        }
+    }
+}
+
+/// ruzstd's error as an `io::Error`: the data ending early says so in words (ruzstd's own
+/// message for it is a debug dump of a nested `UnexpectedEof`).
+fn invalid_zstd(e: FrameDecoderError) -> io::Error {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<io::Error>()
+            .is_some_and(|c| c.kind() == io::ErrorKind::UnexpectedEof)
+        {
+            return io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the data ends inside a zstd frame",
+            );
+        }
+        cause = c.source();
+    }
+    io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
 /// Reads up to `head.len()` bytes (fewer only at the end of the file).
@@ -342,6 +488,117 @@ mod tests {
                 pair("Danke", "Thanks", "de", "en")
             ]
         );
+    }
+
+    #[test]
+    fn concatenated_zstd_frames_read_as_one_corpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.zst", "\u{feff}Hallo\tHello\n".as_bytes());
+        let b = write(dir.path(), "b.zst", b"Danke\tThanks");
+        let mut both = std::fs::read(&a).unwrap();
+        both.extend(std::fs::read(&b).unwrap());
+        let f = dir.path().join("x.de-en.tsv.zst");
+        std::fs::write(&f, both).unwrap();
+        assert_eq!(
+            records(&corpus(CorpusFormat::Tsv), &[f]),
+            [
+                pair("Hallo", "Hello", "de", "en"),
+                pair("Danke", "Thanks", "de", "en")
+            ]
+        );
+    }
+
+    /// A zstd skippable frame: a magic number from 0x184D2A50 to 0x184D2A5F, the length of
+    /// its content (little-endian), the content.
+    fn skippable_frame(magic: u32, content: &[u8]) -> Vec<u8> {
+        let mut frame = magic.to_le_bytes().to_vec();
+        frame.extend((content.len() as u32).to_le_bytes());
+        frame.extend(content);
+        frame
+    }
+
+    /// `pzstd` writes a skippable frame before each frame; the file may start with one.
+    #[test]
+    fn skippable_zstd_frames_before_and_between_frames_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.zst", b"Hallo\tHello\n");
+        let b = write(dir.path(), "b.zst", b"Danke\tThanks\n");
+        let mut file = skippable_frame(0x184D_2A50, &[0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3]);
+        file.extend(std::fs::read(&a).unwrap());
+        file.extend(skippable_frame(0x184D_2A5F, b""));
+        file.extend(skippable_frame(0x184D_2A57, &[0xff; 300]));
+        file.extend(std::fs::read(&b).unwrap());
+        file.extend(skippable_frame(0x184D_2A5A, b"trailing"));
+        let f = dir.path().join("x.de-en.tsv.zst");
+        std::fs::write(&f, &file).unwrap();
+        let c = corpus(CorpusFormat::Tsv);
+        assert_eq!(
+            records(&c, std::slice::from_ref(&f)),
+            [
+                pair("Hallo", "Hello", "de", "en"),
+                pair("Danke", "Thanks", "de", "en")
+            ]
+        );
+
+        // A skippable frame cut short is damage, not the end of the file.
+        std::fs::write(&f, &file[..file.len() - 3]).unwrap();
+        let msg = error(&c, &[f]);
+        assert!(
+            msg.contains("zstd data is damaged or cut short after line 2"),
+            "{msg}"
+        );
+        assert!(msg.contains("ends inside a skippable zstd frame"), "{msg}");
+    }
+
+    /// Raw (stored) blocks decode whatever bytes they hold: a changed byte in one is found
+    /// only by the frame's content checksum, which must fail the read.
+    #[test]
+    fn a_changed_byte_in_a_checksummed_zstd_frame_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (text, _) = many_lines();
+        let mut bytes = ruzstd::encoding::compress_to_vec(
+            text.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Uncompressed,
+        );
+        // The frame header's descriptor says the frame ends in a content checksum.
+        assert_ne!(bytes[4] & 0x04, 0, "no checksum");
+        let middle = bytes.len() / 2;
+        assert!(bytes[middle].is_ascii_alphanumeric());
+        bytes[middle] ^= 0x01;
+        let f = dir.path().join("flipped.de-en.tsv.zst");
+        std::fs::write(&f, &bytes).unwrap();
+        let msg = error(&corpus(CorpusFormat::Tsv), &[f]);
+        assert!(
+            msg.contains("flipped.de-en.tsv.zst: the zstd data is damaged or cut short"),
+            "{msg}"
+        );
+        assert!(msg.contains("checksum does not match"), "{msg}");
+
+        // The same bytes compressed: the change is an error, whichever check finds it.
+        let mut bytes = ruzstd::encoding::compress_to_vec(
+            text.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x10;
+        let f = dir.path().join("flipped2.de-en.tsv.zst");
+        std::fs::write(&f, &bytes).unwrap();
+        let msg = error(&corpus(CorpusFormat::Tsv), &[f]);
+        assert!(msg.contains("zstd data is damaged or cut short"), "{msg}");
+    }
+
+    #[test]
+    fn a_file_that_only_starts_like_zstd_cannot_start_the_decoder() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("magic.de-en.tsv.zst");
+        std::fs::write(&f, [0x28, 0xb5, 0x2f, 0xfd]).unwrap();
+        let msg = error(&corpus(CorpusFormat::Tsv), &[f]);
+        assert!(
+            msg.contains("magic.de-en.tsv.zst: cannot start the zstd decoder"),
+            "{msg}"
+        );
+        assert!(msg.contains("the data ends inside a zstd frame"), "{msg}");
+        assert!(msg.contains("zstd -t FILE"), "{msg}");
     }
 
     /// Cuts a compressed file in the middle: the read must end in an error naming the file

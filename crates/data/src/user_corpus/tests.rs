@@ -35,7 +35,9 @@ pub(super) fn write(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
             e.write_all(text).unwrap();
             e.finish().unwrap()
         }
-        open::Compression::Zstd => zstd::stream::encode_all(text, 3).unwrap(),
+        open::Compression::Zstd => {
+            ruzstd::encoding::compress_to_vec(text, ruzstd::encoding::CompressionLevel::Fastest)
+        }
     };
     std::fs::write(&path, bytes).unwrap();
     path
