@@ -392,13 +392,14 @@ pub fn load_weights<B: Backend>(
         )
     })?;
     let recorder = NamedMpkBytesRecorder::<FullPrecisionSettings>::new();
-    // A second copy of the bytes only for a model an older layout could have saved.
-    let legacy = LegacySystem::from_system(model.clone()).map(|l| (l, bytes.clone()));
+    let fresh = model.clone();
     let error = match recorder.load(bytes, device) {
         Ok(record) => return Ok(model.load_record(record)),
         Err(e) => e,
     };
-    if let Some((legacy, bytes)) = legacy {
+    // The older layout only when the current one failed: the file is read again then,
+    // rather than its bytes kept twice for every load.
+    if let (Some(legacy), Ok(bytes)) = (LegacySystem::from_system(fresh), std::fs::read(&file)) {
         if let Ok(record) = recorder.load(bytes, device) {
             return Ok(legacy.load_record(record).into_system());
         }
