@@ -4,10 +4,16 @@
 #   training  each item trains its recipe (and profile) with harness on the device and with
 #             the recipe's hand-written PyTorch peer (scripts/bench_torch_*.py, the same ones
 #             `cargo bench --bench train` runs) on the same device, from the same prepared
-#             corpora and tokenizer, for the same number of steps. harness first trains a few
-#             steps in a scratch run (kernels compiled and autotuned into HARNESS_HOME, as any
-#             first run does), then the measured run, so its rate is what a user sees from the
-#             second run on. Both sides' rates are printed over the whole measured run and,
+#             corpora and tokenizer, for the same number of steps. harness first trains the
+#             same steps in a scratch run (kernels compiled and autotuned into HARNESS_HOME,
+#             as any first run does: each new batch shape brings autotune keys of its own, so
+#             a shorter warm-up would leave the measured run tuning), then the measured run,
+#             so its rate is what a user sees from the second run on; the kernel shapes the
+#             measured run still tuned are recorded (`kernel_shapes_tuned`, from harness's
+#             closing line: 0 when every kernel came from the cache). A warm-up stopped by
+#             GPU_BENCH_CMD_LIMIT keeps what it tuned (cubecl writes each key as it is tuned)
+#             and the measured run goes on from there (`warm_up_timed_out`). Both sides'
+#             rates are printed over the whole measured run and,
 #             when it has at least 50 steps, over steps 26 to the end (both trainers past
 #             their warm-up: cuDNN's and cuBLAS's handles and algorithm choice on PyTorch's
 #             side; harness reads losses back every 25 steps, so step 25 is the first point
@@ -39,7 +45,7 @@
 #   HARNESS_BIN          the harness binary (default: `cargo build --release --features cuda`)
 #   GPU_BENCH_DEVICE     harness's device (cuda:0); the peers run on `cuda`
 #   GPU_BENCH_STEPS      measured steps of the default-sized items (125); laser-paper 10
-#   GPU_BENCH_WARM       steps of harness's warm-up run (10; laser-paper 3)
+#   GPU_BENCH_WARM       steps of harness's warm-up run (default: the measured run's)
 #   GPU_BENCH_OUT        where logs, runs and results.jsonl go (default: a temporary folder)
 #   GPU_BENCH_RESULTS    the JSON-lines file each item's figures are appended to
 #                        (GPU_BENCH_OUT/results.jsonl)
@@ -73,7 +79,7 @@ dev="${GPU_BENCH_DEVICE:-cuda:0}"
 peer_dev="${dev%%:*}"
 [[ $dev == cuda:* ]] && peer_dev="$dev"
 steps="${GPU_BENCH_STEPS:-125}"
-warm="${GPU_BENCH_WARM:-10}"
+warm="${GPU_BENCH_WARM:-}"
 deadline="${GPU_BENCH_DEADLINE:-0}"
 repeat="${GPU_BENCH_REPEAT:-10}"
 cmd_limit="${GPU_BENCH_CMD_LIMIT:-0}"
@@ -116,7 +122,8 @@ no_exclude_sets() {
 # harness's measured run and the peer over the same prepared run directory.
 #   train_item ITEM RECIPE PROFILE PEER STEPS WARM [--set K=V ...]
 train_item() {
-  local item="$1" recipe="$2" profile="$3" peer="$4" n="$5" w="$6"; shift 6
+  local item="$1" recipe="$2" profile="$3" peer="$4" n="$5" w="${6:-}"; shift 6
+  [[ -n $w ]] || w="$n"
   local -a prof=() sets=("$@")
   [[ $profile != - ]] && prof=(--profile "$profile")
   if [[ ${GPU_BENCH_NO_EXCLUDE:-0} == 1 ]]; then
@@ -146,21 +153,39 @@ train_item() {
     mkdir -p "$dir" && cp "$prepared/tokenizer.json" "$prepared/env.json" "$prepared/recipe.resolved.yaml" "$dir/"
     [[ -d $prepared/hard-negatives ]] && cp -r "$prepared/hard-negatives" "$dir/"
   fi
-  # The warm-up: the same run stopped after a few steps (kernels compiled and autotuned into
-  # HARNESS_HOME), its metrics removed; the measured run then starts from step 0 in the same
-  # directory, reusing the tokenizer it learned.
+  # The warm-up: the same run (kernels compiled and autotuned into HARNESS_HOME), its
+  # metrics removed; the measured run then starts from step 0 in the same directory, reusing
+  # the tokenizer it learned. One stopped by the command limit (exit 124) still leaves what it
+  # tuned in the cache.
   say "$item: harness warm-up, $w steps"
-  local warm_started=$SECONDS
-  limited "${run[@]}" --stop-after "$w" > "$work/$item-warm.log" 2>&1 || { say "$item: warm-up failed after $((SECONDS - warm_started)) s: $(tail -3 "$work/$item-warm.log")"; return 1; }
+  local warm_started=$SECONDS rc=0
+  limited "${run[@]}" --stop-after "$w" > "$work/$item-warm.log" 2>&1 || rc=$?
   # What a first run pays on this device (kernels compiled and tuned, beyond what earlier
   # items left in the cache), whole seconds.
-  export GPU_BENCH_WARM_SECONDS=$((SECONDS - warm_started))
+  export GPU_BENCH_WARM_SECONDS=$((SECONDS - warm_started)) GPU_BENCH_WARM_TIMED_OUT=0
+  if (( rc == 124 )); then
+    GPU_BENCH_WARM_TIMED_OUT=1
+    say "$item: warm-up stopped by GPU_BENCH_CMD_LIMIT after $GPU_BENCH_WARM_SECONDS s (what it tuned is kept; the measured run tunes the rest)"
+  elif (( rc != 0 )); then
+    say "$item: warm-up failed after $GPU_BENCH_WARM_SECONDS s: $(tail -3 "$work/$item-warm.log")"
+    return 1
+  fi
   rm -rf "$dir/checkpoints" "$dir/train"
   say "$item: harness, $n steps"
-  limited "${run[@]}" > "$work/$item.log" 2>&1 || { say "$item: harness failed: $(tail -3 "$work/$item.log")"; return 1; }
+  rc=0
+  limited "${run[@]}" > "$work/$item.log" 2>&1 || rc=$?
+  export GPU_BENCH_TIMED_OUT=0
+  if (( rc == 124 )) && grep -q '"loss"' "$dir/train/metrics.jsonl" 2>/dev/null; then
+    # The steps read back before the limit are still a measurement, marked as cut short.
+    GPU_BENCH_TIMED_OUT=1
+    say "$item: harness stopped by GPU_BENCH_CMD_LIMIT; recording the steps it finished"
+  elif (( rc != 0 )); then
+    say "$item: harness failed: $(tail -3 "$work/$item.log")"
+    return 1
+  fi
   rm -rf "$dir/checkpoints"
   if [[ $peer == - ]]; then
-    record_train "$item" "$dir" -
+    record_train "$item" "$dir" - "$work/$item.log"
     return 0
   fi
   if [[ $peer == scripts/bench_torch_emu.py ]]; then
@@ -174,15 +199,16 @@ train_item() {
   fi
   say "$item: PyTorch peer ($peer), $n steps"
   limited python3 "$peer" --run "$dir" --steps "$n" --threads "$threads" --device "$peer_dev" --log \
-    > "$work/$item.peer" 2> "$work/$item.peer.log" || { say "$item: peer failed: $(tail -3 "$work/$item.peer.log")"; record_train "$item" "$dir" -; return 1; }
-  record_train "$item" "$dir" "$work/$item.peer.log"
+    > "$work/$item.peer" 2> "$work/$item.peer.log" || { say "$item: peer failed: $(tail -3 "$work/$item.peer.log")"; record_train "$item" "$dir" - "$work/$item.log"; return 1; }
+  record_train "$item" "$dir" "$work/$item.peer.log" "$work/$item.log"
 }
 
 # Appends the item's rates to results.jsonl and prints them.
+#   record_train ITEM RUN_DIR PEER_LOG|- HARNESS_LOG
 record_train() {
-  python3 - "$1" "$2" "$3" "$results" <<'EOF'
+  python3 - "$1" "$2" "$3" "$results" "$4" <<'EOF'
 import json, os, re, sys
-item, run, peer_log, results = sys.argv[1:5]
+item, run, peer_log, results, harness_log = sys.argv[1:6]
 rows = [json.loads(l) for l in open(f"{run}/train/metrics.jsonl") if '"loss"' in l]
 def rates(steps):
     """(whole-run rate, rate over steps 26..end or None, steps, first loss, last loss) of
@@ -203,10 +229,21 @@ def rates(steps):
             "first_loss": steps[0][4], "last_loss": steps[-1][4]}
 ours = rates([(r["step"], r["tokens"], r["seconds"], None, r["loss"]) for r in rows])
 ours["warm_up_seconds"] = int(os.environ.get("GPU_BENCH_WARM_SECONDS", "0"))
+ours["warm_up_timed_out"] = os.environ.get("GPU_BENCH_WARM_TIMED_OUT") == "1"
+ours["timed_out"] = os.environ.get("GPU_BENCH_TIMED_OUT") == "1"
+# harness's closing line says what the measured run still tuned (absent when it was cut short).
+closing = open(harness_log, errors="replace").read() if os.path.exists(harness_log) else ""
+tuned = re.search(r"(\d+) kernel shapes? tuned in this run", closing)
+ours["kernel_shapes_tuned"] = (int(tuned[1]) if tuned else
+                               0 if "every kernel shape from the cache" in closing else None)
 out = {"item": item, "harness": ours}
 line = f"{item}: harness {ours['rate']:.0f} tokens/s over {ours['steps']} steps"
 if ours["rate_after_25"]:
     line += f" ({ours['rate_after_25']:.0f} after step 25)"
+if ours["kernel_shapes_tuned"]:
+    line += f" [still tuning: {ours['kernel_shapes_tuned']} kernel shapes in the measured run]"
+if ours["timed_out"]:
+    line += " [cut short by GPU_BENCH_CMD_LIMIT]"
 if peer_log != "-":
     pat = re.compile(r"^step (\d+) \S+: loss (\S+), (\d+) tokens, ([0-9.]+) s$")
     steps = [(int(m[1]), int(m[3]), None, float(m[4]), float(m[2]))
@@ -323,7 +360,7 @@ run_item() {
   case "$item" in
     laser) train_item "$item" recipes/laser.yaml - scripts/bench_torch_laser.py "$steps" "$warm" ;;
     laser-gpu) train_item "$item" recipes/laser.yaml gpu scripts/bench_torch_laser.py "$steps" "$warm" ;;
-    laser-paper) train_item "$item" recipes/laser.yaml paper scripts/bench_torch_laser.py 10 3 --set train.epochs=null ;;
+    laser-paper) train_item "$item" recipes/laser.yaml paper scripts/bench_torch_laser.py 10 "$warm" --set train.epochs=null ;;
     laser-minimal)
       # The first run's cost with cubecl's least autotuning, from an empty kernel cache.
       HARNESS_HOME="$work/home-minimal" CUBECL_AUTOTUNE_LEVEL=minimal PREPARED_AS=laser \

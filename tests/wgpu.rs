@@ -226,6 +226,12 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
                     tuned, 0,
                     "{name}: {tuned} autotune keys tuned again in a run whose shapes an earlier run in the same HARNESS_HOME tuned: {steps:?}"
                 );
+                // The closing line says so too (counted without the trace).
+                assert!(
+                    text(&o).contains("every kernel shape from the cache (no tuning in this run)"),
+                    "{name}: the closing line of a run from the cache: {}",
+                    text(&o)
+                );
                 let (_, pin_launches, pin_reads) =
                     LAUNCH_PINS.iter().find(|(n, ..)| n == name).unwrap();
                 if launches > *pin_launches || reads > *pin_reads {
@@ -244,6 +250,23 @@ fn every_training_case_has_the_cpu_first_loss_and_its_pinned_launches_on_wgpu() 
                 "{name} on {device}: {}",
                 text(&o)
             );
+            // A GPU run's closing line says what it tuned (the first case's first run starts
+            // from an empty cache); the CPU's says nothing of kernels.
+            let first_of_all = device == "wgpu" && *name == CASES[0].0;
+            if first_of_all {
+                assert!(
+                    text(&o).contains("kernel shapes tuned in this run (kept for later runs)"),
+                    "{name}: the closing line of a first run: {}",
+                    text(&o)
+                );
+            }
+            if device == "cpu" {
+                assert!(
+                    !text(&o).contains("kernel shape"),
+                    "{name} on cpu: {}",
+                    text(&o)
+                );
+            }
             let env: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(run.join("env.json")).unwrap())
                     .unwrap();

@@ -61,11 +61,14 @@ pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process
         None => "cache not used".to_string(),
     };
     println!(
-        "wrote {} ({} × {}) in {:.3}s: {cache}",
+        "wrote {} ({} × {}) in {:.3}s: {cache}{}",
         args.out.display(),
         s.sentences,
         s.dim,
-        s.seconds
+        s.seconds,
+        s.kernel_shapes_tuned
+            .map(super::train::tuned_note)
+            .unwrap_or_default()
     );
     Ok(std::process::ExitCode::SUCCESS)
 }

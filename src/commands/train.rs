@@ -355,6 +355,15 @@ pub fn exit_code(t: &Trained) -> ExitCode {
     }
 }
 
+/// What a GPU run's closing line says of kernel tuning: whether its rate includes it.
+pub fn tuned_note(keys: u64) -> String {
+    match keys {
+        0 => "; every kernel shape from the cache (no tuning in this run)".into(),
+        1 => "; 1 kernel shape tuned in this run (kept for later runs)".into(),
+        n => format!("; {n} kernel shapes tuned in this run (kept for later runs)"),
+    }
+}
+
 /// Prints what a training session did (steps, tokens/s, last loss, checkpoint).
 pub fn print_outcome(t: &Trained) {
     let o = &t.outcome;
@@ -371,13 +380,14 @@ pub fn print_outcome(t: &Trained) {
             String::new()
         };
         println!(
-            "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s){last_loss}",
+            "trained {}/{} steps{}: {} tokens in {:.1} s of training ({:.0} tokens/s){last_loss}{}",
             o.steps,
             t.plan_steps,
             if o.interrupted { " (interrupted)" } else { "" },
             o.session_tokens,
             o.session_seconds,
             o.tokens_per_second(),
+            o.kernel_shapes_tuned.map(tuned_note).unwrap_or_default(),
         );
     }
     if let Some(c) = &o.checkpoint {

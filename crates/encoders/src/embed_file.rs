@@ -22,6 +22,9 @@ pub struct EmbedSummary {
     /// `None` when the cache was bypassed.
     pub cache: Option<CacheStats>,
     pub seconds: f64,
+    /// On a GPU device, the autotune keys (kernel shapes) this call tuned; none when every
+    /// kernel came from the cache. `None` on the CPU.
+    pub kernel_shapes_tuned: Option<u64>,
 }
 
 /// How `embed` runs.
@@ -64,6 +67,9 @@ pub fn embed(
         force,
         device,
     } = opts;
+    // Read before the clock starts: it waits a moment for cubecl's log to settle.
+    let on_gpu = matches!(device, Device::Cuda(_) | Device::Wgpu);
+    let tuned_before = on_gpu.then(harness_model::gpu::tuned_keys);
     let start = Instant::now();
     let encoder = open_encoder_on(spec, settings, device)?;
     refuse_existing(out, force)?;
@@ -83,11 +89,14 @@ pub fn embed(
     bar.finish_and_clear();
     refuse_existing(out, force)?;
     write_npy(out, &matrix)?;
+    let seconds = start.elapsed().as_secs_f64();
     Ok(EmbedSummary {
         sentences: matrix.rows,
         dim: matrix.cols,
         cache,
-        seconds: start.elapsed().as_secs_f64(),
+        seconds,
+        kernel_shapes_tuned: tuned_before
+            .map(|b| harness_model::gpu::tuned_keys().saturating_sub(b)),
     })
 }
 

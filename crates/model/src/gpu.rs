@@ -319,6 +319,24 @@ pub fn tuned() -> Option<u64> {
     tracing().then(|| TUNED.load(Ordering::Relaxed))
 }
 
+/// Autotune keys tuned since the process started, counted whether or not [`tracing`]
+/// (cubecl's autotune log always reaches the counter on a GPU build; 0 on a build without
+/// one), once the count has stopped moving (cubecl's logging thread passes the messages on
+/// through a channel; at most half a second's wait). What a run's closing line says: a run
+/// whose kernels all came from the cache tuned none, and its rate is what later runs get.
+pub fn tuned_keys() -> u64 {
+    let mut last = TUNED.load(Ordering::Relaxed);
+    for _ in 0..25 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = TUNED.load(Ordering::Relaxed);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
 /// Tensors read back through [`host_read`] so far.
 pub fn host_reads() -> u64 {
     READS.load(Ordering::Relaxed)

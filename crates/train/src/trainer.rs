@@ -86,6 +86,10 @@ pub struct Outcome {
     pub checkpoint: Option<PathBuf>,
     /// Loss of the last step.
     pub last_loss: f64,
+    /// On a GPU backend, the autotune keys (kernel shapes) this call tuned: none when every
+    /// kernel came from the cache, so that its rate is what a later run gets. `None` on the
+    /// CPU.
+    pub kernel_shapes_tuned: Option<u64>,
 }
 
 impl Outcome {
@@ -399,6 +403,7 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             interrupted: false,
             checkpoint: last_checkpoint,
             last_loss: f64::NAN,
+            kernel_shapes_tuned: None,
         };
         Ok(Loop {
             plan,
@@ -1072,8 +1077,9 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
     let total = plan.total_steps;
     let bar = progress_bar(opts.progress, total, l.state.step);
     // A GPU's first steps can stand still for minutes while kernels compile and tune.
-    let tuning = harness_model::gpu::on_device::<B>()
-        .then(|| bar.ticker(harness_model::gpu::tuning_message));
+    let on_device = harness_model::gpu::on_device::<B>();
+    let tuning = on_device.then(|| bar.ticker(harness_model::gpu::tuning_message));
+    let tuned_before = on_device.then(harness_model::gpu::tuned_keys);
     let ckpt_every = train_spec.checkpoint_every.unwrap_or(0);
     let eval_every = train_spec.eval_every.unwrap_or(0);
     while l.state.step < total {
@@ -1140,6 +1146,8 @@ pub(crate) fn train_peer<B: AutodiffBackend>(
         l.checkpoint()?;
     }
     l.session.steps = l.state.step;
+    l.session.kernel_shapes_tuned =
+        tuned_before.map(|b| harness_model::gpu::tuned_keys().saturating_sub(b));
     Ok(l.session)
 }
 
