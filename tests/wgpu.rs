@@ -313,10 +313,16 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // 424 in CI beside the other wgpu test; transformer 477 and 474, pretrained 2058 and
     // 2114. So 3 % over the measure, 5 % for the attention cases. One launch more per time
     // step (max_len 20, both directions) is 40 or more: still caught.
+    // Autotune's fused-reduce choice moves the small counts too: on an AVX2-only AMD EPYC
+    // (2026-12-05) every case counted 2 more per step (cbow 69 here), and cbow alone in a
+    // fresh home 71, 67 with LP_NATIVE_VECTOR_WIDTH=128 (one broadcast-reduce kernel in place
+    // of separate element-wise and reduce kernels). So cbow, with no time steps, gets 6 over
+    // its measure rather than 3 %: a launch more per sentence of a batch (dozens) is still
+    // caught, and a read-back by the reads' pin of 0.
     ("laser-default", 371, 0),
     ("bilstm", 681, 0),
     ("lstm", 620, 0),
-    ("cbow", 69, 0),
+    ("cbow", 73, 0),
     ("transformer", 501, 0),
     ("pretrained", 2220, 0),
     ("words-char-ngrams", 433, 0),
