@@ -315,7 +315,7 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // step (max_len 20, both directions) is 40 or more: still caught.
     // Autotune's fused-reduce choice moves the small counts too: on an AVX2-only AMD EPYC
     // (2026-12-05) every case counted 2 more per step (cbow 69 here), and cbow alone in a
-    // fresh home 71, 67 with LP_NATIVE_VECTOR_WIDTH=128 (one broadcast-reduce kernel in place
+    // fresh home 71, 67 with LP_NATIVE_VECTOR_WIDTH=128 (fused broadcast-reduce kernels in place
     // of separate element-wise and reduce kernels). So cbow, with no time steps, gets 6 over
     // its measure rather than 3 %: a launch more per sentence of a batch (dozens) is still
     // caught, and a read-back by the reads' pin of 0.
