@@ -314,11 +314,11 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // 2114. So 3 % over the measure, 5 % for the attention cases. One launch more per time
     // step (max_len 20, both directions) is 40 or more: still caught.
     // Autotune's fused-reduce choice moves the small counts too: on an AVX2-only AMD EPYC
-    // (2026-12-05) every case counted 2 more per step (cbow 69 here), and cbow alone in a
-    // fresh home 71, 67 with LP_NATIVE_VECTOR_WIDTH=128 (fused broadcast-reduce kernels in place
-    // of separate element-wise and reduce kernels). So cbow, with no time steps, gets 6 over
-    // its measure rather than 3 %: a launch more per sentence of a batch (dozens) is still
-    // caught, and a read-back by the reads' pin of 0.
+    // (2026-12-05) one run counted the measures above, another 2 more in every case and step
+    // (cbow 69), and cbow alone in a fresh home 71 twice, 67 with LP_NATIVE_VECTOR_WIDTH=128
+    // (fused broadcast-reduce kernels in place of separate element-wise and reduce kernels).
+    // So cbow, with no time steps, gets 6 over its measure rather than 3 %: a launch more per
+    // sentence of a batch (dozens) is still caught, and a read-back by the reads' pin of 0.
     ("laser-default", 371, 0),
     ("bilstm", 681, 0),
     ("lstm", 620, 0),
