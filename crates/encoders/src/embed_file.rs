@@ -68,8 +68,7 @@ pub fn embed(
         device,
     } = opts;
     // Read before the clock starts: it waits a moment for cubecl's log to settle.
-    let on_gpu = matches!(device, Device::Cuda(_) | Device::Wgpu);
-    let tuned_before = on_gpu.then(harness_model::gpu::tuned_keys);
+    let tuned_before = device.is_gpu().then(harness_model::gpu::tuned_keys);
     let start = Instant::now();
     let encoder = open_encoder_on(spec, settings, device)?;
     refuse_existing(out, force)?;
