@@ -263,7 +263,7 @@ fn inference_layer(input: LayerInput<Cpu>, reverse: bool) -> Tensor<Cpu, 3> {
         input.context.map(host).as_deref(),
         d,
     );
-    let fwd = forward(
+    let hs = hidden_states(
         &xw,
         &host(input.w_hh),
         &host(input.mask),
@@ -271,9 +271,8 @@ fn inference_layer(input: LayerInput<Cpu>, reverse: bool) -> Tensor<Cpu, 3> {
         &host(input.c0),
         d,
         reverse,
-        true,
     );
-    to_cpu(fwd.hs, [d.time, d.batch, d.hidden])
+    to_cpu(hs, [d.time, d.batch, d.hidden])
 }
 
 /// `x·W_ih + b + context` on the host, `[time, batch, 4H]`, one parallel product.
@@ -635,7 +634,7 @@ pub(crate) fn scatter(
 }
 
 /// The forward recurrence with rows in `blocks`, run in parallel: each block's arrays
-/// block-local (for a backward pass to read in place, or [`forward`] to merge).
+/// block-local (for a backward pass to read in place, or [`hidden_states`] to merge).
 #[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
 fn forward_parts(
     xw: &[f32],
@@ -666,8 +665,11 @@ fn forward_parts(
         .collect()
 }
 
+/// The forward recurrence for inference: the hidden states alone, `[time, batch, H]` (no
+/// gates or cell states: nothing runs backward through it). Training keeps each block's
+/// arrays in place with [`forward_parts`] instead.
 #[allow(clippy::too_many_arguments)] // the recurrence's arrays, each named at the call
-pub(crate) fn forward(
+pub(crate) fn hidden_states(
     xw: &[f32],
     w: &[f32],
     mask: &[f32],
@@ -675,24 +677,18 @@ pub(crate) fn forward(
     c0: &[f32],
     d: Dims,
     reverse: bool,
-    states_only: bool,
-) -> Forward {
+) -> Vec<f32> {
     let blocks = row_blocks(d.batch);
-    let mut parts = forward_parts(xw, w, mask, h0, c0, d, reverse, states_only, &blocks);
+    let mut parts = forward_parts(xw, w, mask, h0, c0, d, reverse, true, &blocks);
     if parts.len() == 1 {
         // One block is the whole batch, already in its layout.
-        return parts.pop().expect("one block");
+        return parts.pop().expect("one block").hs;
     }
-    let h = d.hidden;
-    let mut out = Forward::zeros(d.time, d.batch, h, states_only);
+    let mut hs = vec![0.0f32; d.time * d.batch * d.hidden];
     for (part, &b) in parts.iter().zip(&blocks) {
-        scatter(&mut out.hs, &part.hs, d, h, b);
-        if !states_only {
-            scatter(&mut out.cs, &part.cs, d, h, b);
-            scatter(&mut out.gates, &part.gates, d, 4 * h, b);
-        }
+        scatter(&mut hs, &part.hs, d, d.hidden, b);
     }
-    out
+    hs
 }
 
 /// Back-propagation through time for rows `[r0, r1)`: the gate gradients `[time, rows, 4H]`,

@@ -9,12 +9,12 @@
 //! run in parallel straight into one `[time, batch, 2H]` array, and the pooling reads it in
 //! place.
 //!
-//! The arithmetic is the layer-by-layer path's, call for call ([`project`], [`forward`]),
+//! The arithmetic is the layer-by-layer path's, call for call ([`project`], [`hidden_states`]),
 //! and the pooling is `fused::maxpool`'s rule (real positions only, the first maximum wins;
 //! the mask's multiplication there is by 1 at every real position), so the vectors are the
 //! same bits (tested below).
 
-use crate::fused::lstm::{forward, host, project, to_cpu, Dims};
+use crate::fused::lstm::{hidden_states, host, project, to_cpu, Dims};
 use burn::backend::NdArray;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
@@ -119,7 +119,7 @@ fn run_layer(
                 d,
             );
             let zeros = vec![0.0f32; batch * hidden];
-            let states = forward(
+            let states = hidden_states(
                 &xw,
                 &host(dir.w_hh),
                 mask_tm,
@@ -127,9 +127,8 @@ fn run_layer(
                 &zeros,
                 d,
                 dir.reverse,
-                true,
             );
-            (states.hs, hidden)
+            (states, hidden)
         })
         .collect();
     let total = outs.iter().map(|(_, h)| h).sum();
