@@ -503,7 +503,13 @@ fn steps_and_epochs_are_exclusive() {
     let dir = tempfile::tempdir().unwrap();
     let text = VALID.replace("steps: 10,", "steps: 10, epochs: 2,");
     let p = write(dir.path(), "both.yaml", &text);
-    only(&problems(&p, &LoadOptions::default()), "train.epochs");
+    let both = only(&problems(&p, &LoadOptions::default()), "train.epochs");
+    // A profile's `epochs` under a `--set train.steps` is the usual way in: name the way out.
+    assert!(
+        both.message.contains("--set train.epochs=null"),
+        "{}",
+        both.message
+    );
     let text = VALID.replace("steps: 10,", "");
     let p = write(dir.path(), "neither.yaml", &text);
     only(&problems(&p, &LoadOptions::default()), "train");

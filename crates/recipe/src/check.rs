@@ -943,7 +943,12 @@ fn optimizer(o: &Optimizer, out: &mut Findings) {
 fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings) {
     let f = |key: &str| p(&["train", key]);
     match (t.steps, t.epochs) {
-        (Some(_), Some(_)) => out.add(f("epochs"), "give `steps` or `epochs`, not both"),
+        // Each layer (recipe, profile, `--set`) may set one: name how to drop the other.
+        (Some(_), Some(_)) => out.add(
+            f("epochs"),
+            "give `steps` or `epochs`, not both: set the other to null \
+             (`--set train.epochs=null` or `--set train.steps=null`)",
+        ),
         (None, None) => out.add(
             p(&["train"]),
             "give the training length: `steps` or `epochs`",
@@ -956,7 +961,8 @@ fn train(t: &Train, recipe: &Recipe, bench_names: &[String], out: &mut Findings)
     if t.batch_tokens.is_some() && t.batch_size.is_some() {
         out.add(
             f("batch_size"),
-            "give `batch_tokens` or `batch_size`, not both",
+            "give `batch_tokens` or `batch_size`, not both: set the other to null \
+             (`--set train.batch_size=null` or `--set train.batch_tokens=null`)",
         );
     }
     let every_task_sized =
