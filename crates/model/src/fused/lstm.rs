@@ -617,7 +617,6 @@ pub(crate) fn forward_block(l: &Recurrence, (r0, r1): (usize, usize)) -> Forward
     out
 }
 
-/// Copies a block's `[time, rows, width]` array into rows `[r0, r1)` of `[time, batch, width]`.
 /// Copies a block's rows (`[time, r1 − r0, width]`) to their place in `[time, batch, width]`.
 pub(crate) fn scatter(
     dst: &mut [f32],
