@@ -57,8 +57,8 @@ pub struct Setup {
 /// The environment variable that turns the launch count on (`1`).
 pub const TRACE_VAR: &str = "HARNESS_GPU_TRACE";
 
-/// With [`TRACE_VAR`], a file that each kernel compiled and each autotune key tuned is
-/// appended to, one line each.
+/// With [`TRACE_VAR`], a file that each kernel launched, each kernel compiled and each
+/// autotune key tuned is appended to, one line each.
 pub const TRACE_LOG_VAR: &str = "HARNESS_GPU_TRACE_LOG";
 
 /// Applies harness's cubecl settings (cache under `cache`, launch tracing) once per
@@ -155,8 +155,9 @@ fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
 /// Counts cubecl's "Executing <kernel>" messages (one per launch), its "[Compiling kernel]"
 /// ones (one per kernel compiled: `CompiledKernel`'s basic format in cubecl-runtime 0.10) and
 /// its "Fastest result" ones (one per autotune key tuned: `tune/tuner.rs`); with
-/// [`TRACE_LOG_VAR`] set, also appends the first line of each of the last two to that file
-/// (which kernel, which key: what a first run spends its time on). Everything else the `log`
+/// [`TRACE_LOG_VAR`] set, also appends the first line of each of the three to that file
+/// (which kernel ran, which was compiled, which key tuned: where a step's launches go and
+/// what a first run spends its time on). Everything else the `log`
 /// crate carries is dropped, as it is when no logger is installed.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn install_counter(tracing: bool) {
@@ -188,6 +189,7 @@ fn install_counter(tracing: bool) {
             let text = record.args().to_string();
             if text.starts_with("Executing ") {
                 LAUNCHES.fetch_add(1, Ordering::Relaxed);
+                self.keep(&text);
             } else if text.starts_with("[Compiling kernel]") {
                 COMPILED.fetch_add(1, Ordering::Relaxed);
                 self.keep(&text);

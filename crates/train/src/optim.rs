@@ -10,19 +10,84 @@ use crate::fused_adam::FusedAdam;
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
+use burn::optim::SimpleOptimizer;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder, RecorderError};
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
 use harness_recipe::schema::{Optimizer as OptimSpec, OptimizerKind, ScheduleKind};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// One of the supported optimizers, behind one type.
-pub enum AnyOptimizer<M: AutodiffModule<B>, B: AutodiffBackend> {
+pub struct AnyOptimizer<M: AutodiffModule<B>, B: AutodiffBackend> {
+    kind: Kind<M, B>,
+    /// The gradient multiplier of the step being taken ([`Scaled`]), shared with the
+    /// optimizer inside `kind`.
+    factor: GradFactor<B::InnerBackend>,
+}
+
+enum Kind<M: AutodiffModule<B>, B: AutodiffBackend> {
     /// Adam with its fused CPU step ([`crate::fused_adam`]; burn's own elsewhere).
-    Adam(OptimizerAdaptor<FusedAdam, M, B>),
-    AdamW(OptimizerAdaptor<AdamW, M, B>),
-    Sgd(OptimizerAdaptor<Sgd<B::InnerBackend>, M, B>),
+    Adam(Adaptor<FusedAdam, M, B>),
+    AdamW(Adaptor<AdamW, M, B>),
+    Sgd(Adaptor<Sgd<<B as AutodiffBackend>::InnerBackend>, M, B>),
+}
+
+/// burn's adaptor over optimizer `O` wrapped in [`Scaled`].
+type Adaptor<O, M, B> = OptimizerAdaptor<Scaled<O, <B as AutodiffBackend>::InnerBackend>, M, B>;
+
+/// A one-element tensor every gradient of a step is multiplied by, or none.
+type GradFactor<IB> = Arc<Mutex<Option<Tensor<IB, 1>>>>;
+
+/// An optimizer that multiplies each parameter's gradient by the step's [`GradFactor`] (when
+/// one is set) as the first operation of that parameter's update. Why: on a GPU the clipping
+/// factor stays on the device, and a multiplication queued right before the update's own
+/// element-wise operations on the same tensor is fused into their kernel by burn's fusion,
+/// where a pass over every gradient before the optimizer launched one kernel per parameter.
+/// The arithmetic is the same (`g · factor`, then the update), so are the bits. The factor
+/// reaches the optimizer through a shared slot because burn's `SimpleOptimizer::step`, which
+/// `OptimizerAdaptor` calls once per parameter, takes no argument for it.
+#[derive(Clone)]
+struct Scaled<O, IB: Backend> {
+    inner: O,
+    factor: GradFactor<IB>,
+}
+
+impl<O, IB: Backend> Scaled<O, IB> {
+    fn new(inner: O, factor: &GradFactor<IB>) -> Self {
+        Scaled {
+            inner,
+            factor: factor.clone(),
+        }
+    }
+}
+
+impl<IB: Backend, O: SimpleOptimizer<IB>> SimpleOptimizer<IB> for Scaled<O, IB> {
+    type State<const D: usize> = O::State<D>;
+
+    fn step<const D: usize>(
+        &self,
+        lr: f64,
+        tensor: Tensor<IB, D>,
+        grad: Tensor<IB, D>,
+        state: Option<Self::State<D>>,
+    ) -> (Tensor<IB, D>, Option<Self::State<D>>) {
+        let factor = self
+            .factor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let grad = match factor {
+            Some(f) => grad * f.unsqueeze::<D>(),
+            None => grad,
+        };
+        self.inner.step(lr, tensor, grad, state)
+    }
+
+    fn to_device<const D: usize>(state: Self::State<D>, device: &IB::Device) -> Self::State<D> {
+        O::to_device(state, device)
+    }
 }
 
 type Rec = NamedMpkFileRecorder<FullPrecisionSettings>;
@@ -33,46 +98,60 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
     pub fn from_spec(spec: &OptimSpec) -> Self {
         let decay =
             (spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32));
-        match spec.kind {
-            OptimizerKind::Adam => AnyOptimizer::Adam(
+        let factor = GradFactor::default();
+        let kind = match spec.kind {
+            OptimizerKind::Adam => Kind::Adam(OptimizerAdaptor::from(Scaled::new(
                 FusedAdam::new(
                     spec.betas[0] as f32,
                     spec.betas[1] as f32,
                     spec.eps as f32,
                     (spec.weight_decay > 0.0).then_some(spec.weight_decay as f32),
-                )
-                .init(),
-            ),
-            OptimizerKind::Adamw => AnyOptimizer::AdamW(
+                ),
+                &factor,
+            ))),
+            OptimizerKind::Adamw => Kind::AdamW(OptimizerAdaptor::from(Scaled::new(
                 AdamWConfig::new()
                     .with_beta_1(spec.betas[0] as f32)
                     .with_beta_2(spec.betas[1] as f32)
                     .with_epsilon(spec.eps as f32)
                     .with_weight_decay(spec.weight_decay as f32)
-                    .init(),
-            ),
-            OptimizerKind::Sgd => {
-                AnyOptimizer::Sgd(SgdConfig::new().with_weight_decay(decay).init())
-            }
-        }
+                    .build(),
+                &factor,
+            ))),
+            OptimizerKind::Sgd => Kind::Sgd(OptimizerAdaptor::from(Scaled::new(
+                SgdConfig::new().with_weight_decay(decay).build(),
+                &factor,
+            ))),
+        };
+        AnyOptimizer { kind, factor }
     }
 
-    /// One update.
-    pub fn step(&mut self, lr: f64, module: M, grads: GradientsParams) -> M {
-        match self {
-            AnyOptimizer::Adam(o) => o.step(lr, module, grads),
-            AnyOptimizer::AdamW(o) => o.step(lr, module, grads),
-            AnyOptimizer::Sgd(o) => o.step(lr, module, grads),
-        }
+    /// One update; with `factor`, every gradient is first multiplied by it (the clipping
+    /// factor [`clip_global_norm_on_device`] returns).
+    pub fn step(
+        &mut self,
+        lr: f64,
+        module: M,
+        grads: GradientsParams,
+        factor: Option<Tensor<B::InnerBackend, 1>>,
+    ) -> M {
+        *self.factor.lock().unwrap_or_else(|e| e.into_inner()) = factor;
+        let module = match &mut self.kind {
+            Kind::Adam(o) => o.step(lr, module, grads),
+            Kind::AdamW(o) => o.step(lr, module, grads),
+            Kind::Sgd(o) => o.step(lr, module, grads),
+        };
+        *self.factor.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        module
     }
 
     /// The parameters the optimizer keeps state for (those that have received a gradient):
     /// a frozen parameter is never among them.
     pub fn state_ids(&self) -> Vec<ParamId> {
-        let mut ids: Vec<ParamId> = match self {
-            AnyOptimizer::Adam(o) => o.to_record().into_keys().collect(),
-            AnyOptimizer::AdamW(o) => o.to_record().into_keys().collect(),
-            AnyOptimizer::Sgd(o) => o.to_record().into_keys().collect(),
+        let mut ids: Vec<ParamId> = match &self.kind {
+            Kind::Adam(o) => o.to_record().into_keys().collect(),
+            Kind::AdamW(o) => o.to_record().into_keys().collect(),
+            Kind::Sgd(o) => o.to_record().into_keys().collect(),
         };
         ids.sort_by_key(|id| id.val());
         ids
@@ -81,10 +160,10 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
     /// Saves the optimizer state to `path` (`.mpk` is appended), full precision.
     pub fn save(&self, path: &Path) -> Result<(), RecorderError> {
         let r = Rec::new();
-        match self {
-            AnyOptimizer::Adam(o) => r.record(o.to_record(), path.to_path_buf()),
-            AnyOptimizer::AdamW(o) => r.record(o.to_record(), path.to_path_buf()),
-            AnyOptimizer::Sgd(o) => r.record(o.to_record(), path.to_path_buf()),
+        match &self.kind {
+            Kind::Adam(o) => r.record(o.to_record(), path.to_path_buf()),
+            Kind::AdamW(o) => r.record(o.to_record(), path.to_path_buf()),
+            Kind::Sgd(o) => r.record(o.to_record(), path.to_path_buf()),
         }
     }
 
@@ -92,10 +171,14 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
     pub fn load(self, path: &Path, device: &B::Device) -> Result<Self, RecorderError> {
         let r = Rec::new();
         let p = path.to_path_buf();
-        Ok(match self {
-            AnyOptimizer::Adam(o) => AnyOptimizer::Adam(o.load_record(r.load(p, device)?)),
-            AnyOptimizer::AdamW(o) => AnyOptimizer::AdamW(o.load_record(r.load(p, device)?)),
-            AnyOptimizer::Sgd(o) => AnyOptimizer::Sgd(o.load_record(r.load(p, device)?)),
+        let kind = match self.kind {
+            Kind::Adam(o) => Kind::Adam(o.load_record(r.load(p, device)?)),
+            Kind::AdamW(o) => Kind::AdamW(o.load_record(r.load(p, device)?)),
+            Kind::Sgd(o) => Kind::Sgd(o.load_record(r.load(p, device)?)),
+        };
+        Ok(AnyOptimizer {
+            kind,
+            factor: self.factor,
         })
     }
 }
@@ -125,46 +208,75 @@ pub fn clip_global_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     norm
 }
 
-/// [`clip_global_norm`] without a read-back, for a GPU step: the norm stays on the device
-/// and the gradients are multiplied there by `min(1, max_norm / (norm + 1e-6))` (the host
-/// path skips the multiplication under the bound, where the factor is 1). An infinite norm
-/// makes the factor 0 where the host path leaves the gradients alone; a NaN norm (and loss)
-/// stops the run when the step's values are read back either way. Returns the norm.
+/// [`clip_global_norm`] without a read-back, for a GPU step: the norm stays on the device,
+/// and so does the factor `min(1, max_norm / (norm + 1e-6))` the gradients are to be
+/// multiplied by (the host path skips the multiplication under the bound, where the factor
+/// is 1), returned for [`AnyOptimizer::step`] to apply inside each parameter's update. An
+/// infinite norm makes the factor 0 where the host path leaves the gradients alone; a NaN
+/// norm (and loss) stops the run when the step's values are read back either way. Returns
+/// the norm and the factor (none without `max_norm`).
 pub fn clip_global_norm_on_device<B: AutodiffBackend, M: AutodiffModule<B>>(
     module: &M,
-    grads: &mut GradientsParams,
+    grads: &GradientsParams,
     max_norm: Option<f64>,
-) -> Tensor<B::InnerBackend, 1> {
-    let mut sq = SquaredNorm::<B> { grads, total: None };
-    module.visit(&mut sq);
-    let norm = match sq.total {
-        Some(total) => total.sqrt(),
-        None => {
-            let device = module.devices().into_iter().next().unwrap_or_default();
-            return Tensor::zeros([1], &device);
-        }
+) -> (
+    Tensor<B::InnerBackend, 1>,
+    Option<Tensor<B::InnerBackend, 1>>,
+) {
+    let mut sq = DeviceSquaredSums::<B> {
+        grads,
+        sums: Vec::new(),
     };
-    if let Some(max) = max_norm {
-        let factor = (norm.clone() + 1e-6).recip().mul_scalar(max).clamp_max(1.0);
-        let mut scale = ScaleBy::<B> { grads, factor };
-        module.visit(&mut scale);
-    }
-    norm
+    module.visit(&mut sq);
+    // Added up only once every sum is queued: a run of element-wise additions of one shape,
+    // which burn's fusion gives few kernels, where an addition after each reduction was a
+    // kernel of its own.
+    let mut sums = sq.sums.into_iter();
+    let Some(first) = sums.next() else {
+        let device = module.devices().into_iter().next().unwrap_or_default();
+        return (Tensor::zeros([1], &device), None);
+    };
+    let norm = sums.fold(first, |total, s| total + s).sqrt();
+    let factor = max_norm.map(|max| (norm.clone() + 1e-6).recip().mul_scalar(max).clamp_max(1.0));
+    (norm, factor)
 }
 
-/// Multiplies every gradient by a one-element tensor on the device.
-struct ScaleBy<'a, B: AutodiffBackend> {
-    grads: &'a mut GradientsParams,
-    factor: Tensor<B::InnerBackend, 1>,
+/// Each gradient's sum of squares on the device, in the order the module's parameters are
+/// visited.
+struct DeviceSquaredSums<'a, B: AutodiffBackend> {
+    grads: &'a GradientsParams,
+    sums: Vec<Tensor<B::InnerBackend, 1>>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for ScaleBy<'_, B> {
+impl<B: AutodiffBackend> ModuleVisitor<B> for DeviceSquaredSums<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let id: ParamId = param.id;
-        if let Some(g) = self.grads.remove::<B::InnerBackend, D>(id) {
-            let factor = self.factor.clone().unsqueeze::<D>();
-            self.grads.register::<B::InnerBackend, D>(id, g * factor);
+        if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
+            self.sums.push(squared_sum_on_device(g));
         }
+    }
+}
+
+/// `(g * g).sum()` as burn's fusion runs it in few kernels: the tensor as rows (its last
+/// axis), squared and summed along the rows in one fused kernel (burn fuses element-wise
+/// operations into a reduction along an axis, `sum_dim`, not into a whole-tensor `sum`;
+/// autotune picks per shape whether the fused kernel or the two apart run), then the rows'
+/// sums summed. Rows keep every GPU thread busy where one sum over a whole
+/// embedding table would run on one group of them.
+fn squared_sum_on_device<IB: burn::tensor::backend::Backend, const D: usize>(
+    g: Tensor<IB, D>,
+) -> Tensor<IB, 1> {
+    let dims = g.dims();
+    let width = dims[D - 1].max(1);
+    let rows = dims.iter().product::<usize>() / width;
+    if rows == 0 {
+        return Tensor::zeros([1], &g.device());
+    }
+    let g: Tensor<IB, 2> = g.reshape([rows, width]);
+    let per_row = (g.clone() * g).sum_dim(1).reshape([rows]);
+    if rows == 1 {
+        per_row
+    } else {
+        per_row.sum_dim(0)
     }
 }
 
@@ -410,5 +522,86 @@ mod tests {
         // Direction kept: 3:4.
         assert!((w[0] / w[1] - 0.75).abs() < 1e-5);
         let _ = lin.devices();
+    }
+
+    /// A 3→2 linear layer (a rank-2 and a rank-1 parameter).
+    fn model() -> Linear<B> {
+        LinearConfig::new(3, 2).init(&Default::default())
+    }
+
+    /// Gradients of `lin` from a loss that gives every element a different value.
+    fn grads_of(lin: &Linear<B>) -> GradientsParams {
+        let dev = Default::default();
+        let x = Tensor::<B, 2>::from_data(
+            TensorData::new(vec![3f32, -4., 0.5, 1., 2., -7.], [2, 3]),
+            &dev,
+        );
+        let w = Tensor::<B, 2>::from_data(TensorData::new(vec![1f32, -2., 3., 5.], [2, 2]), &dev);
+        let loss = (lin.forward(x) * w).sum() * 10.0;
+        GradientsParams::from_grads(loss.backward(), lin)
+    }
+
+    fn values(lin: &Linear<B>) -> Vec<f32> {
+        let mut v = lin.weight.val().into_data().to_vec::<f32>().unwrap();
+        v.extend(
+            lin.bias
+                .as_ref()
+                .unwrap()
+                .val()
+                .into_data()
+                .to_vec::<f32>()
+                .unwrap(),
+        );
+        v
+    }
+
+    /// The GPU step's clipping: the norm is the host path's (summed in another order), the
+    /// factor is `max / (norm + 1e-6)` above the bound and 1 under it, none without a bound;
+    /// and each optimizer, given the factor, updates exactly as it does from gradients
+    /// multiplied by it beforehand (the multiplication moved into the update, bit for bit).
+    #[test]
+    fn clipping_inside_the_update_equals_clipping_the_gradients_first() {
+        let lin = model();
+        let grads = grads_of(&lin);
+        let host = clip_global_norm(&lin, &mut grads_of(&lin), None);
+        let (norm, factor) = clip_global_norm_on_device(&lin, &grads, Some(1.0));
+        let norm = f64::from(norm.into_scalar());
+        assert!(host > 10.0, "{host}");
+        assert!((norm - host).abs() <= 1e-6 * host, "{norm} vs {host}");
+        let factor = factor.expect("a bound gives a factor");
+        let f = f64::from(factor.clone().into_scalar());
+        assert!((f - 1.0 / (norm + 1e-6)).abs() < 1e-9, "{f}");
+        let (_, under) = clip_global_norm_on_device(&lin, &grads, Some(1e9));
+        assert_eq!(under.unwrap().into_scalar(), 1.0);
+        assert!(clip_global_norm_on_device(&lin, &grads, None).1.is_none());
+
+        for kind in [
+            OptimizerKind::Adam,
+            OptimizerKind::Adamw,
+            OptimizerKind::Sgd,
+        ] {
+            let spec = OptimSpec {
+                kind,
+                ..spec(ScheduleKind::Constant, 0)
+            };
+            // Two steps, so that Adam's second starts from the moments of the first.
+            let (mut inside, mut before) = (lin.clone(), lin.clone());
+            let mut a = AnyOptimizer::<Linear<B>, B>::from_spec(&spec);
+            let mut b = AnyOptimizer::<Linear<B>, B>::from_spec(&spec);
+            for _ in 0..2 {
+                let g = grads_of(&inside);
+                inside = a.step(0.01, inside, g, Some(factor.clone()));
+                let mut scaled = grads_of(&before);
+                let id = lin.weight.id;
+                let t = scaled.remove::<NdArray<f32>, 2>(id).unwrap();
+                scaled.register(id, t * factor.clone().unsqueeze::<2>());
+                let id = lin.bias.as_ref().unwrap().id;
+                let t = scaled.remove::<NdArray<f32>, 1>(id).unwrap();
+                scaled.register(id, t * factor.clone());
+                before = b.step(0.01, before, scaled, None);
+            }
+            assert_eq!(values(&inside), values(&before), "{kind:?}");
+            assert_ne!(values(&inside), values(&lin), "{kind:?}: no update");
+        }
     }
 }

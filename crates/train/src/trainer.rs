@@ -257,6 +257,16 @@ struct Stepped<B: AutodiffBackend> {
     tokens_per_s: f64,
 }
 
+/// What clipping gives a step's update and metrics line.
+struct Clipped<B: AutodiffBackend> {
+    /// The gradients' global norm before clipping, read back (NaN on a GPU).
+    norm: f64,
+    /// On a GPU: the loss and the norm, still there (read back by [`Loop::settle`]).
+    on_device: Option<[Tensor<B::InnerBackend, 1>; 2]>,
+    /// On a GPU with a bound: what the update multiplies every gradient by.
+    factor: Option<Tensor<B::InnerBackend, 1>>,
+}
+
 /// What a step's backward pass gives its optimizer step and metrics line.
 struct Backward<B: AutodiffBackend> {
     grads: GradientsParams,
@@ -475,8 +485,8 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         let tokens = ctx.tokens();
         let deferred = ctx.take_deferred();
         let mut pass = self.backward(&loss, tokens, ctx.gathered(), step, t, device)?;
-        let (grad_norm, on_device) = self.clip_gradients(&mut pass.grads, pass.kept);
-        let lr = self.update(stage, local, pass.grads, deferred);
+        let clipped = self.clip_gradients(&mut pass.grads, pass.kept);
+        let lr = self.update(stage, local, pass.grads, clipped.factor, deferred);
         self.state.positions.insert(task.name.clone(), next);
         for (j, _, n) in own {
             self.state.positions.insert(plan.tasks[j].name.clone(), n);
@@ -487,10 +497,10 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             task: t,
             loss: pass.value,
             lr,
-            grad_norm,
+            grad_norm: clipped.norm,
             tokens: pass.tokens,
             counted: None,
-            on_device,
+            on_device: clipped.on_device,
             eval: None,
             seconds: self.state.seconds,
             tokens_per_s: self.session.tokens_per_second(),
@@ -615,13 +625,13 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
     }
 
     /// Scales the embeddings' gradients (`embedding_grad_scale`) and clips the gradients'
-    /// global norm; returns the norm, or, on a GPU, the loss `kept` there and the norm
-    /// still on the device.
+    /// global norm: on the CPU in place, on a GPU (the loss `kept` there) by the factor
+    /// the update is to multiply them by ([`clip_global_norm_on_device`]).
     fn clip_gradients(
         &self,
         grads: &mut GradientsParams,
         kept: Option<Tensor<B::InnerBackend, 1>>,
-    ) -> (f64, Option<[Tensor<B::InnerBackend, 1>; 2]>) {
+    ) -> Clipped<B> {
         if self.spec.embedding_grad_scale != 1.0 {
             let tables = self
                 .model()
@@ -632,23 +642,31 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
         }
         match kept {
             Some(loss) => {
-                let norm = clip_global_norm_on_device(self.model(), grads, self.spec.grad_clip);
-                (f64::NAN, Some([loss, norm]))
+                let (norm, factor) =
+                    clip_global_norm_on_device(self.model(), grads, self.spec.grad_clip);
+                Clipped {
+                    norm: f64::NAN,
+                    on_device: Some([loss, norm]),
+                    factor,
+                }
             }
-            None => (
-                clip_global_norm(self.model(), grads, self.spec.grad_clip),
-                None,
-            ),
+            None => Clipped {
+                norm: clip_global_norm(self.model(), grads, self.spec.grad_clip),
+                on_device: None,
+                factor: None,
+            },
         }
     }
 
-    /// The optimizer step of step `local` of `stage` at the stage's learning rate, then
-    /// the head weights a loss `deferred` to after it; returns the learning rate.
+    /// The optimizer step of step `local` of `stage` at the stage's learning rate (each
+    /// gradient multiplied by `factor` first, when given), then the head weights a loss
+    /// `deferred` to after it; returns the learning rate.
     fn update(
         &mut self,
         stage: &StagePlan,
         local: u64,
         grads: GradientsParams,
+        factor: Option<Tensor<B::InnerBackend, 1>>,
         deferred: Vec<(usize, Tensor<B::InnerBackend, 2>)>,
     ) -> f64 {
         let mut spec = self.spec.clone();
@@ -656,7 +674,10 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
             spec.lr = lr;
         }
         let lr = learning_rate(&spec, local, stage.steps, stage.steps_per_epoch);
-        self.model = self.model.take().map(|m| self.optim.step(lr, m, grads));
+        self.model = self
+            .model
+            .take()
+            .map(|m| self.optim.step(lr, m, grads, factor));
         for (head, weight) in deferred {
             self.model = self.model.take().map(|m| m.with_head_weight(head, weight));
         }
@@ -857,7 +878,10 @@ impl<'p, B: AutodiffBackend> Loop<'p, B> {
                 .inner
                 .get_mut(&k)
                 .expect("an inner optimizer per inner loop");
-            let updated = self.model.take().map(|m| optim.step(inner.lr, m, grads));
+            let updated = self
+                .model
+                .take()
+                .map(|m| optim.step(inner.lr, m, grads, None));
             self.model = match inner.clip {
                 Some(c) => updated.map(|m| m.clamp_groups(&inner.trains, c)),
                 None => updated,
