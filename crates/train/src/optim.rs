@@ -541,18 +541,13 @@ mod tests {
         GradientsParams::from_grads(loss.backward(), lin)
     }
 
+    /// Every weight of `lin`, the matrix's then the bias'.
     fn values(lin: &Linear<B>) -> Vec<f32> {
-        let mut v = lin.weight.val().into_data().to_vec::<f32>().unwrap();
-        v.extend(
-            lin.bias
-                .as_ref()
-                .unwrap()
-                .val()
-                .into_data()
-                .to_vec::<f32>()
-                .unwrap(),
-        );
-        v
+        let bias = lin.bias.as_ref().map(|b| b.val()).into_iter();
+        std::iter::once(lin.weight.val().flatten::<1>(0, 1))
+            .chain(bias)
+            .flat_map(|t| t.into_data().to_vec::<f32>().unwrap())
+            .collect()
     }
 
     /// The GPU step's clipping: the norm is the host path's (summed in another order), the
