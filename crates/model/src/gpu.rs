@@ -157,8 +157,8 @@ fn apply(_cache: &Path, _tracing: bool) -> Result<(), String> {
 /// its "Fastest result" ones (one per autotune key tuned: `tune/tuner.rs`); with
 /// [`TRACE_LOG_VAR`] set, also appends the first line of each of the three to that file
 /// (which kernel ran, which was compiled, which key tuned: where a step's launches go and
-/// what a first run spends its time on). Everything else the `log`
-/// crate carries is dropped, as it is when no logger is installed.
+/// what a first run spends its time on). Everything else the `log` crate carries is
+/// dropped, as it is when no logger is installed.
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 fn install_counter(tracing: bool) {
     use std::io::Write;
