@@ -31,7 +31,7 @@ enum Kind<M: AutodiffModule<B>, B: AutodiffBackend> {
     /// Adam with its fused CPU step ([`crate::fused_adam`]; burn's own elsewhere).
     Adam(Adaptor<FusedAdam, M, B>),
     AdamW(Adaptor<AdamW, M, B>),
-    Sgd(Adaptor<Sgd<<B as AutodiffBackend>::InnerBackend>, M, B>),
+    Sgd(Adaptor<Sgd<B::InnerBackend>, M, B>),
 }
 
 /// burn's adaptor over optimizer `O` wrapped in [`Scaled`].
