@@ -223,56 +223,65 @@ pub fn clip_global_norm_on_device<B: AutodiffBackend, M: AutodiffModule<B>>(
     Tensor<B::InnerBackend, 1>,
     Option<Tensor<B::InnerBackend, 1>>,
 ) {
-    let mut sq = DeviceSquaredSums::<B> {
+    let mut sq = DeviceSquaredGradients::<B> {
         grads,
-        sums: Vec::new(),
+        groups: Vec::new(),
     };
     module.visit(&mut sq);
-    // Added up only once every sum is queued: a run of element-wise additions of one shape,
-    // which burn's fusion gives few kernels, where an addition after each reduction was a
-    // kernel of its own.
-    let mut sums = sq.sums.into_iter();
-    let Some(first) = sums.next() else {
+    // One sum of squares per shape, the groups' sums added last: a few kernels in all where a
+    // square and one or two reductions per parameter were hundreds (a transformer's layers
+    // have parameters of a handful of shapes).
+    let mut totals = sq
+        .groups
+        .into_iter()
+        .map(|(_, squares)| squared_sum(squares));
+    let Some(first) = totals.next() else {
         let device = module.devices().into_iter().next().unwrap_or_default();
         return (Tensor::zeros([1], &device), None);
     };
-    let norm = sums.fold(first, |total, s| total + s).sqrt();
+    let norm = totals.fold(first, |total, s| total + s).sqrt();
     let factor = max_norm.map(|max| (norm.clone() + 1e-6).recip().mul_scalar(max).clamp_max(1.0));
     (norm, factor)
 }
 
-/// Each gradient's sum of squares on the device, in the order the module's parameters are
-/// visited.
-struct DeviceSquaredSums<'a, B: AutodiffBackend> {
+/// The gradients' element-wise squares, those of one shape (as `[rows, width]`, the last
+/// axis the width) added up element-wise as the module's parameters are visited: an
+/// unbroken run of element-wise operations per shape, which burn's fusion gives one kernel
+/// or a few (as many as a kernel's bindings allow).
+struct DeviceSquaredGradients<'a, B: AutodiffBackend> {
     grads: &'a GradientsParams,
-    sums: Vec<Tensor<B::InnerBackend, 1>>,
+    /// Per shape, in the order first seen (so the summation order is the module's).
+    groups: Vec<([usize; 2], Tensor<B::InnerBackend, 2>)>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for DeviceSquaredSums<'_, B> {
+impl<B: AutodiffBackend> ModuleVisitor<B> for DeviceSquaredGradients<'_, B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) {
-            self.sums.push(squared_sum_on_device(g));
+        let Some(g) = self.grads.get::<B::InnerBackend, D>(param.id) else {
+            return;
+        };
+        let dims = g.dims();
+        let width = dims[D - 1];
+        let numel = dims.iter().product::<usize>();
+        if numel == 0 {
+            return;
+        }
+        let shape = [numel / width, width];
+        let g: Tensor<B::InnerBackend, 2> = g.reshape(shape);
+        let square = g.clone() * g;
+        match self.groups.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, total)) => *total = total.clone() + square,
+            None => self.groups.push((shape, square)),
         }
     }
 }
 
-/// `(g * g).sum()` as burn's fusion runs it in few kernels: the tensor as rows (its last
-/// axis), squared and summed along the rows in one fused kernel (burn fuses element-wise
-/// operations into a reduction along an axis, `sum_dim`, not into a whole-tensor `sum`;
-/// autotune picks per shape whether the fused kernel or the two apart run), then the rows'
-/// sums summed. Rows keep every GPU thread busy where one sum over a whole
-/// embedding table would run on one group of them.
-fn squared_sum_on_device<IB: burn::tensor::backend::Backend, const D: usize>(
-    g: Tensor<IB, D>,
-) -> Tensor<IB, 1> {
-    let dims = g.dims();
-    let width = dims[D - 1].max(1);
-    let rows = dims.iter().product::<usize>() / width;
-    if rows == 0 {
-        return Tensor::zeros([1], &g.device());
-    }
-    let g: Tensor<IB, 2> = g.reshape([rows, width]);
-    let per_row = (g.clone() * g).sum_dim(1).reshape([rows]);
+/// The sum of a `[rows, width]` tensor's elements, as burn runs it in few kernels: along the
+/// rows (`sum_dim`), then the rows' sums. Rows keep every GPU thread busy where one sum over
+/// a whole embedding table would run on one group of them (and a whole-tensor `sum` is two
+/// kernels on burn-cubecl: a zeroed output and atomic additions into it).
+fn squared_sum<IB: burn::tensor::backend::Backend>(squares: Tensor<IB, 2>) -> Tensor<IB, 1> {
+    let [rows, _] = squares.dims();
+    let per_row = squares.sum_dim(1).reshape([rows]);
     if rows == 1 {
         per_row
     } else {
@@ -548,6 +557,38 @@ mod tests {
             .chain(bias)
             .flat_map(|t| t.into_data().to_vec::<f32>().unwrap())
             .collect()
+    }
+
+    /// The GPU norm adds up the squares of same-shaped parameters before it sums them (three
+    /// linear layers, two of one shape): the host path's norm still, to rounding.
+    #[test]
+    fn the_device_norm_of_same_shaped_parameters_is_the_host_norm() {
+        let dev = Default::default();
+        let layers: Vec<Linear<B>> = vec![
+            LinearConfig::new(3, 2).init(&dev),
+            LinearConfig::new(2, 2).init(&dev),
+            LinearConfig::new(3, 2).init(&dev),
+        ];
+        // Every weight gets a gradient: the product of two paths through the layers.
+        let grads_of = |layers: &Vec<Linear<B>>| {
+            let x = Tensor::<B, 2>::from_data(
+                TensorData::new(vec![3f32, -4., 0.5, 1., 2., -7.], [2, 3]),
+                &dev,
+            );
+            let hidden = layers[1].forward(layers[0].forward(x.clone()));
+            let loss = (hidden * layers[2].forward(x)).sum() * 10.0;
+            GradientsParams::from_grads(loss.backward(), layers)
+        };
+        let grads = grads_of(&layers);
+        let mut host_grads = grads_of(&layers);
+        let host = clip_global_norm(&layers, &mut host_grads, None);
+        let (device, _) = clip_global_norm_on_device(&layers, &grads, None);
+        let device = f64::from(device.into_scalar());
+        assert!(host > 1.0, "{host}");
+        assert!((device - host).abs() <= 1e-6 * host, "{device} vs {host}");
+        // Each parameter counts once: one layer's gradients alone give a smaller norm.
+        let (first, _) = clip_global_norm_on_device(&layers[0], &grads, None);
+        assert!(f64::from(first.into_scalar()) < device - 1e-3);
     }
 
     /// The GPU step's clipping: the norm is the host path's (summed in another order), the

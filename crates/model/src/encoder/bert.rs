@@ -384,14 +384,20 @@ impl<B: Backend> BertSelfAttention<B> {
 /// additive bias, so padded keys go in as a boolean mask (masked to −∞ where the bias is
 /// f32's minimum: both give a padded key a weight of exactly 0). Training keeps the path
 /// below: burn's autodiff differentiates the attention operation through the same unfused
-/// fallback.
+/// fallback. Training on a GPU normalises before the product with `v`, with burn's
+/// `softmax` (its maximum taken apart from the gradient): the same values to rounding, and
+/// about a third of the kernels of the deferred form's backward (the `[v | 1]`
+/// concatenation and the two slices of the product each cost a zeroed tensor and a
+/// slice assignment there, the maximum a scatter), where launches, not passes over the
+/// scores, are what a GPU step waits on.
 pub fn scaled_dot_product_attention<B: Backend>(
     query: Tensor<B, 4>,
     key: Tensor<B, 4>,
     value: Tensor<B, 4>,
     mask_bias: Tensor<B, 4>,
 ) -> Tensor<B, 4> {
-    if crate::gpu::on_device::<B>() && !B::ad_enabled(&value.device()) {
+    let on_device = crate::gpu::on_device::<B>();
+    if on_device && !B::ad_enabled(&value.device()) {
         // The bias is 0 or f32::MIN: any threshold between them finds the padded keys.
         let padded = mask_bias.lower_elem(-1.0);
         return burn::tensor::module::attention(
@@ -407,6 +413,10 @@ pub fn scaled_dot_product_attention<B: Backend>(
     let scores = crate::precision::matmul(query, key.swap_dims(2, 3))
         .div_scalar((head_size as f64).sqrt())
         + mask_bias;
+    if on_device {
+        let weights = burn::tensor::activation::softmax(scores, 3);
+        return crate::precision::matmul(weights, value);
+    }
     let max = scores.clone().max_dim(3);
     let weights = (scores - max).exp();
     let ones = Tensor::ones([batch, heads, seq, 1], &value.device());
