@@ -234,7 +234,7 @@ pub fn clip_global_norm_on_device<B: AutodiffBackend, M: AutodiffModule<B>>(
     let mut totals = sq
         .groups
         .into_iter()
-        .map(|(_, squares)| squared_sum(squares));
+        .map(|(_, squares)| sum_of_elements(squares));
     let Some(first) = totals.next() else {
         let device = module.devices().into_iter().next().unwrap_or_default();
         return (Tensor::zeros([1], &device), None);
@@ -275,13 +275,13 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for DeviceSquaredGradients<'_, B> {
     }
 }
 
-/// The sum of a `[rows, width]` tensor's elements, as burn runs it in few kernels: along the
-/// rows (`sum_dim`), then the rows' sums. Rows keep every GPU thread busy where one sum over
-/// a whole embedding table would run on one group of them (and a whole-tensor `sum` is two
-/// kernels on burn-cubecl: a zeroed output and atomic additions into it).
-fn squared_sum<IB: burn::tensor::backend::Backend>(squares: Tensor<IB, 2>) -> Tensor<IB, 1> {
-    let [rows, _] = squares.dims();
-    let per_row = squares.sum_dim(1).reshape([rows]);
+/// The sum of a `[rows, width]` tensor's elements in at most two kernels: along the rows
+/// (`sum_dim`), then the rows' sums. Rows keep every GPU thread busy where one reduction over
+/// a whole embedding table would run on one group of them (burn-cubecl's whole-tensor `sum`
+/// is a zeroed output and atomic additions into it, or a chain of reductions, autotune's pick).
+fn sum_of_elements<IB: burn::tensor::backend::Backend>(t: Tensor<IB, 2>) -> Tensor<IB, 1> {
+    let [rows, _] = t.dims();
+    let per_row = t.sum_dim(1).reshape([rows]);
     if rows == 1 {
         per_row
     } else {
