@@ -206,6 +206,12 @@ fn layer_norm<B: Backend>(config: &BertConfig, device: &B::Device) -> LayerNorm<
         .init(device)
 }
 
+/// `layer` (ε `eps`) over the last axis of `x`: burn's `LayerNorm`, as one autodiff node
+/// with its own backward pass on a GPU ([`crate::fused::device_nodes`]).
+fn norm<B: Backend>(layer: &LayerNorm<B>, x: Tensor<B, 3>, eps: f64) -> Tensor<B, 3> {
+    crate::fused::device_nodes::layer_norm(layer, x, eps)
+}
+
 /// A Linear over every token of a `[batch, seq, in]` tensor as one
 /// `[batch·seq, in] × [in, out]` GEMM. burn's broadcasting matmul would instead run one small
 /// GEMM per sequence and repack the weight matrix for each.
@@ -235,6 +241,9 @@ pub struct BertEmbeddings<B: Backend> {
     pub position_embeddings: Embedding<B>,
     pub token_type_embeddings: Embedding<B>,
     pub layer_norm: LayerNorm<B>,
+    /// `layer_norm`'s ε (burn keeps a LayerNorm's own private).
+    #[module(skip)]
+    pub layer_norm_eps: f64,
 }
 
 impl<B: Backend> BertEmbeddings<B> {
@@ -253,6 +262,7 @@ impl<B: Backend> BertEmbeddings<B> {
             token_type_embeddings: EmbeddingConfig::new(config.type_vocab_size, config.hidden_size)
                 .init(device),
             layer_norm: layer_norm(config, device),
+            layer_norm_eps: config.layer_norm_eps,
         }
     }
 
@@ -278,7 +288,11 @@ impl<B: Backend> BertEmbeddings<B> {
             .val()
             .slice(0..seq)
             .unsqueeze_dim::<3>(0);
-        self.layer_norm.forward(words + types + positions)
+        norm(
+            &self.layer_norm,
+            words + types + positions,
+            self.layer_norm_eps,
+        )
     }
 }
 
@@ -414,7 +428,7 @@ pub fn scaled_dot_product_attention<B: Backend>(
         .div_scalar((head_size as f64).sqrt())
         + mask_bias;
     if on_device {
-        let weights = burn::tensor::activation::softmax(scores, 3);
+        let weights = crate::fused::device_nodes::softmax(scores);
         return crate::precision::matmul(weights, value);
     }
     let max = scores.clone().max_dim(3);
@@ -469,6 +483,9 @@ fn cut_sorted(
 pub struct BertSelfOutput<B: Backend> {
     pub dense: Linear<B>,
     pub layer_norm: LayerNorm<B>,
+    /// `layer_norm`'s ε (burn keeps a LayerNorm's own private).
+    #[module(skip)]
+    pub layer_norm_eps: f64,
 }
 
 impl<B: Backend> BertSelfOutput<B> {
@@ -476,12 +493,16 @@ impl<B: Backend> BertSelfOutput<B> {
         BertSelfOutput {
             dense: LinearConfig::new(config.hidden_size, config.hidden_size).init(device),
             layer_norm: layer_norm(config, device),
+            layer_norm_eps: config.layer_norm_eps,
         }
     }
 
     pub fn forward(&self, hidden: Tensor<B, 3>, input: Tensor<B, 3>) -> Tensor<B, 3> {
-        self.layer_norm
-            .forward(linear_tokens(&self.dense, hidden) + input)
+        norm(
+            &self.layer_norm,
+            linear_tokens(&self.dense, hidden) + input,
+            self.layer_norm_eps,
+        )
     }
 }
 
@@ -555,6 +576,9 @@ impl<B: Backend> BertIntermediate<B> {
 pub struct BertOutput<B: Backend> {
     pub dense: Linear<B>,
     pub layer_norm: LayerNorm<B>,
+    /// `layer_norm`'s ε (burn keeps a LayerNorm's own private).
+    #[module(skip)]
+    pub layer_norm_eps: f64,
 }
 
 impl<B: Backend> BertOutput<B> {
@@ -562,12 +586,16 @@ impl<B: Backend> BertOutput<B> {
         BertOutput {
             dense: LinearConfig::new(config.intermediate_size, config.hidden_size).init(device),
             layer_norm: layer_norm(config, device),
+            layer_norm_eps: config.layer_norm_eps,
         }
     }
 
     pub fn forward(&self, hidden: Tensor<B, 3>, input: Tensor<B, 3>) -> Tensor<B, 3> {
-        self.layer_norm
-            .forward(linear_tokens(&self.dense, hidden) + input)
+        norm(
+            &self.layer_norm,
+            linear_tokens(&self.dense, hidden) + input,
+            self.layer_norm_eps,
+        )
     }
 }
 

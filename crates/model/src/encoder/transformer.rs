@@ -56,7 +56,6 @@ use crate::input::Padded;
 use crate::random::{dropout, Noise};
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use harness_recipe::schema::{self, Pool};
@@ -269,7 +268,7 @@ impl<B: Backend> SelfAttention<B> {
         let scores = crate::precision::matmul(q, k.swap_dims(2, 3))
             * (1.0 / (d_head as f64).sqrt())
             + keys.bias.clone();
-        let probs = dropout(noise, softmax(scores, 3), p);
+        let probs = dropout(noise, fused::device_nodes::softmax(scores), p);
         let context = crate::precision::matmul(probs, v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);

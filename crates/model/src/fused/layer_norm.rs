@@ -14,7 +14,7 @@
 //! Semantics are `burn::nn::LayerNorm::forward` exactly (biased variance, ε inside the root),
 //! up to float rounding: the tests below compare values and the three gradients.
 //! [`layer_norm`] serves burn-ndarray (f32) and its autodiff; on any other backend it runs
-//! burn's own.
+//! burn's own (as one autodiff node on a GPU: [`crate::fused::device_nodes`]).
 
 use crate::fused::lstm::{host_values, register_grad};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -70,7 +70,7 @@ pub fn layer_norm<B: Backend>(norm: &LayerNorm<B>, x: Tensor<B, 2>, epsilon: f64
         ));
         return *out.downcast::<Tensor<B, 2>>().expect("the same backend");
     }
-    norm.forward(x)
+    crate::fused::device_nodes::layer_norm(norm, x, epsilon)
 }
 
 struct Forward {

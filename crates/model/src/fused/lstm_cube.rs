@@ -31,6 +31,7 @@
 //! compare outputs and every gradient.
 //! On any other backend the functions here decline and the caller takes another path.
 
+use crate::fused::device_nodes::cast;
 use crate::fused::lstm::{BiInput, LayerInput};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
@@ -50,7 +51,6 @@ use burn_fusion::{Fusion, FusionTensor};
 use burn_ir::{CustomOpIr, HandleContainer, OperationIr, TensorIr};
 use cubecl::prelude::*;
 use cubecl::{calculate_cube_count_elemwise, CubeDim};
-use std::any::Any;
 use std::marker::PhantomData;
 
 /// The cube backend the recurrence runs on, inside fusion.
@@ -655,17 +655,6 @@ fn both<C: CubeLstm>(input: BiInput<C>) -> Option<Tensor<C, 3>> {
         zeros,
         d,
     ))
-}
-
-/// Moves `value` to type `T` when it is one (the concrete backend behind a generic `B`).
-fn cast<A: 'static, T: 'static>(value: A) -> Result<T, A> {
-    let any: Box<dyn Any> = Box::new(value);
-    match any.downcast::<T>() {
-        Ok(t) => Ok(*t),
-        Err(other) => Err(*other
-            .downcast::<A>()
-            .unwrap_or_else(|_| unreachable!("the value's own type"))),
-    }
 }
 
 /// Every step's hidden state `[time, batch, hidden]` of one masked LSTM layer computed by

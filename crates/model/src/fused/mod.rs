@@ -9,6 +9,7 @@
 pub mod attention;
 pub mod bert;
 pub(crate) mod bilstm;
+pub mod device_nodes;
 pub mod gather;
 pub mod gelu;
 pub mod layer_norm;

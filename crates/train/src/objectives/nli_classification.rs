@@ -5,7 +5,7 @@
 use crate::objectives::{CheckContext, ExampleKind, Loss, Objective};
 use crate::step::{Side, Step};
 use crate::TrainError;
-use burn::tensor::activation::log_softmax;
+use harness_model::fused::device_nodes::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
 use harness_recipe::check::Finding;
@@ -47,7 +47,7 @@ pub fn classification_ce<B: Backend>(
     labels: Tensor<B, 1, Int>,
 ) -> Tensor<B, 1> {
     let [batch, _] = logits.dims();
-    log_softmax(logits, 1)
+    log_softmax(logits)
         .gather(1, labels.reshape([batch, 1]))
         .neg()
         .mean()

@@ -15,7 +15,7 @@
 use crate::objectives::{CheckContext, ExampleKind, HardNegatives, Loss, Objective};
 use crate::step::{Side, Step};
 use crate::TrainError;
-use burn::tensor::activation::log_softmax;
+use harness_model::fused::device_nodes::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Tensor, TensorData};
 use harness_recipe::check::Finding;
@@ -215,7 +215,7 @@ fn diagonal_ce<B: Backend>(
     let [n, m] = scores.dims();
     let device = scores.device();
     // A large negative, not −∞: a fully masked row must not turn into NaN.
-    let logp = log_softmax(scores.mask_fill(masked, -1.0e4), 1);
+    let logp = log_softmax(scores.mask_fill(masked, -1.0e4));
     let eye: Vec<f32> = (0..n * m)
         .map(|k| {
             let (i, j) = (k / m, k % m);

@@ -9,7 +9,7 @@ use crate::objectives::check::param;
 use crate::objectives::{CheckContext, ExampleKind, Loss, Objective, PairOptions};
 use crate::step::{Side, Step};
 use crate::TrainError;
-use burn::tensor::activation::log_softmax;
+use harness_model::fused::device_nodes::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor};
 use harness_model::decoder::LstmDecoder;
@@ -161,7 +161,7 @@ pub fn seq2seq_ce<B: Backend>(
 ) -> Tensor<B, 1> {
     let [batch, time, vocab] = logits.dims();
     let n = batch * time;
-    let logp = log_softmax(logits.reshape([n, vocab]), 1);
+    let logp = log_softmax(logits.reshape([n, vocab]));
     let gold = logp
         .clone()
         .gather(1, targets.reshape([n, 1]))
