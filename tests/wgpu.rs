@@ -343,13 +343,16 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // 2026-12-05, the gradient norm summed per parameter shape and a GPU's training attention
     // through burn's softmax (6858473, the same AMD EPYC): 302 / 282, 526 / 486, 507 / 463,
     // 69 / 69 (autotune, as above), 335 / 343, 1482 / 1617, 337 / 258; the same margins.
-    ("laser-default", 312, 0),
-    ("bilstm", 542, 0),
-    ("lstm", 523, 0),
-    ("cbow", 73, 0),
-    ("transformer", 361, 0),
-    ("pretrained", 1698, 0),
-    ("words-char-ngrams", 348, 0),
+    // 2026-12-05, LayerNorm, softmax and log-softmax one autodiff node each on a GPU
+    // (fused/device_nodes.rs; fbaa62a, the same AMD EPYC): 294 / 274, 518 / 478, 497 / 453,
+    // 59 / 59, 277 / 285, 1223 / 1287, 329 / 253; the same margins.
+    ("laser-default", 303, 0),
+    ("bilstm", 534, 0),
+    ("lstm", 512, 0),
+    ("cbow", 65, 0),
+    ("transformer", 300, 0),
+    ("pretrained", 1352, 0),
+    ("words-char-ngrams", 339, 0),
 ];
 
 /// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads, kernels compiled,

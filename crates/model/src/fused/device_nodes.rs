@@ -146,11 +146,16 @@ pub fn layer_norm_node<I: Backend>(
 // Softmax and log-softmax along the last axis
 // ---------------------------------------------------------------------------------------
 
+/// The backward pass of a softmax (`log`: a log-softmax) along the last axis, given its
+/// output.
 #[derive(Debug)]
-struct SoftmaxNode<I, const D: usize>(PhantomData<fn() -> I>);
+struct SoftmaxNode<I, const D: usize> {
+    log: bool,
+    backend: PhantomData<fn() -> I>,
+}
 
 impl<I: Backend, const D: usize> Backward<I, 1> for SoftmaxNode<I, D> {
-    /// The output `y`.
+    /// The output `y` (log-probabilities where `log`).
     type State = I::FloatTensorPrimitive;
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
@@ -158,48 +163,51 @@ impl<I: Backend, const D: usize> Backward<I, 1> for SoftmaxNode<I, D> {
         let [parent] = ops.parents;
         if let Some(node) = parent {
             let y: Tensor<I, D> = inner(ops.state);
-            let dot = (dy.clone() * y.clone()).sum_dim(D - 1);
-            grads.register::<I>(node.id, primitive(y * (dy - dot)));
+            let dx = if self.log {
+                let total = dy.clone().sum_dim(D - 1);
+                dy - y.exp() * total
+            } else {
+                let dot = (dy.clone() * y.clone()).sum_dim(D - 1);
+                y * (dy - dot)
+            };
+            grads.register::<I>(node.id, primitive(dx));
         }
     }
 }
 
-#[derive(Debug)]
-struct LogSoftmaxNode<I, const D: usize>(PhantomData<fn() -> I>);
-
-impl<I: Backend, const D: usize> Backward<I, 1> for LogSoftmaxNode<I, D> {
-    /// The output `y` (log-probabilities).
-    type State = I::FloatTensorPrimitive;
-
-    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let dy: Tensor<I, D> = inner(grads.consume::<I>(&ops.node));
-        let [parent] = ops.parents;
-        if let Some(node) = parent {
-            let y: Tensor<I, D> = inner(ops.state);
-            let total = dy.clone().sum_dim(D - 1);
-            grads.register::<I>(node.id, primitive(dy - y.exp() * total));
-        }
-    }
+/// The (`log`: log-)softmax of `x` along its last axis as one autodiff node, burn's own
+/// operation forwards.
+fn softmax_of<I: Backend, const D: usize>(
+    x: Tensor<Autodiff<I>, D>,
+    log: bool,
+) -> Tensor<Autodiff<I>, D> {
+    let x = x.into_primitive().tensor();
+    let xi = inner::<I, D>(x.primitive.clone());
+    let y = primitive(if log {
+        activation::log_softmax(xi, D - 1)
+    } else {
+        activation::softmax(xi, D - 1)
+    });
+    let node = SoftmaxNode::<I, D> {
+        log,
+        backend: PhantomData,
+    };
+    let out = match node
+        .prepare::<NoCheckpointing>([x.node])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish(y.clone(), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(out))
 }
 
 /// The softmax of `x` along its last axis as one autodiff node (burn's `softmax` forwards).
 pub fn softmax_node<I: Backend, const D: usize>(
     x: Tensor<Autodiff<I>, D>,
 ) -> Tensor<Autodiff<I>, D> {
-    let x = x.into_primitive().tensor();
-    let y = activation::softmax(inner::<I, D>(x.primitive.clone()), D - 1);
-    let out = match SoftmaxNode::<I, D>(PhantomData)
-        .prepare::<NoCheckpointing>([x.node])
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => {
-            let y = primitive(y);
-            prep.finish(y.clone(), y)
-        }
-        OpsKind::UnTracked(prep) => prep.finish(primitive(y)),
-    };
-    Tensor::from_primitive(TensorPrimitive::Float(out))
+    softmax_of(x, false)
 }
 
 /// The log-softmax of `x` along its last axis as one autodiff node (burn's `log_softmax`
@@ -207,20 +215,7 @@ pub fn softmax_node<I: Backend, const D: usize>(
 pub fn log_softmax_node<I: Backend, const D: usize>(
     x: Tensor<Autodiff<I>, D>,
 ) -> Tensor<Autodiff<I>, D> {
-    let x = x.into_primitive().tensor();
-    let y = activation::log_softmax(inner::<I, D>(x.primitive.clone()), D - 1);
-    let out = match LogSoftmaxNode::<I, D>(PhantomData)
-        .prepare::<NoCheckpointing>([x.node])
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(prep) => {
-            let y = primitive(y);
-            prep.finish(y.clone(), y)
-        }
-        OpsKind::UnTracked(prep) => prep.finish(primitive(y)),
-    };
-    Tensor::from_primitive(TensorPrimitive::Float(out))
+    softmax_of(x, true)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -265,7 +260,8 @@ pub fn layer_norm<B: Backend, const D: usize>(
     x: Tensor<B, D>,
     epsilon: f64,
 ) -> Tensor<B, D> {
-    let Some(beta) = norm.beta.as_ref().filter(|_| crate::gpu::on_device::<B>()) else {
+    let tracked = crate::gpu::on_device::<B>() && B::ad_enabled(&x.device());
+    let Some(beta) = norm.beta.as_ref().filter(|_| tracked) else {
         return norm.forward(x);
     };
     let dims = x.dims();
