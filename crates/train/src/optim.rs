@@ -591,6 +591,31 @@ mod tests {
         assert!(f64::from(first.into_scalar()) < device - 1e-3);
     }
 
+    /// A parameter with no elements has a gradient of none: the GPU norm skips it (its
+    /// `[rows, width]` view would divide by the width) and is the norm of the others.
+    #[test]
+    fn the_device_norm_skips_a_gradient_without_elements() {
+        let dev = Default::default();
+        let param = |values: Vec<f32>| {
+            let n = values.len();
+            Param::from_tensor(Tensor::<B, 1>::from_data(
+                TensorData::new(values, [n]),
+                &dev,
+            ))
+        };
+        let params = vec![param(vec![3., -4., 12.]), param(Vec::new())];
+        let loss = (params[0].val() * params[0].val()).sum() + params[1].val().sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &params);
+        assert_eq!(
+            grads.get::<NdArray, 1>(params[1].id).map(|g| g.dims()),
+            Some([0]),
+            "the empty parameter has a gradient, of no elements"
+        );
+        let (all, _) = clip_global_norm_on_device(&params, &grads, None);
+        let (all, want) = (all.into_scalar(), 2.0 * 13.0);
+        assert!((all - want).abs() < 1e-5, "{all} vs {want}");
+    }
+
     /// The GPU step's clipping: the norm is the host path's (summed in another order), the
     /// factor is `max / (norm + 1e-6)` above the bound and 1 under it, none without a bound;
     /// and each optimizer, given the factor, updates exactly as it does from gradients
