@@ -21,6 +21,24 @@ pub fn encoder_input<'a, B: Backend>(
     pad_tokens(&rows, device)
 }
 
+/// The encoder input of several groups of rows padded as one batch (each row followed by
+/// `</s>`, as [`encoder_input`] gives it), and each group's rows and the width
+/// [`encoder_input`] would give that group alone.
+pub fn merged_encoder_input<B: Backend>(
+    groups: &[Vec<&Tokens>],
+    device: &B::Device,
+) -> (Padded<B>, Vec<(std::ops::Range<usize>, usize)>) {
+    let mut rows: Vec<Tokens> = Vec::with_capacity(groups.iter().map(Vec::len).sum());
+    let mut parts = Vec::with_capacity(groups.len());
+    for group in groups {
+        let start = rows.len();
+        rows.extend(group.iter().map(|t| t.with_eos()));
+        let width = rows[start..].iter().map(|t| t.ids.len()).max().unwrap_or(0);
+        parts.push((start..rows.len(), width));
+    }
+    (pad_tokens(&rows, device), parts)
+}
+
 /// Teacher-forcing rows of one target: (input, output).
 pub fn decoder_rows(target: &[u32], first: u32) -> (Vec<u32>, Vec<u32>) {
     let mut input = Vec::with_capacity(target.len() + 1);
@@ -244,5 +262,28 @@ mod tests {
             vec![10, 11, ids::EOS as i64]
         );
         assert!(b.src.ngrams.is_none());
+    }
+
+    #[test]
+    fn merged_input_holds_each_group_as_its_own_input_would() {
+        let (a, b) = (Tokens::from_ids(vec![10, 11]), Tokens::from_ids(vec![12]));
+        let c = Tokens::from_ids(vec![13, 14, 15, 16]);
+        let device = Default::default();
+        let (merged, parts) = merged_encoder_input::<B>(&[vec![&a, &b], vec![&c, &b]], &device);
+        assert_eq!(parts, vec![(0..2, 3), (2..4, 5)]);
+        let eos = ids::EOS as i64;
+        assert_eq!(
+            merged.ids.into_data().to_vec::<i64>().unwrap(),
+            [
+                [10, 11, eos, 0, 0],
+                [12, eos, 0, 0, 0],
+                [13, 14, 15, 16, eos],
+                [12, eos, 0, 0, 0]
+            ]
+            .concat()
+        );
+        let alone = encoder_input::<B>([&a, &b], &device);
+        assert_eq!(alone.ids.dims(), [2, parts[0].1]);
+        assert_eq!(merged.tokens, alone.tokens + 7);
     }
 }

@@ -16,6 +16,7 @@ use crate::TrainError;
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
+use harness_data::tokenize::Tokens;
 use harness_model::decoder::LstmDecoder;
 use harness_model::encoder::{Encoded, SentenceEncoder};
 use harness_model::heads::Mlp;
@@ -69,6 +70,9 @@ pub struct Step<'a, B: AutodiffBackend> {
     /// Whether a loss gathered the whole batch ([`Step::gather`]): it then computed the
     /// whole batch's loss, not its shard's.
     gathered: bool,
+    /// Whether sides through one encoder may be encoded in one pass ([`Step::encode_sides`]):
+    /// on a GPU backend.
+    merge_sides: bool,
 }
 
 /// A joint task's own batch within a step.
@@ -136,7 +140,16 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             deferred: Vec::new(),
             whole: None,
             gathered: false,
+            merge_sides: harness_model::gpu::on_device::<B>(),
         }
+    }
+
+    /// The step with [`Step::encode_sides`]'s one pass on (`true`) or off whatever the
+    /// backend: for the tests that compare the two on the CPU.
+    #[cfg(test)]
+    pub(crate) fn merging_sides(mut self, on: bool) -> Self {
+        self.merge_sides = on;
+        self
     }
 
     /// The step as data-parallel peer `peer`, whose examples are its shard of the whole
@@ -475,10 +488,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         let input = crate::batch::encoder_input::<B>(rows, self.device);
         self.tokens += input.tokens;
         let i = self.task.encoders[1];
-        let frozen = self
-            .frozen
-            .iter()
-            .any(|g| matches!(g, Group::Encoder(j) if *j == i));
+        let frozen = self.is_frozen(i);
         let encoder = &self.model.encoders[i];
         let noise = if frozen { None } else { Some(&mut *self.noise) };
         let e = encoder.forward(&input, noise).sentence;
@@ -501,24 +511,13 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             (Tensors::Context(b), Side::Second) => b.previous.clone(),
             (Tensors::Context(b), Side::Third) => b.next.clone(),
             (Tensors::Labelled(b), Side::First) => b.sentence.clone(),
-            _ => {
-                return Err(TrainError::recipe(
-                    format!("tasks.{}", self.task.name),
-                    format!("a loss reads side {side:?} of examples that do not have it"),
-                    "report this as a bug in the objective's definition",
-                ))
-            }
+            _ => return Err(self.missing_side(side)),
         };
         self.tokens += input.tokens;
-        // The first side goes through the task's own encoder, the others through the one
-        // it reads.
-        let i = self.task.encoders[k.min(1)];
+        let i = self.encoder_of(side);
         let encoder = &self.model.encoders[i];
         // A frozen encoder encodes as at inference (no dropout): it is a fixed target.
-        let frozen = self
-            .frozen
-            .iter()
-            .any(|g| matches!(g, Group::Encoder(j) if *j == i));
+        let frozen = self.is_frozen(i);
         let e = if frozen {
             frozen_forward(encoder, &input)
         } else {
@@ -526,6 +525,111 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         };
         self.encoded[k] = Some(e.clone());
         Ok(e)
+    }
+
+    /// The encodings of `sides`, as [`Self::encode`] gives each, in that order. On a GPU
+    /// backend, the sides not yet encoded that go through the same encoder, when it is
+    /// trained and draws no noise (no dropout), are encoded in one pass: their rows padded
+    /// together into one batch, each side's rows and width cut out after. Padded positions
+    /// are masked out of every encoder's output, so each side's encodings are its own pass's
+    /// up to rounding; a step then runs one recurrence, or one stack of layers, where it ran
+    /// one per side: a GPU step waits on launches, not on arithmetic (issue 59). The CPU,
+    /// where a step waits on arithmetic, encodes each side at its own width, and an encoder
+    /// that draws dropout masks keeps its draws in the order of separate passes, on every
+    /// backend.
+    pub fn encode_sides<const N: usize>(
+        &mut self,
+        sides: [Side; N],
+    ) -> Result<[Encoded<B>; N], TrainError> {
+        for (k, &side) in sides.iter().enumerate() {
+            if self.encoded[side as usize].is_some() {
+                continue;
+            }
+            let i = self.encoder_of(side);
+            let mut group: Vec<Side> = vec![side];
+            for &other in &sides[k + 1..] {
+                if self.encoded[other as usize].is_none()
+                    && self.encoder_of(other) == i
+                    && !group.contains(&other)
+                {
+                    group.push(other);
+                }
+            }
+            if group.len() > 1 && self.merges(i) {
+                self.encode_merged(&group, i)?;
+            } else {
+                self.encode(side)?;
+            }
+        }
+        let encodings = sides.map(|s| self.encoded[s as usize].clone());
+        Ok(encodings.map(|e| e.expect("every side encoded above")))
+    }
+
+    /// Whether sides through encoder `i` are encoded in one pass ([`Self::encode_sides`]).
+    fn merges(&self, i: usize) -> bool {
+        self.merge_sides && !self.is_frozen(i) && !self.model.encoders[i].draws_noise()
+    }
+
+    /// Encodes `sides` through encoder `i` in one pass ([`Self::encode_sides`]).
+    fn encode_merged(&mut self, sides: &[Side], i: usize) -> Result<(), TrainError> {
+        let rows = sides
+            .iter()
+            .map(|&s| self.side_rows(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (input, parts) = crate::batch::merged_encoder_input::<B>(&rows, self.device);
+        self.tokens += input.tokens;
+        let e = self.model.encoders[i].forward(&input, Some(self.noise));
+        // An encoder that clips its input (the transformer's `max_len`) clips each side's.
+        let [_, time] = e.mask.dims();
+        for (&side, (rows, width)) in sides.iter().zip(parts) {
+            let width = width.min(time);
+            self.encoded[side as usize] = Some(Encoded {
+                sentence: e.sentence.clone().slice([rows.clone()]),
+                states: e.states.clone().slice([rows.clone(), 0..width]),
+                mask: e.mask.clone().slice([rows, 0..width]),
+            });
+        }
+        Ok(())
+    }
+
+    /// The token rows of one side of the batch's examples.
+    fn side_rows(&self, side: Side) -> Result<Vec<&'a Tokens>, TrainError> {
+        let index = self.index;
+        fn pick<'e, E>(ex: &'e [E], index: &[u32], f: fn(&E) -> &Tokens) -> Vec<&'e Tokens> {
+            index.iter().map(|&i| f(&ex[i as usize])).collect()
+        }
+        Ok(match (self.examples()?, side) {
+            (Examples::Pairs(ex), Side::First) => pick(ex, index, |e| &e.src),
+            (Examples::Pairs(ex), Side::Second) => pick(ex, index, |e| &e.tgt),
+            (Examples::Nli(ex), Side::First) => pick(ex, index, |e| &e.premise),
+            (Examples::Nli(ex), Side::Second) => pick(ex, index, |e| &e.hypothesis),
+            (Examples::Context(ex), Side::First) => pick(ex, index, |e| &e.sentence),
+            (Examples::Context(ex), Side::Second) => pick(ex, index, |e| &e.previous),
+            (Examples::Context(ex), Side::Third) => pick(ex, index, |e| &e.next),
+            (Examples::Labelled(ex), Side::First) => pick(ex, index, |e| &e.ids),
+            _ => return Err(self.missing_side(side)),
+        })
+    }
+
+    /// The encoder `side` goes through: the first side through the task's own encoder, the
+    /// others through the one it reads.
+    fn encoder_of(&self, side: Side) -> usize {
+        self.task.encoders[(side as usize).min(1)]
+    }
+
+    /// Whether encoder `i` is out of training in this step.
+    fn is_frozen(&self, i: usize) -> bool {
+        self.frozen
+            .iter()
+            .any(|g| matches!(g, Group::Encoder(j) if *j == i))
+    }
+
+    fn missing_side(&self, side: Side) -> TrainError {
+        TrainError::recipe(
+            format!("tasks.{}", self.task.name),
+            format!("a loss reads side {side:?} of examples that do not have it"),
+            "report this as a bug in the objective's definition",
+        )
     }
 
     /// The decoder, or an error naming the task that needs one.

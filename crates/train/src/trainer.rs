@@ -1341,6 +1341,69 @@ train: {train}
             .collect()
     }
 
+    /// [`Step::encode_sides`] in one pass (a GPU's way) gives each side the encodings of its
+    /// own pass, for an encoder that draws no dropout; one that does keeps its own passes,
+    /// drawing the same masks in the same order.
+    #[test]
+    fn sides_encoded_in_one_pass_are_their_own_passes() {
+        use crate::step::Side;
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = "  - {name: rank, objective: ranking_softmax, corpus: pairs, weight: 1.0}";
+        for dropout in [0.0, 0.2] {
+            let r = recipe(tasks, "{steps: 1, batch_tokens: 200}", dropout);
+            let plan = plan(&r, 24, dir.path());
+            let dev = Default::default();
+            let model = plan.system.init::<B>(0, &dev);
+            let task = &plan.tasks[0];
+            let (batch, _) = task
+                .data
+                .as_ref()
+                .unwrap()
+                .batch_at(Default::default())
+                .unwrap();
+            let (examples, index) = batch.parts();
+            assert!(index.len() > 1, "a batch of one pair says little");
+            let encode = |merged: bool| {
+                let mut noise = Noise::new(7, 1);
+                let mut step = Step::new(
+                    &model,
+                    &plan,
+                    task,
+                    (examples, index),
+                    &[],
+                    &mut noise,
+                    &dev,
+                )
+                .merging_sides(merged);
+                let sides = step.encode_sides([Side::First, Side::Second]).unwrap();
+                (sides, step.tokens())
+            };
+            let (one_pass, tokens) = encode(true);
+            let (own_passes, own_tokens) = encode(false);
+            assert_eq!(tokens, own_tokens);
+            for (a, b) in one_pass.iter().zip(&own_passes) {
+                assert_eq!(a.states.dims(), b.states.dims());
+                assert_eq!(a.mask.to_data(), b.mask.to_data());
+                for (x, y) in [
+                    (a.sentence.clone(), b.sentence.clone()),
+                    (
+                        a.states.clone().flatten(0, 1),
+                        b.states.clone().flatten(0, 1),
+                    ),
+                ] {
+                    let diff = (x - y).abs().max().into_scalar();
+                    if dropout > 0.0 {
+                        assert_eq!(diff, 0.0, "with dropout each side keeps its own pass");
+                    } else {
+                        assert!(diff < 1e-5, "one pass differs from its own by {diff}");
+                    }
+                }
+            }
+            // The test says something: the two sides are of different widths here.
+            assert_ne!(one_pass[0].mask.dims(), one_pass[1].mask.dims());
+        }
+    }
+
     /// The resume test: a run killed after a checkpoint and resumed ends with the
     /// same weights as an uninterrupted one (CPU backend), with dropout, two tasks of
     /// which one is joint, and several epochs.
@@ -1784,8 +1847,9 @@ stages:
         ) -> Result<Tensor<Bk, 1>, TrainError> {
             use crate::step::Side;
             let head = step.head(&self.head)?;
-            let u = step.encode(Side::First)?.sentence;
-            let v = step.encode(Side::Second)?.sentence;
+            let [u, v] = step
+                .encode_sides([Side::First, Side::Second])?
+                .map(|e| e.sentence);
             let [n, _] = u.dims();
             let logits = head.forward(u, Some(v), None);
             let zeros = Tensor::<Bk, 1, burn::tensor::Int>::zeros([n], step.device());
@@ -1801,8 +1865,9 @@ stages:
             step: &mut Step<'_, Bk>,
         ) -> Result<Tensor<Bk, 1>, TrainError> {
             use crate::step::Side;
-            let u = step.encode(Side::First)?.sentence;
-            let v = step.encode(Side::Second)?.sentence;
+            let [u, v] = step
+                .encode_sides([Side::First, Side::Second])?
+                .map(|e| e.sentence);
             let pull = crate::objectives::l2_similarity::l2_similarity(u, v, 1.0);
             Ok(pull - self.class0(step)? * 0.1)
         }

@@ -268,6 +268,18 @@ impl<B: Backend> SentenceEncoder<B> {
         }
     }
 
+    /// Whether a training pass draws from its noise (a dropout rate above 0). One that
+    /// draws none encodes each row the same whatever rows share its batch (up to rounding):
+    /// padded positions are masked out of every encoder's output.
+    pub fn draws_noise(&self) -> bool {
+        match self {
+            SentenceEncoder::Bilstm(e) => e.dropout > 0.0,
+            SentenceEncoder::Cbow(e) => e.dropout > 0.0,
+            SentenceEncoder::Transformer(e) => e.dropout > 0.0,
+            SentenceEncoder::Bert(_) => false,
+        }
+    }
+
     /// The sentence vectors of a padded batch at inference: `forward(input, None).sentence`
     /// (the BiLSTM's own faster path on the CPU backend gives the same bits).
     pub fn encode(&self, input: &Padded<B>) -> Tensor<B, 2> {

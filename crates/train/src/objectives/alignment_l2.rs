@@ -69,8 +69,7 @@ impl Objective for AlignmentL2 {
 
 impl Loss for AlignmentL2 {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let x = step.encode(Side::First)?.sentence;
-        let y = step.encode(Side::Second)?.sentence;
+        let [x, y] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
         let [batch, _] = x.dims();
         let k = if self.lambda > 0.0 && batch > 1 {
             self.negatives as usize

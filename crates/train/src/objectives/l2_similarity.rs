@@ -44,8 +44,7 @@ impl Objective for L2Similarity {
 
 impl Loss for L2Similarity {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
-        let u = step.encode(Side::First)?.sentence;
-        let v = step.encode(Side::Second)?.sentence;
+        let [u, v] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
         Ok(l2_similarity(u, v, self.alpha))
     }
 }

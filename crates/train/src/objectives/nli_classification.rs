@@ -33,8 +33,7 @@ impl Objective for NliClassification {
 impl Loss for NliClassification {
     fn loss<B: AutodiffBackend>(&self, step: &mut Step<'_, B>) -> Result<Tensor<B, 1>, TrainError> {
         let head = step.head(&self.head)?;
-        let u = step.encode(Side::First)?.sentence;
-        let v = step.encode(Side::Second)?.sentence;
+        let [u, v] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
         let labels = step.nli_batch()?.labels.clone();
         let logits = head.forward(u, Some(v), Some(step.noise()));
         Ok(classification_ce(logits, labels))

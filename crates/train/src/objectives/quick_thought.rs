@@ -83,9 +83,9 @@ impl Loss for QuickThought {
         let next = ids(|e| e.next.ids.as_slice());
         let to_previous = RankingMasks::from_ids(&sentence, &previous);
         let to_next = RankingMasks::from_ids(&sentence, &next);
-        let i = step.encode(Side::First)?.sentence;
-        let p = step.encode(Side::Second)?.sentence;
-        let n = step.encode(Side::Third)?.sentence;
+        let [i, p, n] = step
+            .encode_sides([Side::First, Side::Second, Side::Third])?
+            .map(|e| e.sentence);
         let i = project(step, self.input_head.as_deref(), i, "input_head")?;
         let p = project(step, self.previous_head.as_deref(), p, "previous_head")?;
         let n = project(step, self.next_head.as_deref(), n, "next_head")?;

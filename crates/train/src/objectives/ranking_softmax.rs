@@ -123,8 +123,7 @@ pub fn rank_pairs<B: AutodiffBackend>(
     let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
     let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
     let masks = RankingMasks::from_ids(&src, &tgt);
-    let u = step.encode(Side::First)?.sentence;
-    let v = step.encode(Side::Second)?.sentence;
+    let [u, v] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
     let Some(extra) = step.hard_negatives()? else {
         let [u, v] = step.gather([u, v])?;
         return Ok(ranking_softmax(u, v, None, p, &masks));

@@ -44,8 +44,7 @@ impl Loss for ResponseRanking {
         let input: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
         let response: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
         let masks = RankingMasks::from_ids(&input, &response);
-        let u = step.encode(Side::First)?.sentence;
-        let v = step.encode(Side::Second)?.sentence;
+        let [u, v] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
         let v = project(step, self.head.as_deref(), v, "head")?;
         let [u, v] = step.gather([u, v])?;
         Ok(ranking_softmax(u, v, None, dot(), &masks))
