@@ -13,12 +13,40 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::ops::Range;
 
 /// A seeded source of dropout masks. Forward passes take `Option<&mut Noise>`: `None`
 /// means evaluation (no dropout).
 #[derive(Debug, Clone)]
 pub struct Noise {
     rng: ChaCha8Rng,
+    /// While a pass encodes the rows of several separate passes at once ([`Noise::split`]):
+    /// each part's rows and width and where its next mask starts in the stream.
+    parts: Vec<Part>,
+    /// Where the stream stands once every part has drawn what it declared (during a split).
+    end: Option<u128>,
+    /// Whether a mask was drawn during a split pass other than by [`Noise::dropout_on`].
+    stray: bool,
+}
+
+/// One part of a split pass ([`Noise::split`]).
+#[derive(Debug, Clone)]
+struct Part {
+    rows: Range<usize>,
+    width: usize,
+    /// The next word this part's masks take, and where its own pass would have stopped.
+    pos: u128,
+    stop: u128,
+}
+
+/// What one axis of a tensor that dropout masks holds, for a pass whose batch holds the rows
+/// of several separate passes ([`Noise::split`]): the batch's rows, its time steps (padded to
+/// the batch's width), or anything else (features, heads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    Rows,
+    Time,
+    Other,
 }
 
 impl Noise {
@@ -26,7 +54,102 @@ impl Noise {
     pub fn new(seed: u64, stream: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(stream);
-        Noise { rng }
+        Noise {
+            rng,
+            parts: Vec::new(),
+            end: None,
+            stray: false,
+        }
+    }
+
+    /// Makes the next pass draw its masks as separate passes over each part of its batch
+    /// would, one after the other: `parts` gives, in the order those passes would run, each
+    /// one's rows in the batch, its own padded width, and how many words of the stream its
+    /// pass draws. Every mask of the pass must then be drawn by [`Noise::dropout_on`]; the
+    /// masked positions beyond a part's width (its padding in the joint batch) are 0.
+    /// [`Noise::join`] ends the split.
+    pub fn split(&mut self, parts: &[(Range<usize>, usize, u64)]) {
+        let mut pos = self.rng.get_word_pos();
+        self.parts = parts
+            .iter()
+            .map(|(rows, width, words)| {
+                let part = Part {
+                    rows: rows.clone(),
+                    width: *width,
+                    pos,
+                    stop: pos + u128::from(*words),
+                };
+                pos = part.stop;
+                part
+            })
+            .collect();
+        self.end = Some(pos);
+    }
+
+    /// Whether a split pass is under way ([`Noise::split`]).
+    pub fn is_split(&self) -> bool {
+        self.end.is_some()
+    }
+
+    /// Ends a split pass: the stream stands where the separate passes would have left it.
+    /// `false` when a part drew other than the words it declared (a bug in the encoder's
+    /// count, which would have given the parts other masks than their own passes').
+    pub fn join(&mut self) -> bool {
+        let exact = !self.stray && self.parts.iter().all(|p| p.pos == p.stop);
+        self.parts.clear();
+        self.stray = false;
+        if let Some(end) = self.end.take() {
+            self.rng.set_word_pos(end);
+        }
+        exact
+    }
+
+    /// [`Noise::dropout`] on `x`, whose axes hold what `axes` says: the same mask outside a
+    /// split pass; in one, each part's mask as its own pass would draw it.
+    pub fn dropout_on<B: Backend, const D: usize>(
+        &mut self,
+        x: Tensor<B, D>,
+        p: f64,
+        axes: [Axis; D],
+    ) -> Tensor<B, D> {
+        if self.parts.is_empty() || p <= 0.0 {
+            return self.dropout(x, p);
+        }
+        let dims: [usize; D] = x.dims();
+        let mut strides = [1usize; D];
+        for a in (0..D.saturating_sub(1)).rev() {
+            strides[a] = strides[a + 1] * dims[a + 1];
+        }
+        let mut mask = vec![0.0f32; dims.iter().product()];
+        let mut parts = std::mem::take(&mut self.parts);
+        for part in &mut parts {
+            let own: [usize; D] = std::array::from_fn(|a| match axes[a] {
+                Axis::Rows => part.rows.len(),
+                Axis::Time => part.width.min(dims[a]),
+                Axis::Other => dims[a],
+            });
+            let n: usize = own.iter().product();
+            self.rng.set_word_pos(part.pos);
+            let values = self.draw(n, p).expect("p > 0");
+            part.pos += n as u128;
+            for (k, v) in values.into_iter().enumerate() {
+                let (mut rest, mut at) = (k, 0);
+                for a in (0..D).rev() {
+                    let i = rest % own[a];
+                    rest /= own[a];
+                    let i = if axes[a] == Axis::Rows {
+                        i + part.rows.start
+                    } else {
+                        i
+                    };
+                    at += i * strides[a];
+                }
+                mask[at] = v;
+            }
+        }
+        self.parts = parts;
+        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, x.shape()), &x.device());
+        x * mask
     }
 
     /// Inverted dropout: zero each element with probability `p`, scale the rest by
@@ -50,6 +173,14 @@ impl Noise {
     /// The next `n` values of an inverted-dropout mask (`1 / (1 − p)` kept, 0 dropped), row
     /// major, as [`Noise::dropout`] draws them; `None` (nothing drawn) when `p ≤ 0`.
     pub fn mask(&mut self, n: usize, p: f64) -> Option<Vec<f32>> {
+        if !self.parts.is_empty() && p > 0.0 {
+            self.stray = true;
+        }
+        self.draw(n, p)
+    }
+
+    /// [`Noise::mask`]'s draw.
+    fn draw(&mut self, n: usize, p: f64) -> Option<Vec<f32>> {
         if p <= 0.0 {
             return None;
         }
@@ -72,6 +203,19 @@ impl Noise {
                 })
                 .collect(),
         )
+    }
+}
+
+/// [`Noise::dropout_on`] when `noise` is given (training), the identity otherwise.
+pub fn dropout_on<B: Backend, const D: usize>(
+    noise: &mut Option<&mut Noise>,
+    x: Tensor<B, D>,
+    p: f64,
+    axes: [Axis; D],
+) -> Tensor<B, D> {
+    match noise {
+        Some(n) => n.dropout_on(x, p, axes),
+        None => x,
     }
 }
 
@@ -178,6 +322,75 @@ mod tests {
         let mut none: Option<&mut Noise> = None;
         let y = dropout(&mut none, x.clone(), 0.5);
         assert_eq!(y.into_data(), x.into_data());
+    }
+
+    #[test]
+    fn a_split_pass_draws_each_parts_masks_as_its_own_pass() {
+        let dev = Default::default();
+        let ones = |dims: [usize; 3]| Tensor::<B, 3>::ones(dims, &dev);
+        let values = |t: Tensor<B, 3>| t.into_data().to_vec::<f32>().unwrap();
+        use Axis::{Other, Rows, Time};
+        // Two passes of their own: 2 rows 3 wide, then 3 rows 5 wide; each masks a
+        // batch-major [rows, time, 4] and a time-major [time, rows, 5].
+        let mut own = Noise::new(4, 2);
+        let passes: Vec<[Vec<f32>; 2]> = [(2, 3), (3, 5)]
+            .map(|(rows, width)| {
+                [
+                    values(own.dropout(ones([rows, width, 4]), 0.3)),
+                    values(own.dropout(ones([width, rows, 5]), 0.3)),
+                ]
+            })
+            .into();
+        let after = own.mask(7, 0.3);
+        // One pass over the 5 rows, 5 wide.
+        let mut joint = Noise::new(4, 2);
+        joint.split(&[
+            (0..2, 3, 2 * 3 * 4 + 3 * 2 * 5),
+            (2..5, 5, 3 * 5 * 4 + 5 * 3 * 5),
+        ]);
+        let batch_major = values(joint.dropout_on(ones([5, 5, 4]), 0.3, [Rows, Time, Other]));
+        let time_major = values(joint.dropout_on(ones([5, 5, 5]), 0.3, [Time, Rows, Other]));
+        assert!(joint.join(), "each part drew what it declared");
+        for (k, (rows, width)) in [(0..2usize, 3usize), (2..5, 5)].into_iter().enumerate() {
+            let n = rows.len();
+            for (r, row) in rows.clone().enumerate() {
+                for t in 0..5 {
+                    for f in 0..4 {
+                        let want = if t < width {
+                            passes[k][0][(r * width + t) * 4 + f]
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(batch_major[(row * 5 + t) * 4 + f], want);
+                    }
+                    for f in 0..5 {
+                        let want = if t < width {
+                            passes[k][1][(t * n + r) * 5 + f]
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(time_major[(t * 5 + row) * 5 + f], want);
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            joint.mask(7, 0.3),
+            after,
+            "the stream goes on where the passes left it"
+        );
+        // A part that draws other than it declared, or a mask drawn past `dropout_on`, is
+        // told apart.
+        let mut wrong = Noise::new(4, 2);
+        wrong.split(&[(0..2, 3, 24), (2..5, 5, 60)]);
+        wrong.dropout_on(ones([5, 5, 4]), 0.3, [Rows, Time, Other]);
+        wrong.dropout_on(ones([5, 5, 5]), 0.3, [Time, Rows, Other]);
+        assert!(!wrong.join());
+        let mut stray = Noise::new(4, 2);
+        stray.split(&[(0..2, 3, 24), (2..5, 5, 60)]);
+        stray.dropout_on(ones([5, 5, 4]), 0.3, [Rows, Time, Other]);
+        stray.dropout(ones([2, 2, 2]), 0.3);
+        assert!(!stray.join());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! first use, in the order the losses ask for them). The task drawn by the mixture computes
 //! its loss first, then each task joint with it (`joint_with`) on the same encodings; so a
 //! joint loss costs no second forward pass, and the order of random draws (dropout) is the
-//! order in which the losses read the encodings.
+//! order in which the losses read the encodings. A loss that reads several sides asks for
+//! them together ([`Step::encode_sides`]): on a GPU, sides through one encoder are then
+//! encoded in one pass, each with the dropout masks of its own.
 
 use crate::batch::{
     context_batch, labelled_batch, nli_batch, pair_batch, ContextBatch, LabelledBatch, NliBatch,
@@ -528,15 +530,15 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     }
 
     /// The encodings of `sides`, as [`Self::encode`] gives each, in that order. On a GPU
-    /// backend, the sides not yet encoded that go through the same encoder, when it is
-    /// trained and draws no noise (no dropout), are encoded in one pass: their rows padded
-    /// together into one batch, each side's rows and width cut out after. Padded positions
-    /// are masked out of every encoder's output, so each side's encodings are its own pass's
-    /// up to rounding; a step then runs one recurrence, or one stack of layers, where it ran
-    /// one per side: a GPU step waits on launches, not on arithmetic (issue 59). The CPU,
-    /// where a step waits on arithmetic, encodes each side at its own width, and an encoder
-    /// that draws dropout masks keeps its draws in the order of separate passes, on every
-    /// backend.
+    /// backend, the sides not yet encoded that go through the same trained encoder are
+    /// encoded in one pass: their rows padded together into one batch, each side's rows and
+    /// width cut out after, and each side's dropout masks drawn as its own pass would draw
+    /// them ([`Noise::split`]). Padded positions are masked out of every encoder's output, so
+    /// each side's encodings are its own pass's up to rounding; a step then runs one
+    /// recurrence, or one stack of layers, where it ran one per side: a GPU step waits on
+    /// launches, not on arithmetic (issue 59). The CPU, where a step waits on arithmetic,
+    /// encodes each side at its own width; so does an encoder that cannot split its draws
+    /// (the transformer with dropout).
     pub fn encode_sides<const N: usize>(
         &mut self,
         sides: [Side; N],
@@ -567,7 +569,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
 
     /// Whether sides through encoder `i` are encoded in one pass ([`Self::encode_sides`]).
     fn merges(&self, i: usize) -> bool {
-        self.merge_sides && !self.is_frozen(i) && !self.model.encoders[i].draws_noise()
+        self.merge_sides && !self.is_frozen(i) && self.model.encoders[i].noise_words(1, 1).is_some()
     }
 
     /// Encodes `sides` through encoder `i` in one pass ([`Self::encode_sides`]).
@@ -578,7 +580,25 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             .collect::<Result<Vec<_>, _>>()?;
         let (input, parts) = crate::batch::merged_encoder_input::<B>(&rows, self.device);
         self.tokens += input.tokens;
-        let e = self.model.encoders[i].forward(&input, Some(self.noise));
+        let encoder = &self.model.encoders[i];
+        // Each side's dropout masks are those of its own pass, and the stream goes on where
+        // the separate passes would have left it.
+        let split: Vec<_> = parts
+            .iter()
+            .map(|(rows, width)| {
+                let words = encoder.noise_words(rows.len(), *width).unwrap_or(0);
+                (rows.clone(), *width, words)
+            })
+            .collect();
+        self.noise.split(&split);
+        let e = encoder.forward(&input, Some(self.noise));
+        if !self.noise.join() {
+            return Err(TrainError::recipe(
+                format!("tasks.{}", self.task.name),
+                "the encoder drew other dropout masks than it declared (`noise_words`), so the sides encoded in one pass would not have had their own masks",
+                "report this as a bug in the encoder's `noise_words`",
+            ));
+        }
         // An encoder that clips its input (the transformer's `max_len`) clips each side's.
         let [_, time] = e.mask.dims();
         for (&side, (rows, width)) in sides.iter().zip(parts) {

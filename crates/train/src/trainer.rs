@@ -1342,15 +1342,28 @@ train: {train}
     }
 
     /// [`Step::encode_sides`] in one pass (a GPU's way) gives each side the encodings of its
-    /// own pass, for an encoder that draws no dropout; one that does keeps its own passes,
-    /// drawing the same masks in the same order.
+    /// own pass, with and without dropout (each side's masks drawn as its own pass would).
     #[test]
     fn sides_encoded_in_one_pass_are_their_own_passes() {
         use crate::step::Side;
         let dir = tempfile::tempdir().unwrap();
         let tasks = "  - {name: rank, objective: ranking_softmax, corpus: pairs, weight: 1.0}";
-        for dropout in [0.0, 0.2] {
-            let r = recipe(tasks, "{steps: 1, batch_tokens: 200}", dropout);
+        let encoders = [
+            None,
+            Some("{kind: lstm, layers: 3, hidden: 6, embed: 8, bidirectional_first: true, pool: mean}"),
+            Some("{kind: cbow, embed: 8, pool: mean}"),
+            Some("{kind: transformer, layers: 2, d_model: 8, d_ff: 12, heads: 2, pool: mean}"),
+            // Clipped to 4 tokens: both sides' widths.
+            Some("{kind: transformer, layers: 1, d_model: 8, d_ff: 12, heads: 2, pool: mean, max_len: 4}"),
+        ];
+        for (dropout, encoder) in [0.0, 0.2]
+            .into_iter()
+            .flat_map(|d| encoders.map(|e| (d, e)))
+        {
+            let mut r = recipe(tasks, "{steps: 1, batch_tokens: 200}", dropout);
+            if let Some(e) = encoder {
+                r.model.as_mut().unwrap().encoder = serde_yaml::from_str(e).unwrap();
+            }
             let plan = plan(&r, 24, dir.path());
             let dev = Default::default();
             let model = plan.system.init::<B>(0, &dev);
@@ -1376,11 +1389,17 @@ train: {train}
                 )
                 .merging_sides(merged);
                 let sides = step.encode_sides([Side::First, Side::Second]).unwrap();
-                (sides, step.tokens())
+                let tokens = step.tokens();
+                // What a later draw of the step (a decoder's dropout) would take.
+                (sides, tokens, noise.mask(9, 0.5))
             };
-            let (one_pass, tokens) = encode(true);
-            let (own_passes, own_tokens) = encode(false);
+            let (one_pass, tokens, next) = encode(true);
+            let (own_passes, own_tokens, own_next) = encode(false);
             assert_eq!(tokens, own_tokens);
+            assert_eq!(
+                next, own_next,
+                "the stream goes on where the own passes left it"
+            );
             for (a, b) in one_pass.iter().zip(&own_passes) {
                 assert_eq!(a.states.dims(), b.states.dims());
                 assert_eq!(a.mask.to_data(), b.mask.to_data());
@@ -1392,15 +1411,20 @@ train: {train}
                     ),
                 ] {
                     let diff = (x - y).abs().max().into_scalar();
-                    if dropout > 0.0 {
-                        assert_eq!(diff, 0.0, "with dropout each side keeps its own pass");
-                    } else {
-                        assert!(diff < 1e-5, "one pass differs from its own by {diff}");
-                    }
+                    assert!(
+                        diff < 1e-5,
+                        "dropout {dropout}: one pass differs from its own by {diff}"
+                    );
                 }
             }
-            // The test says something: the two sides are of different widths here.
-            assert_ne!(one_pass[0].mask.dims(), one_pass[1].mask.dims());
+            // The test says something: the two sides are of different widths here (but
+            // where the encoder clips them).
+            let widths = one_pass.map(|e| e.mask.dims()[1]);
+            if encoder.is_some_and(|e| e.contains("max_len: 4")) {
+                assert_eq!(widths, [4, 4]);
+            } else {
+                assert_ne!(widths[0], widths[1]);
+            }
         }
     }
 

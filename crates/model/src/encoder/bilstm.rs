@@ -17,7 +17,7 @@ use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
 use crate::input::Padded;
 use crate::lstm::{MaskedLstm, MaskedLstmConfig};
-use crate::random::{dropout, Noise};
+use crate::random::{dropout_on, Axis::*, Noise};
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig};
@@ -131,6 +131,21 @@ impl BilstmEncoderConfig {
 }
 
 impl<B: Backend> BilstmEncoder<B> {
+    /// The words of the noise stream a training pass over `rows` rows `width` wide draws:
+    /// the embeddings' mask and each layer's but the last's ([`Self::forward`]).
+    pub fn noise_words(&self, rows: usize, width: usize) -> u64 {
+        if self.dropout <= 0.0 {
+            return 0;
+        }
+        let [_, embed] = self.embedding.weight.dims();
+        let layers = self.forward.len();
+        let between: usize = (self.forward.iter().zip(&self.reverse))
+            .take(layers.saturating_sub(1))
+            .map(|(f, r)| f.d_hidden * (1 + usize::from(r.is_some())))
+            .sum();
+        ((rows * width) * (embed + between)) as u64
+    }
+
     /// The sentence vectors of a padded batch at inference: `forward(input, None).sentence`,
     /// the same bits, computed on host arrays end to end when the backend is burn-ndarray and
     /// the pooling `max` ([`crate::fused::lstm_stack`]: no tensor copies between layers).
@@ -157,7 +172,7 @@ impl<B: Backend> BilstmEncoder<B> {
         let [_, time] = input.ids.dims();
         let mask = input.mask.clone();
         let tokens = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
-        let embedded = dropout(&mut noise, tokens, self.dropout);
+        let embedded = dropout_on(&mut noise, tokens, self.dropout, [Rows, Time, Other]);
         // Time-major through the layers: each layer is one fused operation over the sequence.
         let mask_tm = mask.clone().swap_dims(0, 1);
         let mut x = embedded.swap_dims(0, 1);
@@ -190,7 +205,7 @@ impl<B: Backend> BilstmEncoder<B> {
                     finals = fin;
                     x = out;
                 } else {
-                    x = dropout(&mut noise, out, self.dropout);
+                    x = dropout_on(&mut noise, out, self.dropout, [Time, Rows, Other]);
                 }
                 continue;
             }
@@ -218,7 +233,7 @@ impl<B: Backend> BilstmEncoder<B> {
                 finals = finals_i;
                 x = out;
             } else {
-                x = dropout(&mut noise, out, self.dropout);
+                x = dropout_on(&mut noise, out, self.dropout, [Time, Rows, Other]);
             }
         }
         // Max-pooling reads the time-major states in place on the CPU backend (it skips the

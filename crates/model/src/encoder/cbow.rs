@@ -6,7 +6,7 @@ use crate::encoder::char_ngrams::{embed_tokens, CharNgrams, CharNgramsConfig};
 use crate::encoder::encoded::Encoded;
 use crate::encoder::pool::pool;
 use crate::input::Padded;
-use crate::random::{dropout, Noise};
+use crate::random::{dropout_on, Axis::*, Noise};
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig};
 use burn::tensor::backend::Backend;
@@ -62,10 +62,20 @@ pub struct CbowEncoder<B: Backend> {
 }
 
 impl<B: Backend> CbowEncoder<B> {
+    /// The words of the noise stream a training pass over `rows` rows `width` wide draws
+    /// (the embeddings' mask).
+    pub fn noise_words(&self, rows: usize, width: usize) -> u64 {
+        if self.dropout <= 0.0 {
+            return 0;
+        }
+        let [_, embed] = self.embedding.weight.dims();
+        (rows * width * embed) as u64
+    }
+
     /// Encodes a padded batch.
     pub fn forward(&self, input: &Padded<B>, mut noise: Option<&mut Noise>) -> Encoded<B> {
         let embedded = embed_tokens(&self.embedding, self.ngrams.as_ref(), input);
-        let embedded = dropout(&mut noise, embedded, self.dropout);
+        let embedded = dropout_on(&mut noise, embedded, self.dropout, [Rows, Time, Other]);
         let states = embedded * input.mask.clone().unsqueeze_dim::<3>(2);
         let sentence = pool(self.pool, states.clone(), input.mask.clone(), Vec::new());
         Encoded {

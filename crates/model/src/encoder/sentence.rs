@@ -268,15 +268,18 @@ impl<B: Backend> SentenceEncoder<B> {
         }
     }
 
-    /// Whether a training pass draws from its noise (a dropout rate above 0). One that
-    /// draws none encodes each row the same whatever rows share its batch (up to rounding):
-    /// padded positions are masked out of every encoder's output.
-    pub fn draws_noise(&self) -> bool {
+    /// The words of the noise stream a training pass over `rows` rows `width` wide draws,
+    /// where the encoder draws each mask by [`Noise::dropout_on`], so that a pass over a
+    /// batch holding those rows among others draws theirs as their own pass would
+    /// ([`Noise::split`]); `None` where it cannot.
+    /// With the same masks each row is encoded the same whatever rows share its batch (up to
+    /// rounding): padded positions are masked out of every encoder's output.
+    pub fn noise_words(&self, rows: usize, width: usize) -> Option<u64> {
         match self {
-            SentenceEncoder::Bilstm(e) => e.dropout > 0.0,
-            SentenceEncoder::Cbow(e) => e.dropout > 0.0,
-            SentenceEncoder::Transformer(e) => e.dropout > 0.0,
-            SentenceEncoder::Bert(_) => false,
+            SentenceEncoder::Bilstm(e) => Some(e.noise_words(rows, width)),
+            SentenceEncoder::Cbow(e) => Some(e.noise_words(rows, width)),
+            SentenceEncoder::Transformer(e) => Some(e.noise_words(rows, width)),
+            SentenceEncoder::Bert(_) => Some(0),
         }
     }
 

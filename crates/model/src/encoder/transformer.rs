@@ -53,7 +53,7 @@ use crate::fused;
 use crate::fused::relu::relu;
 use crate::fused::reshape::reshape;
 use crate::input::Padded;
-use crate::random::{dropout, Noise};
+use crate::random::{dropout_on, Axis::*, Noise};
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::backend::Backend;
@@ -268,7 +268,12 @@ impl<B: Backend> SelfAttention<B> {
         let scores = crate::precision::matmul(q, k.swap_dims(2, 3))
             * (1.0 / (d_head as f64).sqrt())
             + keys.bias.clone();
-        let probs = dropout(noise, fused::device_nodes::softmax(scores), p);
+        let probs = dropout_on(
+            noise,
+            fused::device_nodes::softmax(scores),
+            p,
+            [Rows, Other, Time, Time],
+        );
         let context = crate::precision::matmul(probs, v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);
@@ -307,13 +312,13 @@ impl<B: Backend> EncoderLayer<B> {
         let a = self
             .self_attn
             .forward(norm_rows(&self.norm1, x.clone()), keys, heads, noise, p);
-        let x = x + dropout(noise, a, p);
+        let x = x + dropout_on(noise, a, p, [Rows, Time, Other]);
         let h = relu(linear_rows(
             &self.linear1,
             norm_rows(&self.norm2, x.clone()),
         ));
-        let h = linear_rows(&self.linear2, dropout(noise, h, p));
-        x + dropout(noise, h, p)
+        let h = linear_rows(&self.linear2, dropout_on(noise, h, p, [Rows, Time, Other]));
+        x + dropout_on(noise, h, p, [Rows, Time, Other])
     }
 }
 
@@ -332,6 +337,22 @@ pub fn positions(time: usize, d: usize) -> Vec<f32> {
 }
 
 impl<B: Backend> TransformerEncoder<B> {
+    /// The words of the noise stream a training pass over `rows` rows `width` wide draws
+    /// ([`Self::forward`]): the input's mask, then per layer the attention weights', the
+    /// two residual branches' and the feed-forward hidden layer's.
+    pub fn noise_words(&self, rows: usize, width: usize) -> u64 {
+        if self.dropout <= 0.0 {
+            return 0;
+        }
+        let (t, d) = (width.min(self.max_len), self.d_model);
+        let d_ff: usize = self
+            .layers
+            .first()
+            .map_or(0, |l| l.linear1.weight.dims()[1]);
+        let layer = self.heads * t * t + t * (2 * d + d_ff);
+        (rows * (t * d + self.layers.len() * layer)) as u64
+    }
+
     /// Encodes a padded batch (`noise`: dropout draws while training, `None` at inference).
     pub fn forward(&self, input: &Padded<B>, mut noise: Option<&mut Noise>) -> Encoded<B> {
         let p = self.dropout;
@@ -356,12 +377,17 @@ impl<B: Backend> TransformerEncoder<B> {
         let table =
             Tensor::<B, 2>::from_data(TensorData::new(positions(time, d), [time, d]), &device);
         let x = x * (d as f64).sqrt() + table.unsqueeze::<3>();
-        let mut x = dropout(&mut noise, x, p);
+        let mut x = dropout_on(&mut noise, x, p, [Rows, Time, Other]);
         let keys = Keys {
             bias: (mask.clone() - 1.0)
                 .mul_scalar(-MASKED)
                 .reshape([batch, 1, 1, time]),
-            host: (self.fused && fused::attention::supported::<B>()).then(|| {
+            // A split pass (`Noise::split`) draws the attention's masks per axis, which the
+            // fused CPU attention does not.
+            host: (self.fused
+                && fused::attention::supported::<B>()
+                && !noise.as_ref().is_some_and(|n| n.is_split()))
+            .then(|| {
                 mask.clone()
                     .into_data()
                     .convert::<f32>()
