@@ -346,17 +346,17 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // 2026-12-05, LayerNorm, softmax and log-softmax one autodiff node each on a GPU
     // (fused/device_nodes.rs; fbaa62a, the same AMD EPYC): 294 / 274, 518 / 478, 497 / 453,
     // 59 / 59, 277 / 285, 1223 / 1287, 329 / 253; the same margins.
-    // 2026-12-05, a pair's two sides encoded in one pass on a GPU when the encoder draws no
-    // dropout (`Step::encode_sides`: here the pretrained BERT; the LSTMs, CBOW and the
-    // transformer take the optimizer's dropout 0.1), the same AMD EPYC: pretrained 663 / 719
-    // (from 1223 / 1287 in the same home); the same margin.
-    ("laser-default", 303, 0),
-    ("bilstm", 534, 0),
-    ("lstm", 512, 0),
-    ("cbow", 65, 0),
-    ("transformer", 300, 0),
+    // 2026-12-05, a pair's two sides encoded in one pass on a GPU, each with the dropout
+    // masks of its own pass (`Step::encode_sides`, `Noise::split`; 282f693, fresh clone,
+    // the same AMD EPYC): 179 / 169, 289 / 271, 279 / 257, 56 / 54, 179 / 185, 663 / 719,
+    // 198 / 165; the same margins.
+    ("laser-default", 185, 0),
+    ("bilstm", 298, 0),
+    ("lstm", 288, 0),
+    ("cbow", 62, 0),
+    ("transformer", 195, 0),
     ("pretrained", 755, 0),
-    ("words-char-ngrams", 339, 0),
+    ("words-char-ngrams", 204, 0),
 ];
 
 /// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads, kernels compiled,

@@ -129,22 +129,29 @@ impl Noise {
                 Axis::Other => dims[a],
             });
             let n: usize = own.iter().product();
+            if n == 0 {
+                continue;
+            }
             self.rng.set_word_pos(part.pos);
             let values = self.draw(n, p).expect("p > 0");
             part.pos += n as u128;
-            for (k, v) in values.into_iter().enumerate() {
-                let (mut rest, mut at) = (k, 0);
-                for a in (0..D).rev() {
-                    let i = rest % own[a];
+            // Run by run along the last axis (contiguous in the part's mask and the batch's).
+            let at_of = |a: usize, i: usize| {
+                let i = if axes[a] == Axis::Rows {
+                    i + part.rows.start
+                } else {
+                    i
+                };
+                i * strides[a]
+            };
+            let last = D - 1;
+            for (k, run) in values.chunks(own[last]).enumerate() {
+                let (mut rest, mut at) = (k, at_of(last, 0));
+                for a in (0..last).rev() {
+                    at += at_of(a, rest % own[a]);
                     rest /= own[a];
-                    let i = if axes[a] == Axis::Rows {
-                        i + part.rows.start
-                    } else {
-                        i
-                    };
-                    at += i * strides[a];
                 }
-                mask[at] = v;
+                mask[at..at + run.len()].copy_from_slice(run);
             }
         }
         self.parts = parts;
