@@ -25,7 +25,8 @@ pub struct Noise {
     parts: Vec<Part>,
     /// Where the stream stands once every part has drawn what it declared (during a split).
     end: Option<u128>,
-    /// Whether a mask was drawn during a split pass other than by [`Noise::dropout_on`].
+    /// Whether a mask was drawn during a split pass other than by [`Noise::dropout_on`], or
+    /// over other rows than the split batch's.
     stray: bool,
 }
 
@@ -129,6 +130,12 @@ impl Noise {
                 Axis::Other => dims[a],
             });
             let n: usize = own.iter().product();
+            let fits = (0..D).all(|a| axes[a] != Axis::Rows || part.rows.end <= dims[a]);
+            if !fits {
+                // Not the split batch's rows: told apart by `join`, not drawn out of bounds.
+                self.stray = true;
+                continue;
+            }
             if n == 0 {
                 continue;
             }
@@ -398,6 +405,13 @@ mod tests {
         stray.dropout_on(ones([5, 5, 4]), 0.3, [Rows, Time, Other]);
         stray.dropout(ones([2, 2, 2]), 0.3);
         assert!(!stray.join());
+        let mut short = Noise::new(4, 2);
+        short.split(&[(0..2, 3, 24), (2..5, 5, 60)]);
+        short.dropout_on(ones([4, 5, 4]), 0.3, [Rows, Time, Other]);
+        assert!(
+            !short.join(),
+            "a tensor of 4 rows is not the split batch of 5"
+        );
     }
 
     #[test]

@@ -537,8 +537,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     /// each side's encodings are its own pass's up to rounding; a step then runs one
     /// recurrence, or one stack of layers, where it ran one per side: a GPU step waits on
     /// launches, not on arithmetic (issue 59). The CPU, where a step waits on arithmetic,
-    /// encodes each side at its own width; so does an encoder that cannot split its draws
-    /// (the transformer with dropout).
+    /// encodes each side at its own width.
     pub fn encode_sides<const N: usize>(
         &mut self,
         sides: [Side; N],
@@ -569,7 +568,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
 
     /// Whether sides through encoder `i` are encoded in one pass ([`Self::encode_sides`]).
     fn merges(&self, i: usize) -> bool {
-        self.merge_sides && !self.is_frozen(i) && self.model.encoders[i].noise_words(1, 1).is_some()
+        self.merge_sides && !self.is_frozen(i)
     }
 
     /// Encodes `sides` through encoder `i` in one pass ([`Self::encode_sides`]).
@@ -586,7 +585,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         let split: Vec<_> = parts
             .iter()
             .map(|(rows, width)| {
-                let words = encoder.noise_words(rows.len(), *width).unwrap_or(0);
+                let words = encoder.noise_words(rows.len(), *width);
                 (rows.clone(), *width, words)
             })
             .collect();

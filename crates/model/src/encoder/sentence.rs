@@ -268,18 +268,18 @@ impl<B: Backend> SentenceEncoder<B> {
         }
     }
 
-    /// The words of the noise stream a training pass over `rows` rows `width` wide draws,
-    /// where the encoder draws each mask by [`Noise::dropout_on`], so that a pass over a
-    /// batch holding those rows among others draws theirs as their own pass would
-    /// ([`Noise::split`]); `None` where it cannot.
-    /// With the same masks each row is encoded the same whatever rows share its batch (up to
-    /// rounding): padded positions are masked out of every encoder's output.
-    pub fn noise_words(&self, rows: usize, width: usize) -> Option<u64> {
+    /// The words of the noise stream a training pass over `rows` rows `width` wide draws.
+    /// Every encoder draws each mask by [`Noise::dropout_on`], so a pass over a batch that
+    /// holds those rows among others draws theirs as their own pass would
+    /// ([`Noise::split`]); with the same masks each row is encoded the same whatever rows
+    /// share its batch (up to rounding): padded positions are masked out of every encoder's
+    /// output.
+    pub fn noise_words(&self, rows: usize, width: usize) -> u64 {
         match self {
-            SentenceEncoder::Bilstm(e) => Some(e.noise_words(rows, width)),
-            SentenceEncoder::Cbow(e) => Some(e.noise_words(rows, width)),
-            SentenceEncoder::Transformer(e) => Some(e.noise_words(rows, width)),
-            SentenceEncoder::Bert(_) => Some(0),
+            SentenceEncoder::Bilstm(e) => e.noise_words(rows, width),
+            SentenceEncoder::Cbow(e) => e.noise_words(rows, width),
+            SentenceEncoder::Transformer(e) => e.noise_words(rows, width),
+            SentenceEncoder::Bert(_) => 0,
         }
     }
 
