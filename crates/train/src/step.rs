@@ -44,6 +44,10 @@ enum Tensors<B: AutodiffBackend> {
     Labelled(LabelledBatch<B>),
 }
 
+/// The sources' and targets' encodings and the hard negatives' `[batch, k, d]`
+/// ([`Step::encode_ranked`]).
+pub type Ranked<B> = ([Encoded<B>; 2], Option<Tensor<B, 3>>);
+
 /// A training step on one batch (see the module doc).
 pub struct Step<'a, B: AutodiffBackend> {
     model: &'a System<B>,
@@ -465,6 +469,54 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     /// examples, through the second side's encoder), when the task has them; `k` is the
     /// fewest any example of the batch has.
     pub fn hard_negatives(&mut self) -> Result<Option<burn::tensor::Tensor<B, 3>>, TrainError> {
+        let Some((rows, k)) = self.negative_rows()? else {
+            return Ok(None);
+        };
+        let input = crate::batch::encoder_input::<B>(rows, self.device);
+        self.tokens += input.tokens;
+        let i = self.task.encoders[1];
+        let frozen = self.is_frozen(i);
+        let encoder = &self.model.encoders[i];
+        let noise = if frozen { None } else { Some(&mut *self.noise) };
+        let e = encoder.forward(&input, noise).sentence;
+        let [_, d] = e.dims();
+        Ok(Some(e.reshape([self.index.len(), k, d])))
+    }
+
+    /// The sources' and targets' encodings and the hard negatives' ([`Self::encode_sides`]
+    /// and [`Self::hard_negatives`], in that order): on a GPU, when all three go through one
+    /// trained encoder, in one pass.
+    pub fn encode_ranked(&mut self) -> Result<Ranked<B>, TrainError> {
+        let i = self.encoder_of(Side::First);
+        let fresh = self.encoded[0].is_none() && self.encoded[1].is_none();
+        let negatives = match self.negative_rows()? {
+            Some(n) if fresh && self.encoder_of(Side::Second) == i && self.merges(i) => n,
+            _ => {
+                let sides = self.encode_sides([Side::First, Side::Second])?;
+                return Ok((sides, self.hard_negatives()?));
+            }
+        };
+        let (rows, k) = negatives;
+        let groups = vec![
+            self.side_rows(Side::First)?,
+            self.side_rows(Side::Second)?,
+            rows,
+        ];
+        let mut parts = self.encode_merged(groups, i)?.into_iter();
+        let mut next = || parts.next().expect("one encoding per group");
+        let (first, second, negatives) = (next(), next(), next().sentence);
+        self.encoded[0] = Some(first.clone());
+        self.encoded[1] = Some(second.clone());
+        let [_, d] = negatives.dims();
+        Ok((
+            [first, second],
+            Some(negatives.reshape([self.index.len(), k, d])),
+        ))
+    }
+
+    /// The target rows of each example's hard negatives (`k` each, the fewest any example of
+    /// the whole batch has), when the task has them.
+    fn negative_rows(&self) -> Result<Option<(Vec<&'a Tokens>, usize)>, TrainError> {
         let Some(negatives) = self.task.data.as_ref().and_then(|d| d.negatives.as_ref()) else {
             return Ok(None);
         };
@@ -486,16 +538,9 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
             .index
             .iter()
             .flat_map(|&i| negatives[i as usize][..k].iter())
-            .map(|&j| &ex[j as usize].tgt);
-        let input = crate::batch::encoder_input::<B>(rows, self.device);
-        self.tokens += input.tokens;
-        let i = self.task.encoders[1];
-        let frozen = self.is_frozen(i);
-        let encoder = &self.model.encoders[i];
-        let noise = if frozen { None } else { Some(&mut *self.noise) };
-        let e = encoder.forward(&input, noise).sentence;
-        let [_, d] = e.dims();
-        Ok(Some(e.reshape([self.index.len(), k, d])))
+            .map(|&j| &ex[j as usize].tgt)
+            .collect();
+        Ok(Some((rows, k)))
     }
 
     /// The encodings of one side of the batch, computed on first use.
@@ -557,7 +602,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
                 }
             }
             if group.len() > 1 && self.merges(i) {
-                self.encode_merged(&group, i)?;
+                self.encode_sides_merged(&group, i)?;
             } else {
                 self.encode(side)?;
             }
@@ -572,15 +617,28 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     }
 
     /// Encodes `sides` through encoder `i` in one pass ([`Self::encode_sides`]).
-    fn encode_merged(&mut self, sides: &[Side], i: usize) -> Result<(), TrainError> {
+    fn encode_sides_merged(&mut self, sides: &[Side], i: usize) -> Result<(), TrainError> {
         let rows = sides
             .iter()
             .map(|&s| self.side_rows(s))
             .collect::<Result<Vec<_>, _>>()?;
-        let (input, parts) = crate::batch::merged_encoder_input::<B>(&rows, self.device);
+        for (&side, e) in sides.iter().zip(self.encode_merged(rows, i)?) {
+            self.encoded[side as usize] = Some(e);
+        }
+        Ok(())
+    }
+
+    /// The encodings of each group of rows, as a pass of its own through encoder `i` gives
+    /// them, from one pass over all of them ([`Self::encode_sides`]).
+    fn encode_merged(
+        &mut self,
+        groups: Vec<Vec<&'a Tokens>>,
+        i: usize,
+    ) -> Result<Vec<Encoded<B>>, TrainError> {
+        let (input, parts) = crate::batch::merged_encoder_input::<B>(&groups, self.device);
         self.tokens += input.tokens;
         let encoder = &self.model.encoders[i];
-        // Each side's dropout masks are those of its own pass, and the stream goes on where
+        // Each group's dropout masks are those of its own pass, and the stream goes on where
         // the separate passes would have left it.
         let split: Vec<_> = parts
             .iter()
@@ -598,17 +656,19 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
                 "report this as a bug in the encoder's `noise_words`",
             ));
         }
-        // An encoder that clips its input (the transformer's `max_len`) clips each side's.
+        // An encoder that clips its input (the transformer's `max_len`) clips each group's.
         let [_, time] = e.mask.dims();
-        for (&side, (rows, width)) in sides.iter().zip(parts) {
-            let width = width.min(time);
-            self.encoded[side as usize] = Some(Encoded {
-                sentence: e.sentence.clone().slice([rows.clone()]),
-                states: e.states.clone().slice([rows.clone(), 0..width]),
-                mask: e.mask.clone().slice([rows, 0..width]),
-            });
-        }
-        Ok(())
+        Ok(parts
+            .into_iter()
+            .map(|(rows, width)| {
+                let width = width.min(time);
+                Encoded {
+                    sentence: e.sentence.clone().slice([rows.clone()]),
+                    states: e.states.clone().slice([rows.clone(), 0..width]),
+                    mask: e.mask.clone().slice([rows, 0..width]),
+                }
+            })
+            .collect())
     }
 
     /// The token rows of one side of the batch's examples.

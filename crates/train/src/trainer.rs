@@ -1428,6 +1428,66 @@ train: {train}
         }
     }
 
+    /// [`Step::encode_ranked`] in one pass gives the sources, the targets and the mined hard
+    /// negatives the encodings of their own passes, with the same dropout masks.
+    #[test]
+    fn hard_negatives_encoded_in_the_sides_pass_are_their_own_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = "  - {name: rank, objective: ranking_softmax, corpus: pairs, weight: 1.0, params: {hard_negatives: 2}}";
+        let r = recipe(tasks, "{steps: 1, batch_tokens: 200}", 0.2);
+        let mut plan = plan(&r, 24, dir.path());
+        // Two other examples' targets each, as the miner would name them.
+        let data = plan.tasks[0].data.as_mut().unwrap();
+        let crate::data::Examples::Pairs(pairs) = &data.examples else {
+            panic!("translation pairs in memory")
+        };
+        let n = pairs.len() as u32;
+        data.negatives = Some((0..n).map(|i| vec![(i + 1) % n, (i + 5) % n]).collect());
+        let dev = Default::default();
+        let model = plan.system.init::<B>(0, &dev);
+        let task = &plan.tasks[0];
+        let (batch, _) = task
+            .data
+            .as_ref()
+            .unwrap()
+            .batch_at(Default::default())
+            .unwrap();
+        let (examples, index) = batch.parts();
+        let encode = |merged: bool| {
+            let mut noise = Noise::new(7, 1);
+            let mut step = Step::new(
+                &model,
+                &plan,
+                task,
+                (examples, index),
+                &[],
+                &mut noise,
+                &dev,
+            )
+            .merging_sides(merged);
+            let ([u, v], extra) = step.encode_ranked().unwrap();
+            let extra = extra.expect("mined hard negatives");
+            let tokens = step.tokens();
+            (
+                [u.sentence, v.sentence, extra.flatten(0, 1)],
+                tokens,
+                noise.mask(9, 0.5),
+            )
+        };
+        let (one_pass, tokens, next) = encode(true);
+        let (own_passes, own_tokens, own_next) = encode(false);
+        assert_eq!(tokens, own_tokens);
+        assert_eq!(
+            next, own_next,
+            "the stream goes on where the own passes left it"
+        );
+        for (x, y) in one_pass.into_iter().zip(own_passes) {
+            assert_eq!(x.dims(), y.dims());
+            let diff = (x - y).abs().max().into_scalar();
+            assert!(diff < 1e-5, "one pass differs from its own by {diff}");
+        }
+    }
+
     /// The resume test: a run killed after a checkpoint and resumed ends with the
     /// same weights as an uninterrupted one (CPU backend), with dropout, two tasks of
     /// which one is joint, and several epochs.

@@ -13,7 +13,7 @@
 //! rows marked not `valid` (e.g. a sentence paired with itself) only serve as candidates.
 
 use crate::objectives::{CheckContext, ExampleKind, HardNegatives, Loss, Objective};
-use crate::step::{Side, Step};
+use crate::step::Step;
 use crate::TrainError;
 use harness_model::fused::device_nodes::log_softmax;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -123,8 +123,9 @@ pub fn rank_pairs<B: AutodiffBackend>(
     let src: Vec<&[u32]> = ex.iter().map(|e| e.src.ids.as_slice()).collect();
     let tgt: Vec<&[u32]> = ex.iter().map(|e| e.tgt.ids.as_slice()).collect();
     let masks = RankingMasks::from_ids(&src, &tgt);
-    let [u, v] = step.encode_sides([Side::First, Side::Second])?.map(|e| e.sentence);
-    let Some(extra) = step.hard_negatives()? else {
+    let ([u, v], extra) = step.encode_ranked()?;
+    let [u, v] = [u, v].map(|e| e.sentence);
+    let Some(extra) = extra else {
         let [u, v] = step.gather([u, v])?;
         return Ok(ranking_softmax(u, v, None, p, &masks));
     };
