@@ -469,9 +469,14 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     /// examples, through the second side's encoder), when the task has them; `k` is the
     /// fewest any example of the batch has.
     pub fn hard_negatives(&mut self) -> Result<Option<burn::tensor::Tensor<B, 3>>, TrainError> {
-        let Some((rows, k)) = self.negative_rows()? else {
-            return Ok(None);
-        };
+        match self.negative_rows()? {
+            Some((rows, k)) => Ok(Some(self.encode_negatives(rows, k))),
+            None => Ok(None),
+        }
+    }
+
+    /// The hard negatives' encodings `[batch, k, d]` from their rows, in a pass of their own.
+    fn encode_negatives(&mut self, rows: Vec<&'a Tokens>, k: usize) -> Tensor<B, 3> {
         let input = crate::batch::encoder_input::<B>(rows, self.device);
         self.tokens += input.tokens;
         let i = self.task.encoders[1];
@@ -480,7 +485,7 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
         let noise = if frozen { None } else { Some(&mut *self.noise) };
         let e = encoder.forward(&input, noise).sentence;
         let [_, d] = e.dims();
-        Ok(Some(e.reshape([self.index.len(), k, d])))
+        e.reshape([self.index.len(), k, d])
     }
 
     /// The sources' and targets' encodings and the hard negatives' ([`Self::encode_sides`]
@@ -489,14 +494,13 @@ impl<'a, B: AutodiffBackend> Step<'a, B> {
     pub fn encode_ranked(&mut self) -> Result<Ranked<B>, TrainError> {
         let i = self.encoder_of(Side::First);
         let fresh = self.encoded[0].is_none() && self.encoded[1].is_none();
-        let negatives = match self.negative_rows()? {
-            Some(n) if fresh && self.encoder_of(Side::Second) == i && self.merges(i) => n,
-            _ => {
-                let sides = self.encode_sides([Side::First, Side::Second])?;
-                return Ok((sides, self.hard_negatives()?));
-            }
+        let Some((rows, k)) = self.negative_rows()? else {
+            return Ok((self.encode_sides([Side::First, Side::Second])?, None));
         };
-        let (rows, k) = negatives;
+        if !(fresh && self.encoder_of(Side::Second) == i && self.merges(i)) {
+            let sides = self.encode_sides([Side::First, Side::Second])?;
+            return Ok((sides, Some(self.encode_negatives(rows, k))));
+        }
         let groups = vec![
             self.side_rows(Side::First)?,
             self.side_rows(Side::Second)?,

@@ -1341,6 +1341,46 @@ train: {train}
             .collect()
     }
 
+    /// What `read` takes from the first batch of `plan`'s first task in one pass (a GPU's
+    /// way, [`Step::encode_sides`]) and in a pass per side, once both have read the same
+    /// tokens and left the noise stream in the same place (a later draw of the step, a
+    /// decoder's dropout, takes the same mask).
+    fn one_pass_and_own<T>(plan: &Plan, read: impl Fn(&mut Step<'_, B>) -> T) -> (T, T) {
+        let dev = Default::default();
+        let model = plan.system.init::<B>(0, &dev);
+        let task = &plan.tasks[0];
+        let (batch, _) = task
+            .data
+            .as_ref()
+            .unwrap()
+            .batch_at(Default::default())
+            .unwrap();
+        let (examples, index) = batch.parts();
+        assert!(index.len() > 1, "a batch of one pair says little");
+        let encode = |merged: bool| {
+            let mut noise = Noise::new(7, 1);
+            let mut step = Step::new(&model, plan, task, (examples, index), &[], &mut noise, &dev)
+                .merging_sides(merged);
+            let out = read(&mut step);
+            let tokens = step.tokens();
+            (out, tokens, noise.mask(9, 0.5))
+        };
+        let (one, tokens, next) = encode(true);
+        let (own, own_tokens, own_next) = encode(false);
+        assert_eq!(tokens, own_tokens);
+        assert_eq!(
+            next, own_next,
+            "the stream goes on where the own passes left it"
+        );
+        (one, own)
+    }
+
+    /// The largest difference between two tensors' elements.
+    fn max_diff<const D: usize>(x: Tensor<B, D>, y: Tensor<B, D>) -> f32 {
+        assert_eq!(x.dims(), y.dims());
+        (x - y).abs().max().into_scalar()
+    }
+
     /// [`Step::encode_sides`] in one pass (a GPU's way) gives each side the encodings of its
     /// own pass, with and without dropout (each side's masks drawn as its own pass would).
     #[test]
@@ -1365,52 +1405,14 @@ train: {train}
                 r.model.as_mut().unwrap().encoder = serde_yaml::from_str(e).unwrap();
             }
             let plan = plan(&r, 24, dir.path());
-            let dev = Default::default();
-            let model = plan.system.init::<B>(0, &dev);
-            let task = &plan.tasks[0];
-            let (batch, _) = task
-                .data
-                .as_ref()
-                .unwrap()
-                .batch_at(Default::default())
-                .unwrap();
-            let (examples, index) = batch.parts();
-            assert!(index.len() > 1, "a batch of one pair says little");
-            let encode = |merged: bool| {
-                let mut noise = Noise::new(7, 1);
-                let mut step = Step::new(
-                    &model,
-                    &plan,
-                    task,
-                    (examples, index),
-                    &[],
-                    &mut noise,
-                    &dev,
-                )
-                .merging_sides(merged);
-                let sides = step.encode_sides([Side::First, Side::Second]).unwrap();
-                let tokens = step.tokens();
-                // What a later draw of the step (a decoder's dropout) would take.
-                (sides, tokens, noise.mask(9, 0.5))
-            };
-            let (one_pass, tokens, next) = encode(true);
-            let (own_passes, own_tokens, own_next) = encode(false);
-            assert_eq!(tokens, own_tokens);
-            assert_eq!(
-                next, own_next,
-                "the stream goes on where the own passes left it"
-            );
+            let (one_pass, own_passes) = one_pass_and_own(&plan, |step| {
+                step.encode_sides([Side::First, Side::Second]).unwrap()
+            });
             for (a, b) in one_pass.iter().zip(&own_passes) {
-                assert_eq!(a.states.dims(), b.states.dims());
                 assert_eq!(a.mask.to_data(), b.mask.to_data());
-                for (x, y) in [
-                    (a.sentence.clone(), b.sentence.clone()),
-                    (
-                        a.states.clone().flatten(0, 1),
-                        b.states.clone().flatten(0, 1),
-                    ),
-                ] {
-                    let diff = (x - y).abs().max().into_scalar();
+                let sentence = max_diff(a.sentence.clone(), b.sentence.clone());
+                let states = max_diff(a.states.clone(), b.states.clone());
+                for diff in [sentence, states] {
                     assert!(
                         diff < 1e-5,
                         "dropout {dropout}: one pass differs from its own by {diff}"
@@ -1443,47 +1445,13 @@ train: {train}
         };
         let n = pairs.len() as u32;
         data.negatives = Some((0..n).map(|i| vec![(i + 1) % n, (i + 5) % n]).collect());
-        let dev = Default::default();
-        let model = plan.system.init::<B>(0, &dev);
-        let task = &plan.tasks[0];
-        let (batch, _) = task
-            .data
-            .as_ref()
-            .unwrap()
-            .batch_at(Default::default())
-            .unwrap();
-        let (examples, index) = batch.parts();
-        let encode = |merged: bool| {
-            let mut noise = Noise::new(7, 1);
-            let mut step = Step::new(
-                &model,
-                &plan,
-                task,
-                (examples, index),
-                &[],
-                &mut noise,
-                &dev,
-            )
-            .merging_sides(merged);
+        let (one_pass, own_passes) = one_pass_and_own(&plan, |step| {
             let ([u, v], extra) = step.encode_ranked().unwrap();
             let extra = extra.expect("mined hard negatives");
-            let tokens = step.tokens();
-            (
-                [u.sentence, v.sentence, extra.flatten(0, 1)],
-                tokens,
-                noise.mask(9, 0.5),
-            )
-        };
-        let (one_pass, tokens, next) = encode(true);
-        let (own_passes, own_tokens, own_next) = encode(false);
-        assert_eq!(tokens, own_tokens);
-        assert_eq!(
-            next, own_next,
-            "the stream goes on where the own passes left it"
-        );
+            [u.sentence, v.sentence, extra.flatten(0, 1)]
+        });
         for (x, y) in one_pass.into_iter().zip(own_passes) {
-            assert_eq!(x.dims(), y.dims());
-            let diff = (x - y).abs().max().into_scalar();
+            let diff = max_diff(x, y);
             assert!(diff < 1e-5, "one pass differs from its own by {diff}");
         }
     }
