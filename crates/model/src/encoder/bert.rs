@@ -368,21 +368,29 @@ impl<B: Backend> BertSelfAttention<B> {
     }
 
     /// `[batch, seq, hidden]` → per-head context `[batch, seq, hidden]`. `mask_bias` is the
-    /// additive mask of [`attention_mask_bias`], `[batch, heads, seq, seq]`.
+    /// additive mask of [`attention_mask_bias`], `[batch, 1, 1, seq]`.
     pub fn forward(&self, hidden: Tensor<B, 3>, mask_bias: Tensor<B, 4>) -> Tensor<B, 3> {
         let [batch, seq, width] = hidden.dims();
         let (heads, head_size) = (self.num_attention_heads, self.attention_head_size);
-        // transpose_for_scores: [batch, seq, hidden] → [batch, heads, seq, head_size]
-        let split = |x: Tensor<B, 3>| x.reshape([batch, seq, heads, head_size]).swap_dims(1, 2);
-        let query = split(linear_tokens(&self.query, hidden.clone()));
-        let key = split(linear_tokens(&self.key, hidden.clone()));
-        let value = split(linear_tokens(&self.value, hidden));
+        // transpose_for_scores' first half, [batch, seq, hidden] → [batch, seq, heads,
+        // head_size]; the function swaps the axes where it uses each.
+        let heads_of = |x: Tensor<B, 3>| x.reshape([batch, seq, heads, head_size]);
+        let query = heads_of(linear_tokens(&self.query, hidden.clone()));
+        let key = heads_of(linear_tokens(&self.key, hidden.clone()));
+        let value = heads_of(linear_tokens(&self.value, hidden));
         let context = scaled_dot_product_attention(query, key, value, mask_bias);
         context.swap_dims(1, 2).reshape([batch, seq, width])
     }
 }
 
-/// `softmax(q·kᵀ/√d + mask_bias)·v` per head, `[batch, heads, seq, d]` in and out.
+/// `softmax(q·kᵀ/√d + mask_bias)·v` per head: `query`, `key` and `value` token-major,
+/// `[batch, seq, heads, d]`, the result `[batch, heads, seq, d]`.
+///
+/// Each input's axes are swapped to `[batch, heads, seq, d]` here, right where it is used.
+/// On a GPU that order is what lets burn fuse around them: a swap is a view that kernel fusion
+/// holds back in case a later operation takes it in, and while one was held, the operations
+/// queued after it were held with it and ran unfused (the key's bias after its product, and
+/// the scaling, mask and softmax of the scores: three launches a layer more, forwards).
 ///
 /// The softmax is normalised after the product with `v` ("deferred normalisation"): one GEMM
 /// of `exp(scores − max)` with `[v | 1]` gives every numerator and, in its last column, the
@@ -411,9 +419,13 @@ pub fn scaled_dot_product_attention<B: Backend>(
     mask_bias: Tensor<B, 4>,
 ) -> Tensor<B, 4> {
     let on_device = crate::gpu::on_device::<B>();
+    let [batch, seq, heads, head_size] = value.dims();
+    let heads_first = |x: Tensor<B, 4>| x.swap_dims(1, 2);
     if on_device && !B::ad_enabled(&value.device()) {
+        let (query, key, value) = (heads_first(query), heads_first(key), heads_first(value));
         // The bias is 0 or f32::MIN: any threshold between them finds the padded keys.
-        let padded = mask_bias.lower_elem(-1.0);
+        // burn's attention takes its mask at the scores' full shape.
+        let padded = mask_bias.lower_elem(-1.0).expand([batch, heads, seq, seq]);
         return burn::tensor::module::attention(
             query,
             key,
@@ -423,14 +435,15 @@ pub fn scaled_dot_product_attention<B: Backend>(
             burn::tensor::ops::AttentionModuleOptions::default(),
         );
     }
-    let [batch, heads, seq, head_size] = value.dims();
-    let scores = crate::precision::matmul(query, key.swap_dims(2, 3))
+    // kᵀ: [batch, seq, heads, d] → [batch, heads, d, seq].
+    let scores = crate::precision::matmul(heads_first(query), key.permute([0, 2, 3, 1]))
         .div_scalar((head_size as f64).sqrt())
         + mask_bias;
     if on_device {
         let weights = crate::fused::device_nodes::softmax(scores);
-        return crate::precision::matmul(weights, value);
+        return crate::precision::matmul(weights, heads_first(value));
     }
+    let value = heads_first(value);
     let max = scores.clone().max_dim(3);
     let weights = (scores - max).exp();
     let ones = Tensor::ones([batch, heads, seq, 1], &value.device());
@@ -444,16 +457,15 @@ pub fn scaled_dot_product_attention<B: Backend>(
 
 /// The additive attention mask: 0 for real keys, the most negative f32 for padded ones, as
 /// HF's `get_extended_attention_mask` builds it (`(1 − mask) · finfo.min`). `mask` is
-/// `[batch, seq]` with 1 for real tokens and 0 for padding; the result is expanded to
-/// `[batch, heads, seq, seq]` (a broadcast view, not a copy).
+/// `[batch, seq]` with 1 for real tokens and 0 for padding; the result is `[batch, 1, 1, seq]`,
+/// which the scores `[batch, heads, seq, seq]` broadcast against.
 // https://github.com/huggingface/transformers/blob/6eedfa6dd15dc1e22a55ae036f681914e5a0d9a1/src/transformers/modeling_utils.py#L877-L910
-pub fn attention_mask_bias<B: Backend>(mask: Tensor<B, 2>, heads: usize) -> Tensor<B, 4> {
+pub fn attention_mask_bias<B: Backend>(mask: Tensor<B, 2>) -> Tensor<B, 4> {
     let [batch, seq] = mask.dims();
     mask.neg()
         .add_scalar(1.0)
         .mul_scalar(f32::MIN)
         .reshape([batch, 1, 1, seq])
-        .expand([batch, heads, seq, seq])
 }
 
 /// `order` (shortest first) cut greedily into runs for which `fits(count, padded length)`
@@ -855,8 +867,7 @@ impl<B: Backend> Bert<B> {
         input_ids: Tensor<B, 2, Int>,
         attention_mask: Tensor<B, 2>,
     ) -> Tensor<B, 3> {
-        let heads = self.heads();
-        let mask_bias = attention_mask_bias(attention_mask, heads);
+        let mask_bias = attention_mask_bias(attention_mask);
         let hidden = self.embeddings.forward(input_ids);
         self.encoder.forward(hidden, mask_bias)
     }

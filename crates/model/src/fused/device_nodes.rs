@@ -79,9 +79,12 @@ impl<I: Backend> Backward<I, 3> for LayerNormNode<I> {
 
     fn backward(self, ops: Ops<NormSaved<I>, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let s = ops.state;
-        let dy: Tensor<I, 2> = inner(grads.consume::<I>(&ops.node));
         let n: Tensor<I, 2> = inner(s.normalized);
         let [_, d] = n.dims();
+        // γ's reshape first, for the same reason as in `layer_norm_node`: here it let the
+        // product dy·γ join the reduction that reads it.
+        let gamma: Tensor<I, 2> = inner::<I, 1>(s.gamma).reshape([1, d]);
+        let dy: Tensor<I, 2> = inner(grads.consume::<I>(&ops.node));
         let [p_x, p_gamma, p_beta] = ops.parents.map(|p| p.map(|node| node.id));
         if let Some(id) = p_beta {
             grads.register::<I>(id, primitive(dy.clone().sum_dim(0).reshape([d])));
@@ -92,8 +95,7 @@ impl<I: Backend> Backward<I, 3> for LayerNormNode<I> {
         }
         if let Some(id) = p_x {
             let sigma: Tensor<I, 2> = inner(s.sigma);
-            let gamma: Tensor<I, 1> = inner(s.gamma);
-            let g = dy * gamma.reshape([1, d]);
+            let g = dy * gamma;
             let mean_g = g.clone().mean_dim(1);
             let mean_gn = (g.clone() * n.clone()).mean_dim(1);
             let dx = (g - mean_g - n * mean_gn) / sigma;
@@ -117,13 +119,18 @@ pub fn layer_norm_node<I: Backend>(
     // burn-backend's `ModuleOps::layer_norm`, step by step.
     let xi: Tensor<I, 2> = inner(x.primitive.clone());
     let mean = xi.clone().mean_dim(1);
+    // γ and β are reshaped here, between the two reductions. Why: a reshape is a view that
+    // burn's kernel fusion holds back in case a later operation takes it in; queued between
+    // the division by σ and the scale and shift it split them into two launches, and queued
+    // before the first reduction it held back every operation after it (each then its own
+    // launch). Here each runs alone and LayerNorm forwards is three launches.
+    let gamma_i: Tensor<I, 2> = inner::<I, 1>(gamma.primitive.clone()).reshape([1, d]);
+    let beta_i: Tensor<I, 2> = inner::<I, 1>(beta.primitive.clone()).reshape([1, d]);
     let centered = xi - mean;
     let var = (centered.clone() * centered.clone()).mean_dim(1);
     let sigma = var.add_scalar(epsilon).sqrt();
     let normalized = centered / sigma.clone();
-    let gamma_i: Tensor<I, 1> = inner(gamma.primitive.clone());
-    let beta_i: Tensor<I, 1> = inner(beta.primitive.clone());
-    let y = normalized.clone() * gamma_i.reshape([1, d]) + beta_i.reshape([1, d]);
+    let y = normalized.clone() * gamma_i + beta_i;
     let out = match LayerNormNode::<I>(PhantomData)
         .prepare::<NoCheckpointing>([x.node, gamma.node, beta.node])
         .compute_bound()
