@@ -350,12 +350,16 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // masks of its own pass (`Step::encode_sides`, `Noise::split`; 282f693, fresh clone,
     // the same AMD EPYC): 179 / 169, 289 / 271, 279 / 257, 56 / 54, 179 / 185, 663 / 719,
     // 198 / 165; the same margins.
+    // 2026-12-05, BERT's attention swapping each input's axes where it uses it and
+    // LayerNorm reshaping γ, β between its reductions (743ca4f, fresh clone, the same AMD
+    // EPYC): transformer 173 / 179, pretrained 645 / 701, the others as above; the same
+    // margins.
     ("laser-default", 185, 0),
     ("bilstm", 298, 0),
     ("lstm", 288, 0),
     ("cbow", 62, 0),
-    ("transformer", 195, 0),
-    ("pretrained", 755, 0),
+    ("transformer", 188, 0),
+    ("pretrained", 737, 0),
     ("words-char-ngrams", 204, 0),
 ];
 
