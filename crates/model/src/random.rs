@@ -113,10 +113,26 @@ impl Noise {
         p: f64,
         axes: [Axis; D],
     ) -> Tensor<B, D> {
-        if self.parts.is_empty() || p <= 0.0 {
-            return self.dropout(x, p);
+        match self.mask_on::<B, D>(x.dims(), p, axes, &x.device()) {
+            Some(mask) => x * mask,
+            None => x,
         }
-        let dims: [usize; D] = x.dims();
+    }
+
+    /// The mask [`Noise::dropout_on`] multiplies a tensor of shape `dims` by, drawn now and
+    /// uploaded to `device` (`None` where `p ≤ 0`: nothing is drawn). What an encoder uses to
+    /// upload a mask before the operations it multiplies (a GPU fuses the multiply with them).
+    pub fn mask_on<B: Backend, const D: usize>(
+        &mut self,
+        dims: [usize; D],
+        p: f64,
+        axes: [Axis; D],
+        device: &B::Device,
+    ) -> Option<Tensor<B, D>> {
+        if self.parts.is_empty() || p <= 0.0 {
+            let mask = self.mask(dims.iter().product(), p)?;
+            return Some(Tensor::from_data(TensorData::new(mask, dims), device));
+        }
         let mut strides = [1usize; D];
         for a in (0..D.saturating_sub(1)).rev() {
             strides[a] = strides[a + 1] * dims[a + 1];
@@ -162,8 +178,7 @@ impl Noise {
             }
         }
         self.parts = parts;
-        let mask = Tensor::<B, D>::from_data(TensorData::new(mask, x.shape()), &x.device());
-        x * mask
+        Some(Tensor::from_data(TensorData::new(mask, dims), device))
     }
 
     /// Inverted dropout: zero each element with probability `p`, scale the rest by
@@ -231,6 +246,17 @@ pub fn dropout_on<B: Backend, const D: usize>(
         Some(n) => n.dropout_on(x, p, axes),
         None => x,
     }
+}
+
+/// [`Noise::mask_on`] when `noise` is given (training), `None` otherwise.
+pub fn mask_on<B: Backend, const D: usize>(
+    noise: &mut Option<&mut Noise>,
+    dims: [usize; D],
+    p: f64,
+    axes: [Axis; D],
+    device: &B::Device,
+) -> Option<Tensor<B, D>> {
+    noise.as_mut()?.mask_on(dims, p, axes, device)
 }
 
 /// Applies dropout when `noise` is given (training), the identity otherwise.

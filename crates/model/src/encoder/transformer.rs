@@ -53,7 +53,7 @@ use crate::fused;
 use crate::fused::relu::relu;
 use crate::fused::reshape::reshape;
 use crate::input::Padded;
-use crate::random::{dropout_on, Axis::*, Noise};
+use crate::random::{dropout_on, mask_on, Axis::*, Noise};
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::backend::Backend;
@@ -226,7 +226,8 @@ struct Keys<B: Backend> {
 }
 
 impl<B: Backend> SelfAttention<B> {
-    /// `x: [batch, time, d]`.
+    /// `x: [batch, time, d]`. `drawn`: the attention weights' dropout mask where the caller
+    /// has drawn it already (`Some(None)`: there is none); `None`: drawn here.
     fn forward(
         &self,
         x: Tensor<B, 3>,
@@ -234,6 +235,7 @@ impl<B: Backend> SelfAttention<B> {
         heads: usize,
         noise: &mut Option<&mut Noise>,
         p: f64,
+        drawn: Option<Option<Tensor<B, 4>>>,
     ) -> Tensor<B, 3> {
         let [batch, time, d] = x.dims();
         let qkv = fused::linear::linear(&self.in_proj, reshape(x, [batch * time, d]));
@@ -268,12 +270,12 @@ impl<B: Backend> SelfAttention<B> {
         let scores = crate::precision::matmul(q, k.swap_dims(2, 3))
             * (1.0 / (d_head as f64).sqrt())
             + keys.bias.clone();
-        let probs = dropout_on(
-            noise,
-            fused::device_nodes::softmax(scores),
-            p,
-            [Rows, Other, Time, Time],
-        );
+        let probs = fused::device_nodes::softmax(scores);
+        let probs = match drawn {
+            Some(Some(mask)) => probs * mask,
+            Some(None) => probs,
+            None => dropout_on(noise, probs, p, [Rows, Other, Time, Time]),
+        };
         let context = crate::precision::matmul(probs, v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);
@@ -309,9 +311,17 @@ impl<B: Backend> EncoderLayer<B> {
         noise: &mut Option<&mut Noise>,
         p: f64,
     ) -> Tensor<B, 3> {
-        let a = self
-            .self_attn
-            .forward(norm_rows(&self.norm1, x.clone()), keys, heads, noise, p);
+        if crate::gpu::on_device::<B>() {
+            return self.forward_masks_first(x, keys, heads, noise, p);
+        }
+        let a = self.self_attn.forward(
+            norm_rows(&self.norm1, x.clone()),
+            keys,
+            heads,
+            noise,
+            p,
+            None,
+        );
         let x = x + dropout_on(noise, a, p, [Rows, Time, Other]);
         let h = relu(linear_rows(
             &self.linear1,
@@ -319,6 +329,53 @@ impl<B: Backend> EncoderLayer<B> {
         ));
         let h = linear_rows(&self.linear2, dropout_on(noise, h, p, [Rows, Time, Other]));
         x + dropout_on(noise, h, p, [Rows, Time, Other])
+    }
+
+    /// [`Self::forward`] with the layer's four dropout masks drawn and uploaded first, in the
+    /// order `forward` draws them (nothing else draws in between: the same masks). Why: on a
+    /// GPU an upload queued between an operation and the multiply by its mask ends burn's
+    /// fusion there, and each multiply ran as a launch of its own.
+    fn forward_masks_first(
+        &self,
+        x: Tensor<B, 3>,
+        keys: &Keys<B>,
+        heads: usize,
+        noise: &mut Option<&mut Noise>,
+        p: f64,
+    ) -> Tensor<B, 3> {
+        let [batch, time, d] = x.dims();
+        let d_ff = self.linear1.weight.dims()[1];
+        let device = x.device();
+        let rows = [Rows, Time, Other];
+        let probs = mask_on(
+            noise,
+            [batch, heads, time, time],
+            p,
+            [Rows, Other, Time, Time],
+            &device,
+        );
+        let attended = mask_on(noise, [batch, time, d], p, rows, &device);
+        let hidden = mask_on(noise, [batch, time, d_ff], p, rows, &device);
+        let out = mask_on(noise, [batch, time, d], p, rows, &device);
+        let times = |x: Tensor<B, 3>, mask: Option<Tensor<B, 3>>| match mask {
+            Some(mask) => x * mask,
+            None => x,
+        };
+        let a = self.self_attn.forward(
+            norm_rows(&self.norm1, x.clone()),
+            keys,
+            heads,
+            noise,
+            p,
+            Some(probs),
+        );
+        let x = x + times(a, attended);
+        let h = relu(linear_rows(
+            &self.linear1,
+            norm_rows(&self.norm2, x.clone()),
+        ));
+        let h = linear_rows(&self.linear2, times(h, hidden));
+        x + times(h, out)
     }
 }
 
@@ -368,16 +425,32 @@ impl<B: Backend> TransformerEncoder<B> {
             (embedded, input.mask.clone())
         };
         let time = time.min(self.max_len);
+        let d = self.d_model;
+        let device = embedded.device();
+        // On a GPU the input's dropout mask and the position table are uploaded before the
+        // arithmetic they enter (see `EncoderLayer::forward_masks_first`).
+        let on_device = crate::gpu::on_device::<B>();
+        let early = on_device.then(|| {
+            mask_on(
+                &mut noise,
+                [batch, time, d],
+                p,
+                [Rows, Time, Other],
+                &device,
+            )
+        });
+        let table =
+            Tensor::<B, 2>::from_data(TensorData::new(positions(time, d), [time, d]), &device);
         let x = match &self.projection {
             Some(proj) => linear_rows(proj, embedded),
             None => embedded,
         };
-        let d = self.d_model;
-        let device = x.device();
-        let table =
-            Tensor::<B, 2>::from_data(TensorData::new(positions(time, d), [time, d]), &device);
         let x = x * (d as f64).sqrt() + table.unsqueeze::<3>();
-        let mut x = dropout_on(&mut noise, x, p, [Rows, Time, Other]);
+        let mut x = match early {
+            Some(Some(mask)) => x * mask,
+            Some(None) => x,
+            None => dropout_on(&mut noise, x, p, [Rows, Time, Other]),
+        };
         let keys = Keys {
             bias: (mask.clone() - 1.0)
                 .mul_scalar(-MASKED)
@@ -593,6 +666,50 @@ mod tests {
         assert_eq!(run(0), run(0));
         assert_ne!(run(0), run(1));
         assert_ne!(run(0), values(enc.forward(&input, None).sentence));
+    }
+
+    /// A GPU layer draws its four masks before its arithmetic: the same masks in the same
+    /// order as drawing each where it is used, so the same output and the stream after.
+    #[test]
+    fn a_layer_with_its_masks_drawn_first_is_the_same_layer() {
+        let dev = Default::default();
+        let enc = encoder(&config(), 7);
+        let (batch, time, d) = (2, 5, 8);
+        let x = Tensor::<B, 3>::from_data(
+            TensorData::new(
+                (0..batch * time * d)
+                    .map(|i| (i as f32 * 0.37).sin())
+                    .collect(),
+                [batch, time, d],
+            ),
+            &dev,
+        );
+        let mask = Tensor::<B, 2>::from_data(
+            TensorData::new(
+                vec![1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+                [2, 5],
+            ),
+            &dev,
+        );
+        // The generic attention (no host mask), which the GPU runs.
+        let keys = Keys {
+            bias: (mask - 1.0)
+                .mul_scalar(-MASKED)
+                .reshape([batch, 1, 1, time]),
+            host: None,
+        };
+        let layer = &enc.layers[0];
+        for p in [0.0, 0.3] {
+            let (mut a, mut b) = (Noise::new(5, 0), Noise::new(5, 0));
+            let own = layer.forward(x.clone(), &keys, 2, &mut Some(&mut a), p);
+            let first = layer.forward_masks_first(x.clone(), &keys, 2, &mut Some(&mut b), p);
+            assert_eq!(values(own), values(first), "p {p}");
+            assert_eq!(
+                a.below(1 << 30),
+                b.below(1 << 30),
+                "p {p}: the stream after"
+            );
+        }
     }
 
     #[test]
