@@ -353,12 +353,13 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // 2026-12-05, BERT's attention swapping each input's axes where it uses it and
     // LayerNorm reshaping γ, β between its reductions (743ca4f, fresh clone, the same AMD
     // EPYC): transformer 173 / 179, pretrained 645 / 701, the others as above; the same
-    // margins.
+    // margins. Then the transformer's dropout masks uploaded before its arithmetic on a GPU
+    // (823b7b8): transformer 164 / 170.
     ("laser-default", 185, 0),
     ("bilstm", 298, 0),
     ("lstm", 288, 0),
     ("cbow", 62, 0),
-    ("transformer", 188, 0),
+    ("transformer", 179, 0),
     ("pretrained", 737, 0),
     ("words-char-ngrams", 204, 0),
 ];
