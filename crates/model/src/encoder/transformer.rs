@@ -311,55 +311,42 @@ impl<B: Backend> EncoderLayer<B> {
         noise: &mut Option<&mut Noise>,
         p: f64,
     ) -> Tensor<B, 3> {
-        if crate::gpu::on_device::<B>() {
-            return self.forward_masks_first(x, keys, heads, noise, p);
-        }
-        let a = self.self_attn.forward(
-            norm_rows(&self.norm1, x.clone()),
-            keys,
-            heads,
-            noise,
-            p,
-            None,
-        );
-        let x = x + dropout_on(noise, a, p, [Rows, Time, Other]);
-        let h = relu(linear_rows(
-            &self.linear1,
-            norm_rows(&self.norm2, x.clone()),
-        ));
-        let h = linear_rows(&self.linear2, dropout_on(noise, h, p, [Rows, Time, Other]));
-        x + dropout_on(noise, h, p, [Rows, Time, Other])
+        self.forward_with(x, keys, heads, noise, p, crate::gpu::on_device::<B>())
     }
 
-    /// [`Self::forward`] with the layer's four dropout masks drawn and uploaded first, in the
-    /// order `forward` draws them (nothing else draws in between: the same masks). Why: on a
-    /// GPU an upload queued between an operation and the multiply by its mask ends burn's
-    /// fusion there, and each multiply ran as a launch of its own.
-    fn forward_masks_first(
+    /// [`Self::forward`]; with `masks_first` (on a GPU) the layer's four dropout masks are
+    /// drawn and uploaded before its arithmetic, in the order they are drawn where they are
+    /// used (nothing else draws in between: the same masks). Why: on a GPU an upload queued
+    /// between an operation and the multiply by its mask ends burn's fusion there, and each
+    /// multiply ran as a launch of its own.
+    fn forward_with(
         &self,
         x: Tensor<B, 3>,
         keys: &Keys<B>,
         heads: usize,
         noise: &mut Option<&mut Noise>,
         p: f64,
+        masks_first: bool,
     ) -> Tensor<B, 3> {
         let [batch, time, d] = x.dims();
         let d_ff = self.linear1.weight.dims()[1];
         let device = x.device();
         let rows = [Rows, Time, Other];
-        let probs = mask_on(
-            noise,
-            [batch, heads, time, time],
-            p,
-            [Rows, Other, Time, Time],
-            &device,
-        );
-        let attended = mask_on(noise, [batch, time, d], p, rows, &device);
-        let hidden = mask_on(noise, [batch, time, d_ff], p, rows, &device);
-        let out = mask_on(noise, [batch, time, d], p, rows, &device);
-        let times = |x: Tensor<B, 3>, mask: Option<Tensor<B, 3>>| match mask {
-            Some(mask) => x * mask,
-            None => x,
+        // `Some(mask)` drawn here, `None` drawn at its site.
+        let first = |noise: &mut Option<&mut Noise>, dims: [usize; 3]| {
+            masks_first.then(|| mask_on(noise, dims, p, rows, &device))
+        };
+        let probs = masks_first.then(|| {
+            let axes = [Rows, Other, Time, Time];
+            mask_on(noise, [batch, heads, time, time], p, axes, &device)
+        });
+        let attended = first(noise, [batch, time, d]);
+        let hidden = first(noise, [batch, time, d_ff]);
+        let out = first(noise, [batch, time, d]);
+        let dropped = |noise: &mut Option<&mut Noise>, x: Tensor<B, 3>, drawn| match drawn {
+            Some(Some(mask)) => x * mask,
+            Some(None) => x,
+            None => dropout_on(noise, x, p, rows),
         };
         let a = self.self_attn.forward(
             norm_rows(&self.norm1, x.clone()),
@@ -367,15 +354,15 @@ impl<B: Backend> EncoderLayer<B> {
             heads,
             noise,
             p,
-            Some(probs),
+            probs,
         );
-        let x = x + times(a, attended);
+        let x = x + dropped(noise, a, attended);
         let h = relu(linear_rows(
             &self.linear1,
             norm_rows(&self.norm2, x.clone()),
         ));
-        let h = linear_rows(&self.linear2, times(h, hidden));
-        x + times(h, out)
+        let h = linear_rows(&self.linear2, dropped(noise, h, hidden));
+        x + dropped(noise, h, out)
     }
 }
 
@@ -428,7 +415,7 @@ impl<B: Backend> TransformerEncoder<B> {
         let d = self.d_model;
         let device = embedded.device();
         // On a GPU the input's dropout mask and the position table are uploaded before the
-        // arithmetic they enter (see `EncoderLayer::forward_masks_first`).
+        // arithmetic they enter (see `EncoderLayer::forward_with`).
         let on_device = crate::gpu::on_device::<B>();
         let early = on_device.then(|| {
             mask_on(
@@ -701,8 +688,8 @@ mod tests {
         let layer = &enc.layers[0];
         for p in [0.0, 0.3] {
             let (mut a, mut b) = (Noise::new(5, 0), Noise::new(5, 0));
-            let own = layer.forward(x.clone(), &keys, 2, &mut Some(&mut a), p);
-            let first = layer.forward_masks_first(x.clone(), &keys, 2, &mut Some(&mut b), p);
+            let own = layer.forward_with(x.clone(), &keys, 2, &mut Some(&mut a), p, false);
+            let first = layer.forward_with(x.clone(), &keys, 2, &mut Some(&mut b), p, true);
             assert_eq!(values(own), values(first), "p {p}");
             assert_eq!(
                 a.below(1 << 30),
