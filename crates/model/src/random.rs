@@ -248,6 +248,24 @@ pub fn dropout_on<B: Backend, const D: usize>(
     }
 }
 
+/// [`dropout_on`] with its mask perhaps drawn ahead ([`mask_on`]): `Some(Some(mask))`
+/// multiplies by it, `Some(None)` (drawn ahead, nothing drawn: no noise or `p ≤ 0`) leaves
+/// `x` as it is, `None` draws here. What an encoder that uploads its masks before its
+/// arithmetic on a GPU calls at each mask's site.
+pub fn dropout_drawn<B: Backend, const D: usize>(
+    noise: &mut Option<&mut Noise>,
+    x: Tensor<B, D>,
+    p: f64,
+    axes: [Axis; D],
+    drawn: Option<Option<Tensor<B, D>>>,
+) -> Tensor<B, D> {
+    match drawn {
+        Some(Some(mask)) => x * mask,
+        Some(None) => x,
+        None => dropout_on(noise, x, p, axes),
+    }
+}
+
 /// [`Noise::mask_on`] when `noise` is given (training), `None` otherwise.
 pub fn mask_on<B: Backend, const D: usize>(
     noise: &mut Option<&mut Noise>,

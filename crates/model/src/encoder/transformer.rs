@@ -53,7 +53,7 @@ use crate::fused;
 use crate::fused::relu::relu;
 use crate::fused::reshape::reshape;
 use crate::input::Padded;
-use crate::random::{dropout_on, mask_on, Axis::*, Noise};
+use crate::random::{dropout_drawn, mask_on, Axis::*, Noise};
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::backend::Backend;
@@ -271,11 +271,7 @@ impl<B: Backend> SelfAttention<B> {
             * (1.0 / (d_head as f64).sqrt())
             + keys.bias.clone();
         let probs = fused::device_nodes::softmax(scores);
-        let probs = match drawn {
-            Some(Some(mask)) => probs * mask,
-            Some(None) => probs,
-            None => dropout_on(noise, probs, p, [Rows, Other, Time, Time]),
-        };
+        let probs = dropout_drawn(noise, probs, p, [Rows, Other, Time, Time], drawn);
         let context = crate::precision::matmul(probs, v) // [batch, heads, time, d_head]
             .swap_dims(1, 2)
             .reshape([batch, time, d]);
@@ -343,10 +339,8 @@ impl<B: Backend> EncoderLayer<B> {
         let attended = first(noise, [batch, time, d]);
         let hidden = first(noise, [batch, time, d_ff]);
         let out = first(noise, [batch, time, d]);
-        let dropped = |noise: &mut Option<&mut Noise>, x: Tensor<B, 3>, drawn| match drawn {
-            Some(Some(mask)) => x * mask,
-            Some(None) => x,
-            None => dropout_on(noise, x, p, rows),
+        let dropped = |noise: &mut Option<&mut Noise>, x: Tensor<B, 3>, drawn| {
+            dropout_drawn(noise, x, p, rows, drawn)
         };
         let a = self.self_attn.forward(
             norm_rows(&self.norm1, x.clone()),
@@ -433,11 +427,7 @@ impl<B: Backend> TransformerEncoder<B> {
             None => embedded,
         };
         let x = x * (d as f64).sqrt() + table.unsqueeze::<3>();
-        let mut x = match early {
-            Some(Some(mask)) => x * mask,
-            Some(None) => x,
-            None => dropout_on(&mut noise, x, p, [Rows, Time, Other]),
-        };
+        let mut x = dropout_drawn(&mut noise, x, p, [Rows, Time, Other], early);
         let keys = Keys {
             bias: (mask.clone() - 1.0)
                 .mul_scalar(-MASKED)
