@@ -31,6 +31,7 @@ pub mod optim;
 pub mod parallel;
 pub mod plan;
 pub mod session;
+pub mod shape_ordered;
 pub mod step;
 pub mod streamed;
 pub mod task_data;

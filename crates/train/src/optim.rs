@@ -7,8 +7,8 @@
 //! each parameter tensor separately, which is a different update.
 
 use crate::fused_adam::FusedAdam;
+use crate::shape_ordered::ShapeOrdered;
 use burn::module::{AutodiffModule, ModuleVisitor, Param, ParamId};
-use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::SimpleOptimizer;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
@@ -16,6 +16,7 @@ use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder, Record
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
 use harness_recipe::schema::{Optimizer as OptimSpec, OptimizerKind, ScheduleKind};
+use std::any::Any;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -34,11 +35,47 @@ enum Kind<M: AutodiffModule<B>, B: AutodiffBackend> {
     Sgd(Adaptor<Sgd<B::InnerBackend>, M, B>),
 }
 
-/// burn's adaptor over optimizer `O` wrapped in [`Scaled`].
-type Adaptor<O, M, B> = OptimizerAdaptor<Scaled<O, <B as AutodiffBackend>::InnerBackend>, M, B>;
+/// Optimizer `O` wrapped in [`Scaled`], stepped per parameter ([`ShapeOrdered`]: burn's
+/// adaptor, grouped by shape on a GPU).
+type Adaptor<O, M, B> = ShapeOrdered<Scaled<O, <B as AutodiffBackend>::InnerBackend>, M, B>;
 
 /// A one-element tensor every gradient of a step is multiplied by, or none.
-type GradFactor<IB> = Arc<Mutex<Option<Tensor<IB, 1>>>>;
+type GradFactor<IB> = Arc<Mutex<Option<Factor<IB>>>>;
+
+/// The step's one-element gradient multiplier, shaped once for each rank up to 4 (`[1]`,
+/// `[1, 1]`, …). Why: on a GPU a reshape queued between two parameters' updates ends burn's
+/// fusion there (a view operation holds the block), and each update was shaped its own.
+#[derive(Clone)]
+struct Factor<IB: Backend> {
+    d1: Tensor<IB, 1>,
+    d2: Tensor<IB, 2>,
+    d3: Tensor<IB, 3>,
+    d4: Tensor<IB, 4>,
+}
+
+impl<IB: Backend> Factor<IB> {
+    fn new(f: Tensor<IB, 1>) -> Self {
+        Factor {
+            d2: f.clone().unsqueeze(),
+            d3: f.clone().unsqueeze(),
+            d4: f.clone().unsqueeze(),
+            d1: f,
+        }
+    }
+
+    /// The multiplier as a rank-`D` tensor (shaped here above rank 4).
+    fn of_rank<const D: usize>(&self) -> Tensor<IB, D> {
+        let shaped: [&dyn Any; 4] = [&self.d1, &self.d2, &self.d3, &self.d4];
+        match D
+            .checked_sub(1)
+            .and_then(|i| shaped.get(i))
+            .and_then(|t| t.downcast_ref::<Tensor<IB, D>>())
+        {
+            Some(t) => t.clone(),
+            None => self.d1.clone().unsqueeze::<D>(),
+        }
+    }
+}
 
 /// An optimizer that multiplies each parameter's gradient by the step's [`GradFactor`] (when
 /// one is set) as the first operation of that parameter's update. Why: on a GPU the clipping
@@ -79,7 +116,7 @@ impl<IB: Backend, O: SimpleOptimizer<IB>> SimpleOptimizer<IB> for Scaled<O, IB> 
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let grad = match factor {
-            Some(f) => grad * f.unsqueeze::<D>(),
+            Some(f) => grad * f.of_rank::<D>(),
             None => grad,
         };
         self.inner.step(lr, tensor, grad, state)
@@ -100,7 +137,7 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
             (spec.weight_decay > 0.0).then(|| WeightDecayConfig::new(spec.weight_decay as f32));
         let factor = GradFactor::default();
         let kind = match spec.kind {
-            OptimizerKind::Adam => Kind::Adam(OptimizerAdaptor::from(Scaled::new(
+            OptimizerKind::Adam => Kind::Adam(ShapeOrdered::new(Scaled::new(
                 FusedAdam::new(
                     spec.betas[0] as f32,
                     spec.betas[1] as f32,
@@ -109,7 +146,7 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
                 ),
                 &factor,
             ))),
-            OptimizerKind::Adamw => Kind::AdamW(OptimizerAdaptor::from(Scaled::new(
+            OptimizerKind::Adamw => Kind::AdamW(ShapeOrdered::new(Scaled::new(
                 AdamWConfig::new()
                     .with_beta_1(spec.betas[0] as f32)
                     .with_beta_2(spec.betas[1] as f32)
@@ -118,7 +155,7 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
                     .build(),
                 &factor,
             ))),
-            OptimizerKind::Sgd => Kind::Sgd(OptimizerAdaptor::from(Scaled::new(
+            OptimizerKind::Sgd => Kind::Sgd(ShapeOrdered::new(Scaled::new(
                 SgdConfig::new().with_weight_decay(decay).build(),
                 &factor,
             ))),
@@ -135,7 +172,7 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> AnyOptimizer<M, B> {
         grads: GradientsParams,
         factor: Option<Tensor<B::InnerBackend, 1>>,
     ) -> M {
-        *self.factor.lock().unwrap_or_else(|e| e.into_inner()) = factor;
+        *self.factor.lock().unwrap_or_else(|e| e.into_inner()) = factor.map(Factor::new);
         let module = match &mut self.kind {
             Kind::Adam(o) => o.step(lr, module, grads),
             Kind::AdamW(o) => o.step(lr, module, grads),
