@@ -84,7 +84,7 @@ impl<IB: Backend> Factor<IB> {
 /// where a pass over every gradient before the optimizer launched one kernel per parameter.
 /// The arithmetic is the same (`g · factor`, then the update), so are the bits. The factor
 /// reaches the optimizer through a shared slot because burn's `SimpleOptimizer::step`, which
-/// `OptimizerAdaptor` calls once per parameter, takes no argument for it.
+/// [`ShapeOrdered`] calls once per parameter, takes no argument for it.
 #[derive(Clone)]
 struct Scaled<O, IB: Backend> {
     inner: O,
