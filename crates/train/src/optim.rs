@@ -267,11 +267,15 @@ pub fn clip_global_norm_on_device<B: AutodiffBackend, M: AutodiffModule<B>>(
     module.visit(&mut sq);
     // One sum of squares per shape, the groups' sums added last: a few kernels in all where a
     // square and one or two reductions per parameter were hundreds (a transformer's layers
-    // have parameters of a handful of shapes).
-    let mut totals = sq
+    // have parameters of a handful of shapes). Every group's sum is queued before the first
+    // addition, so that the additions, the root and the factor are one run of element-wise
+    // operations on a GPU (one kernel; queued between the reductions, each was its own).
+    let totals: Vec<_> = sq
         .groups
         .into_iter()
-        .map(|(_, squares)| sum_of_elements(squares));
+        .map(|(_, squares)| sum_of_elements(squares))
+        .collect();
+    let mut totals = totals.into_iter();
     let Some(first) = totals.next() else {
         let device = module.devices().into_iter().next().unwrap_or_default();
         return (Tensor::zeros([1], &device), None);
