@@ -6,17 +6,18 @@
 //!
 //! Why: on a GPU burn's fusion gives the element-wise operations of an update one kernel,
 //! and joins the updates of *consecutive* same-shaped parameters into one kernel (as many as
-//! a kernel's bindings allow); in the module's order a transformer layer's shapes alternate
-//! (weight, bias, weight, …) and each parameter's update was a launch of its own (issue 59).
-//! Each update is the same arithmetic on the same operands either way, so the weights and
-//! the moments are the same bits; the state record is the adaptor's own type (checkpoints
-//! written by either load in the other). Left out: the adaptor's per-tensor gradient
-//! clipping (harness clips by the global norm before the step, `optim::clip_global_norm`)
-//! and its multi-device gradients (`step_multi`: harness reduces gradients itself).
+//! its 64 operations per kernel and the device's bindings allow: four or five Adam updates);
+//! in the module's order a transformer layer's shapes alternate (weight, bias, weight, …) and
+//! each parameter's update was a launch of its own (issue 59). The parameters are taken out
+//! of the module for their updates and put back (each tensor held once, so that an update can
+//! write in place). Each update is the same arithmetic on the same operands either way, so the
+//! weights and the moments are the same bits; the state record is the adaptor's own type
+//! (checkpoints written by either load in the other). Left out: the adaptor's per-tensor
+//! gradient clipping (harness clips by the global norm before the step,
+//! `optim::clip_global_norm`).
 //!
-//! On the CPU the update runs where the adaptor runs it, inside one pass over the module: a
-//! grouped pass holds each parameter's tensor twice while the updates run, and the fused CPU
-//! Adam ([`crate::fused_adam`]) updates in place only an array it holds alone.
+//! On the CPU, which has no fusion to gain from the order, each update runs where the adaptor
+//! runs it, inside one pass over the module.
 
 use burn::module::{AutodiffModule, ModuleMapper, Param, ParamId, ParamMapper};
 use burn::optim::adaptor::GradAdaptor;
