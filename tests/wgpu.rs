@@ -4,7 +4,9 @@
 //! more on wgpu counting kernel launches and host reads per step against [`LAUNCH_PINS`]; the
 //! pretrained encoders embed a few hundred sentences of eight languages on both with cosine
 //! at least [`MIN_COSINE`] (multilingual-e5-small's word table exceeds lavapipe's buffers:
-//! it is looked up in blocks there), and the embedding cache keeps the two apart.
+//! it is looked up in blocks there), and the embedding cache keeps the two apart; a model
+//! too large for lavapipe's buffers stops with an out-of-memory error that says what to
+//! lower.
 //!
 //! A long suite (`cargo test --locked --features wgpu --test wgpu`, docs/tests.md): the README's
 //! test command leaves the wgpu backend out of its build, and clippy checks that it compiles.
@@ -371,6 +373,63 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     ("pretrained", 661, 0),
     ("words-char-ngrams", 198, 0),
 ];
+
+/// A model whose recurrent weights (a 4,096-unit LSTM: `[4,096, 16,384]`, 256 MiB) exceed
+/// the largest buffer lavapipe lets a shader bind (`maxStorageBufferRange`, 128 MiB) stops
+/// with one error that says the device ran out of memory, how much it asked for and which
+/// settings to lower, not the Vulkan driver's fix; of the panics it sets off on cubecl's
+/// device threads (336 on lavapipe) only the first is printed; and no checkpoint is kept.
+/// A Vulkan device that binds 256 MiB trains it instead, and the test says so.
+#[test]
+fn a_model_too_large_for_the_device_is_an_out_of_memory_error() {
+    if !vulkan() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("too-large");
+    let recipe = repo().join("recipes/laser.yaml");
+    let mut args: Vec<&str> = vec!["train", recipe.to_str().unwrap()];
+    args.extend(small());
+    args.extend_from_slice(&[
+        "--set",
+        "model.encoder={kind: bilstm, layers: 1, hidden: 4096, embed: 16, pool: max}",
+        "--set",
+        "train.steps=1",
+        "--out",
+        run.to_str().unwrap(),
+        "--device",
+        "wgpu",
+    ]);
+    let o = command(home.path(), &args)
+        .env("CUBECL_AUTOTUNE_LEVEL", "minimal")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("running the harness binary");
+    if o.status.success() {
+        eprintln!("skipped: this Vulkan device binds a 256 MiB buffer, so the model fits it");
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: --device wgpu: out of device memory: a buffer of 256.0 MiB could not be allocated")
+            && last.contains("--set train.batch_tokens=N")
+            && last.contains("maxStorageBufferRange")
+            && !last.contains("vulkaninfo --summary")
+            && !last.contains("No backtrace available")
+            && last.contains("later panics on device threads not shown"),
+        "{stderr}"
+    );
+    let panics = stderr.matches("panicked at").count();
+    assert!(panics <= 2, "{panics} panics printed:\n{stderr}");
+    let checkpoints = run.join("checkpoints");
+    assert!(
+        !checkpoints.exists() || std::fs::read_dir(&checkpoints).unwrap().next().is_none(),
+        "a checkpoint was kept after the device failed"
+    );
+}
 
 /// Per step of `run/train/metrics.jsonl`: (kernel launches, host reads, kernels compiled,
 /// autotune keys tuned).

@@ -9,6 +9,7 @@
 //! otherwise leave the caller with zeros and an exit code of 0.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
 /// Which burn backends this binary was built with (`cfg!(feature = ...)` of the binary).
@@ -72,6 +73,18 @@ pub enum DeviceError {
     )]
     Failed {
         device: String,
+        detail: String,
+        fix: String,
+    },
+    /// The device could not allocate a buffer: the model's or a batch's tensors do not fit
+    /// its memory (or, on wgpu, the largest buffer one binding may hold).
+    #[error(
+        "--device {device}: out of device memory: {what} ({detail}); nothing it computed is kept. Fix: {fix}"
+    )]
+    OutOfMemory {
+        device: String,
+        /// What could not be allocated ("a buffer of 256.0 MiB could not be allocated").
+        what: String,
         detail: String,
         fix: String,
     },
@@ -204,8 +217,30 @@ impl Device {
         matches!(self, Device::Cuda(_) | Device::Wgpu)
     }
 
-    /// A [`DeviceError::Failed`] for this device, with the fix for its kind.
+    /// A [`DeviceError::Failed`] for this device, with the fix for its kind; a
+    /// [`DeviceError::OutOfMemory`] where `detail` says an allocation failed
+    /// ([`out_of_memory`]).
     pub fn failed(self, detail: impl Into<String>) -> DeviceError {
+        let detail = without_backtrace(&detail.into()).to_string();
+        if let Some(bytes) = out_of_memory(&detail) {
+            let what = match bytes {
+                Some(b) => format!(
+                    "a buffer of {:.1} MiB could not be allocated",
+                    b as f64 / (1024.0 * 1024.0)
+                ),
+                None => "an allocation failed".to_string(),
+            };
+            let mut fix = "make the batches smaller (training: `--set train.batch_tokens=N`, half the recipe's; the `gpu` profiles take 16× the default's) or the model, or use a device with more memory or `--device cpu`".to_string();
+            if self == Device::Wgpu {
+                fix.push_str("; on wgpu one tensor must also fit the largest buffer a shader may bind (`maxStorageBufferRange` in `vulkaninfo`: 128 MiB on lavapipe)");
+            }
+            return DeviceError::OutOfMemory {
+                device: self.to_string(),
+                what,
+                detail,
+                fix,
+            };
+        }
         let fix = match self {
             Device::Wgpu => "check that a Vulkan (or Metal, DirectX 12) driver works (`vulkaninfo --summary`; on Debian `bash scripts/install-test-deps.sh vulkan` installs the software driver lavapipe), or run on `--device cpu`",
             Device::Cuda(_) => "check the GPU and its driver (`nvidia-smi`), or run on `--device cpu`",
@@ -213,10 +248,36 @@ impl Device {
         };
         DeviceError::Failed {
             device: self.to_string(),
-            detail: detail.into(),
+            detail,
             fix: fix.into(),
         }
     }
+}
+
+/// Whether a device failure's message says that an allocation failed, and of how many bytes
+/// where it says: cubecl's `IoError::BufferTooBig` ("can't allocate buffer of size: N",
+/// `cubecl-runtime` 0.10 `server/base.rs`: CUDA out of memory, or a tensor larger than a
+/// wgpu device lets one binding hold) and `LaunchError::OutOfMemory` ("An out-of-memory
+/// error happened"). Matched on the text because the panic that carries it has only that.
+pub fn out_of_memory(detail: &str) -> Option<Option<u64>> {
+    const TOO_BIG: &str = "can't allocate buffer of size: ";
+    if let Some(at) = detail.find(TOO_BIG) {
+        let digits: String = detail[at + TOO_BIG.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        return Some(digits.parse().ok());
+    }
+    let lower = detail.to_ascii_lowercase();
+    [
+        "out-of-memory",
+        "out of memory",
+        "out_of_memory",
+        "outofmemory",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+    .then_some(None)
 }
 
 /// The `--device` spelling (`cpu`, `flex`, `cuda:N`, `wgpu`).
@@ -234,10 +295,15 @@ impl fmt::Display for Device {
 static WATCH: Once = Once::new();
 static WATCHER: Mutex<Option<std::thread::ThreadId>> = Mutex::new(None);
 static DEVICE_PANIC: Mutex<Option<String>> = Mutex::new(None);
+static LATER_PANICS: AtomicUsize = AtomicUsize::new(0);
 
 /// Records from now on the first panic of any thread other than the calling one (burn's
-/// device threads; the hook before it still prints the panic). [`device_failure`] reads
-/// it. Idempotent; the first caller's thread is the watcher.
+/// device threads; the hook before it still prints that panic). [`device_failure`] reads
+/// it. Later panics on cubecl's device threads ([`is_device_service`]) are counted, not
+/// printed: once one has failed, later work submitted to them panics too (burn-fusion's
+/// "Ordering is bigger than operations", cubecl's `CallError`: 330 panics with their
+/// backtraces after one allocation failed on lavapipe), and the first says why. Any other
+/// thread's panic prints as before. Idempotent; the first caller's thread is the watcher.
 pub fn watch_device_threads() {
     WATCH.call_once(|| {
         *WATCHER.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current().id());
@@ -246,6 +312,11 @@ pub fn watch_device_threads() {
             let here = std::thread::current();
             let watcher = *WATCHER.lock().unwrap_or_else(|e| e.into_inner());
             if watcher != Some(here.id()) {
+                let mut slot = DEVICE_PANIC.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_some() && here.name().is_some_and(is_device_service) {
+                    LATER_PANICS.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 let message = info
                     .payload()
                     .downcast_ref::<&str>()
@@ -254,27 +325,66 @@ pub fn watch_device_threads() {
                     .unwrap_or_else(|| "a panic without a message".into());
                 let at = info
                     .location()
-                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .map(|l| format!(" at {}:{}", crate_relative(l.file()), l.line()))
                     .unwrap_or_default();
-                let mut slot = DEVICE_PANIC.lock().unwrap_or_else(|e| e.into_inner());
-                if slot.is_none() {
-                    *slot = Some(format!(
-                        "thread `{}` panicked{at}: {message}",
-                        here.name().unwrap_or("unnamed")
-                    ));
-                }
+                *slot = Some(format!(
+                    "thread `{}` panicked{at}: {}",
+                    here.name().unwrap_or("unnamed"),
+                    without_backtrace(&message)
+                ));
             }
             previous(info);
         }));
     });
 }
 
-/// The first panic [`watch_device_threads`] recorded on another thread, if any.
+/// The first panic [`watch_device_threads`] recorded on another thread, if any, with how
+/// many panicked after it.
 pub fn device_failure() -> Option<String> {
-    DEVICE_PANIC
+    let first = DEVICE_PANIC
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .clone()
+        .clone()?;
+    Some(match LATER_PANICS.load(Ordering::Relaxed) {
+        0 => first,
+        1 => format!("{first}; 1 later panic on device threads not shown"),
+        n => format!("{first}; {n} later panics on device threads not shown"),
+    })
+}
+
+/// Whether a thread is one of cubecl's device services, which run a GPU backend's work
+/// (`DSU-…` upstream, `DSD-…` downstream: `cubecl-common` 0.10
+/// `device/handle/channel.rs`).
+fn is_device_service(name: &str) -> bool {
+    name.starts_with("DSU-") || name.starts_with("DSD-")
+}
+
+/// `message` without the backtrace cubecl's errors append to their text ("No backtrace
+/// available" when none was captured).
+fn without_backtrace(message: &str) -> &str {
+    [
+        "\nNo backtrace available",
+        "\nBacktrace\n",
+        "\nstack backtrace:",
+    ]
+    .iter()
+    .filter_map(|m| message.find(m))
+    .min()
+    .map_or(message, |end| &message[..end])
+    .trim_end()
+}
+
+/// A source path of a dependency from its crate's folder on (`cubecl-wgpu-0.10.0/src/…`
+/// rather than the registry's absolute path); any other path as it is.
+fn crate_relative(file: &str) -> &str {
+    const REGISTRY: &str = "/registry/src/";
+    match file.find(REGISTRY) {
+        Some(at) => {
+            let rest = &file[at + REGISTRY.len()..];
+            rest.find('/').map_or(rest, |slash| &rest[slash + 1..])
+        }
+        None => file,
+    }
 }
 
 /// The message of a panic payload caught with `catch_unwind`.
@@ -405,5 +515,71 @@ mod tests {
             failure.contains("DSU-test") && failure.contains("validation error"),
             "{failure}"
         );
+        // What fails after it on cubecl's device threads is counted, not recorded over it.
+        for _ in 0..2 {
+            let t = std::thread::Builder::new()
+                .name("DSD-test".into())
+                .spawn(|| panic!("CallError"))
+                .unwrap();
+            assert!(t.join().is_err());
+        }
+        let failure = device_failure().unwrap();
+        assert!(
+            failure.contains("validation error")
+                && !failure.contains("CallError")
+                && failure.ends_with("; 2 later panics on device threads not shown"),
+            "{failure}"
+        );
+    }
+
+    /// cubecl's `IoError::BufferTooBig` as a wgpu device thread's panic carries it (seen on
+    /// lavapipe with a 4,096-unit LSTM, whose recurrent weights are 256 MiB).
+    const TOO_BIG: &str = "thread `DSD-4-0` panicked at cubecl-wgpu-0.10.0/src/compute/server.rs:270: called `Result::unwrap()` on an `Err` value: can't allocate buffer of size: 268435456";
+
+    #[test]
+    fn an_allocation_that_failed_is_out_of_memory_with_its_size() {
+        assert_eq!(out_of_memory(TOO_BIG), Some(Some(268_435_456)));
+        assert_eq!(
+            out_of_memory("An out-of-memory error happened during launch"),
+            Some(None)
+        );
+        assert_eq!(out_of_memory("CUDA_ERROR_OUT_OF_MEMORY"), Some(None));
+        assert_eq!(out_of_memory("validation error: binding 3"), None);
+        let e = Device::Cuda(0).failed(TOO_BIG).to_string();
+        assert!(
+            e.starts_with("--device cuda:0: out of device memory: a buffer of 256.0 MiB could not be allocated (thread `DSD-4-0`")
+                && e.contains("--set train.batch_tokens=N")
+                && !e.contains("nvidia-smi"),
+            "{e}"
+        );
+        let e = Device::Wgpu.failed(TOO_BIG).to_string();
+        assert!(e.contains("128 MiB on lavapipe"), "{e}");
+        // Any other failure keeps its kind's fix.
+        let e = Device::Cuda(0).failed("validation error").to_string();
+        assert!(
+            e.starts_with("--device cuda:0: the device failed (validation error)")
+                && e.contains("nvidia-smi"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_recorded_panic_drops_cubecls_backtrace_and_the_registry_path() {
+        assert_eq!(
+            without_backtrace("can't allocate buffer of size: 8\nNo backtrace available"),
+            "can't allocate buffer of size: 8"
+        );
+        assert_eq!(
+            without_backtrace(
+                "An out-of-memory error happened during launch\nCaused by:\n  x\nBacktrace\n  0: f"
+            ),
+            "An out-of-memory error happened during launch\nCaused by:\n  x"
+        );
+        assert_eq!(without_backtrace("lost the device"), "lost the device");
+        assert_eq!(
+            crate_relative("/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/cubecl-wgpu-0.10.0/src/compute/server.rs"),
+            "cubecl-wgpu-0.10.0/src/compute/server.rs"
+        );
+        assert_eq!(crate_relative("src/main.rs"), "src/main.rs");
     }
 }
