@@ -39,7 +39,7 @@ pub struct EmbedArgs {
 pub fn run(args: &EmbedArgs, settings: &Settings) -> anyhow::Result<std::process::ExitCode> {
     let device =
         harness_core::device::Device::parse_for_encoding(&args.device, &super::compiled())?;
-    let s = super::on_device(device, || {
+    let s = super::on_device(device, None, || {
         Ok(embed(
             &args.encoder,
             &args.input,

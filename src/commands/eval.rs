@@ -74,7 +74,7 @@ pub fn run(args: &EvalArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         entries.push((bench, o));
     }
     let plan = plan(&registry, &entries)?;
-    super::on_device(device, || {
+    super::on_device(device, None, || {
         let inner = open_encoder_on(&args.encoder, settings, device)?;
         let encoder = CachedEncoder::new(inner, &settings.cache_dir);
         let out = args

@@ -36,8 +36,13 @@ pub fn compiled() -> Compiled {
 
 /// Runs `work` (training or encoding on `device`) so that a failed GPU becomes an error
 /// naming `--device`: a panic on burn's device thread (recorded while `work` runs) or one
-/// that reaches this thread. On the CPU backends `work` simply runs.
-pub fn on_device<T>(device: Device, work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+/// that reaches this thread; out of memory, its fix naming half of `batch_tokens` (the
+/// recipe's `train.batch_tokens`, where it trains). On the CPU backends `work` simply runs.
+pub fn on_device<T>(
+    device: Device,
+    batch_tokens: Option<u32>,
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     if !device.is_gpu() {
         return work();
     }
@@ -46,13 +51,19 @@ pub fn on_device<T>(device: Device, work: impl FnOnce() -> anyhow::Result<T>) ->
         harness_core::note!("{note}");
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-    match (result, harness_core::device::device_failure()) {
-        (Ok(done), None) => done,
-        (Ok(_), Some(detail)) => Err(device.failed(detail).into()),
-        (Err(payload), thread) => Err(device
-            .failed(thread.unwrap_or_else(|| harness_core::device::panic_message(&*payload)))
-            .into()),
-    }
+    let detail = match (result, harness_core::device::device_failure()) {
+        (Ok(done), None) => return done,
+        (Ok(_), Some(detail)) => detail,
+        (Err(payload), thread) => {
+            thread.unwrap_or_else(|| harness_core::device::panic_message(&*payload))
+        }
+    };
+    Err(device.failed(detail).with_batch_tokens(batch_tokens).into())
+}
+
+/// The recipe's `train.batch_tokens`, for [`on_device`]'s out-of-memory fix.
+pub fn batch_tokens(resolved: &Resolved) -> Option<u32> {
+    resolved.recipe.train.as_ref().and_then(|t| t.batch_tokens)
 }
 
 /// Loads and checks a recipe (base ⊕ profile ⊕ `--set`) against this build's names, once.
@@ -137,9 +148,9 @@ mod tests {
     #[test]
     fn a_failed_device_is_an_error_naming_it() {
         // The CPU backends run the work as it is.
-        assert_eq!(on_device(Device::Cpu, || Ok(7)).unwrap(), 7);
+        assert_eq!(on_device(Device::Cpu, None, || Ok(7)).unwrap(), 7);
         // A panic that reaches this thread.
-        let e = on_device(Device::Wgpu, || -> anyhow::Result<()> {
+        let e = on_device(Device::Wgpu, None, || -> anyhow::Result<()> {
             panic!("lost the device")
         })
         .unwrap_err()
@@ -149,7 +160,7 @@ mod tests {
             "{e}"
         );
         // A panic on another thread (burn's device thread), the work itself returning Ok.
-        let e = on_device(Device::Wgpu, || {
+        let e = on_device(Device::Wgpu, None, || {
             let _ = std::thread::spawn(|| panic!("validation error")).join();
             Ok(())
         })

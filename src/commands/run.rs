@@ -54,12 +54,12 @@ pub fn run(args: &RunCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> {
         if trained.outcome.interrupted {
             return Ok(super::train::exit_code(&trained));
         }
-        return super::on_device(device, || {
+        return super::on_device(device, None, || {
             let spec = dir.path().display().to_string();
             evaluate_and_report(&resolved, &spec, dir.path(), settings, args.force, device)
         });
     }
-    super::on_device(device, || {
+    super::on_device(device, super::batch_tokens(&resolved), || {
         if !resolved.recipe.tasks.is_empty() {
             // A training recipe: train (or resume) into its run directory, then evaluate its
             // best checkpoint. The run directory stays locked until the report is written.

@@ -95,7 +95,7 @@ pub fn run(cli: &TrainCliArgs, settings: &Settings) -> anyhow::Result<ExitCode> 
         return train_mpi(&resolved, &devices, args, settings);
     }
     refuse_ranks_without_mpi()?;
-    super::on_device(devices[0], || {
+    super::on_device(devices[0], super::batch_tokens(&resolved), || {
         let (_dir, trained) = train(&resolved, &devices, args, settings)?;
         Ok(exit_code(&trained))
     })

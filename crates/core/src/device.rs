@@ -230,20 +230,20 @@ impl Device {
                 ),
                 None => "an allocation failed".to_string(),
             };
-            let mut fix = "make the batches smaller (training: `--set train.batch_tokens=N`, half the recipe's; the `gpu` profiles take 16× the default's) or the model, or use a device with more memory or `--device cpu`".to_string();
-            if self == Device::Wgpu {
-                fix.push_str("; on wgpu one tensor must also fit the largest buffer a shader may bind (`maxStorageBufferRange` in `vulkaninfo`: 128 MiB on lavapipe)");
-            }
             return DeviceError::OutOfMemory {
                 device: self.to_string(),
                 what,
                 detail,
-                fix,
+                fix: memory_fix(self, None),
             };
         }
         let fix = match self {
             Device::Wgpu => "check that a Vulkan (or Metal, DirectX 12) driver works (`vulkaninfo --summary`; on Debian `bash scripts/install-test-deps.sh vulkan` installs the software driver lavapipe), or run on `--device cpu`",
-            Device::Cuda(_) => "check the GPU and its driver (`nvidia-smi`), or run on `--device cpu`",
+            Device::Cuda(_) => match missing_cuda_library(&detail) {
+                Some("nvrtc") => "install NVRTC, CUDA's runtime compiler, with which burn-cuda compiles its kernels (the driver alone lacks it): the CUDA toolkit, or `pip install nvidia-cuda-nvrtc-cu12` with its `nvidia/cuda_nvrtc/lib` folder in `LD_LIBRARY_PATH`; or run on `--device cpu`",
+                Some("cuda") => "install the NVIDIA driver, whose `libcuda.so` burn-cuda loads (`nvidia-smi` lists the GPUs once it works), or run on `--device cpu`",
+                _ => "check the GPU and its driver (`nvidia-smi`), or run on `--device cpu`",
+            },
             Device::Cpu | Device::Flex => "run again; if it fails the same way, report it with the message above",
         };
         DeviceError::Failed {
@@ -252,6 +252,69 @@ impl Device {
             fix: fix.into(),
         }
     }
+}
+
+impl DeviceError {
+    /// An out-of-memory error of a run whose recipe batches `batch_tokens` tokens, its fix
+    /// naming half of them; any other error as it is.
+    pub fn with_batch_tokens(self, batch_tokens: Option<u32>) -> DeviceError {
+        match self {
+            DeviceError::OutOfMemory {
+                device,
+                what,
+                detail,
+                ..
+            } => {
+                let fix = match Device::parse(&device, &ALL_BACKENDS) {
+                    Ok(d) => memory_fix(d, batch_tokens),
+                    Err(_) => memory_fix(Device::Cpu, batch_tokens),
+                };
+                DeviceError::OutOfMemory {
+                    device,
+                    what,
+                    detail,
+                    fix,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Every backend, for reading back a device this crate wrote.
+const ALL_BACKENDS: Compiled = Compiled {
+    flex: true,
+    cuda: true,
+    wgpu: true,
+};
+
+/// What to do when `device` ran out of memory: smaller batches (half of `batch_tokens`
+/// where the recipe's are known), a smaller model or a larger device; on wgpu, also the
+/// largest buffer one binding may hold.
+fn memory_fix(device: Device, batch_tokens: Option<u32>) -> String {
+    let batches = match batch_tokens {
+        Some(n) => format!(
+            "`--set train.batch_tokens={}` (the recipe's is {n})",
+            (n / 2).max(1)
+        ),
+        None => "training: `--set train.batch_tokens=N`, half the recipe's".to_string(),
+    };
+    let mut fix = format!(
+        "make the batches smaller ({batches}; the `gpu` profiles take 16× the default's) or the model, or use a device with more memory or `--device cpu`"
+    );
+    if device == Device::Wgpu {
+        fix.push_str("; on wgpu one tensor must also fit the largest buffer a shader may bind (`maxStorageBufferRange` in `vulkaninfo`: 128 MiB on lavapipe)");
+    }
+    fix
+}
+
+/// The CUDA library that could not be loaded, where a failure's message says so (cudarc's
+/// "Unable to dynamically load the \"nvrtc\" shared library", `cudarc` 0.19 `lib.rs`):
+/// `nvrtc` when the toolkit's compiler is missing, `cuda` when the driver is.
+fn missing_cuda_library(detail: &str) -> Option<&str> {
+    const UNABLE: &str = "Unable to dynamically load the \"";
+    let rest = &detail[detail.find(UNABLE)? + UNABLE.len()..];
+    Some(&rest[..rest.find('"')?])
 }
 
 /// Whether a device failure's message says that an allocation failed, and of how many bytes
@@ -400,11 +463,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
 
-    const ALL: Compiled = Compiled {
-        flex: true,
-        cuda: true,
-        wgpu: true,
-    };
+    const ALL: Compiled = ALL_BACKENDS;
 
     #[test]
     fn parses_every_device_of_a_full_build() {
@@ -554,6 +613,18 @@ mod tests {
         );
         let e = Device::Wgpu.failed(TOO_BIG).to_string();
         assert!(e.contains("128 MiB on lavapipe"), "{e}");
+        // With the recipe's batches known, the fix names half of them.
+        let e = Device::Wgpu
+            .failed(TOO_BIG)
+            .with_batch_tokens(Some(3000))
+            .to_string();
+        assert!(
+            e.contains("`--set train.batch_tokens=1500` (the recipe's is 3000)")
+                && e.contains("128 MiB on lavapipe"),
+            "{e}"
+        );
+        let other = Device::Wgpu.failed("lost").with_batch_tokens(Some(3000));
+        assert_eq!(other, Device::Wgpu.failed("lost"));
         // Any other failure keeps its kind's fix.
         let e = Device::Cuda(0).failed("validation error").to_string();
         assert!(
@@ -561,6 +632,27 @@ mod tests {
                 && e.contains("nvidia-smi"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_missing_cuda_library_is_named_with_where_to_get_it() {
+        let nvrtc = r#"thread `DSD-2-0` panicked at cudarc-0.19.10/src/lib.rs:200: Unable to dynamically load the "nvrtc" shared library - searched for library names: ["nvrtc", "libnvrtc.so"]. Ensure that `LD_LIBRARY_PATH` has the correct path to the installed library."#;
+        assert_eq!(missing_cuda_library(nvrtc), Some("nvrtc"));
+        let e = Device::Cuda(0).failed(nvrtc).to_string();
+        assert!(
+            e.contains("install NVRTC") && e.contains("nvidia-cuda-nvrtc-cu12"),
+            "{e}"
+        );
+        let driver = nvrtc.replace("\"nvrtc\"", "\"cuda\"");
+        let e = Device::Cuda(1).failed(driver).to_string();
+        assert!(
+            e.starts_with("--device cuda:1: the device failed")
+                && e.contains("install the NVIDIA driver"),
+            "{e}"
+        );
+        assert_eq!(missing_cuda_library("invalid device ordinal"), None);
+        // Only CUDA's fix says so.
+        assert!(!Device::Wgpu.failed(nvrtc).to_string().contains("NVRTC"));
     }
 
     #[test]
