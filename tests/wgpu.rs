@@ -377,7 +377,8 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
 /// A model whose recurrent weights (a 4,096-unit LSTM: `[4,096, 16,384]`, 256 MiB) exceed
 /// the largest buffer lavapipe lets a shader bind (`maxStorageBufferRange`, 128 MiB) stops
 /// with one error that says the device ran out of memory, how much it asked for and which
-/// settings to lower (half the batches [`small`] sets), not the Vulkan driver's fix; of the panics it sets off on cubecl's
+/// settings to lower (half the batches [`small`] sets) and the step it stopped in, not the
+/// Vulkan driver's fix; of the panics it sets off on cubecl's
 /// device threads (336 on lavapipe) only the first is printed; and no checkpoint is kept.
 /// A Vulkan device that binds 256 MiB trains it instead, and the test says so.
 #[test]
@@ -415,6 +416,7 @@ fn a_model_too_large_for_the_device_is_an_out_of_memory_error() {
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
         last.starts_with("error: --device wgpu: out of device memory: a buffer of 256.0 MiB could not be allocated")
+            && last.contains("(in training step 1: thread `DSD-")
             && last.contains("`--set train.batch_tokens=150` (the recipe's is 300)")
             && last.contains("maxStorageBufferRange")
             && !last.contains("vulkaninfo --summary")

@@ -53,12 +53,25 @@ pub fn on_device<T>(
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     let detail = match (result, harness_core::device::device_failure()) {
         (Ok(done), None) => return done,
-        (Ok(_), Some(detail)) => detail,
+        (Ok(Err(e)), Some(detail)) => match failed_step(&e) {
+            Some(step) => format!("in training step {step}: {detail}"),
+            None => detail,
+        },
+        (Ok(Ok(_)), Some(detail)) => detail,
         (Err(payload), thread) => {
             thread.unwrap_or_else(|| harness_core::device::panic_message(&*payload))
         }
     };
     Err(device.failed(detail).with_batch_tokens(batch_tokens).into())
+}
+
+/// The training step in which the trainer saw its device fail, where `e` says
+/// ([`TrainError::DeviceFailed`](harness_train::TrainError::DeviceFailed); 0 is no step).
+fn failed_step(e: &anyhow::Error) -> Option<u64> {
+    e.chain().find_map(|c| match c.downcast_ref() {
+        Some(harness_train::TrainError::DeviceFailed { step, .. }) if *step > 0 => Some(*step),
+        _ => None,
+    })
 }
 
 /// The recipe's `train.batch_tokens`, for [`on_device`]'s out-of-memory fix.
@@ -170,5 +183,19 @@ mod tests {
             e.starts_with("--device wgpu: the device failed") && e.contains("validation error"),
             "{e}"
         );
+        // The trainer's error names the step it stopped in; a step 0 (none) is left out.
+        for (step, said) in [(7, "(in training step 7: "), (0, "failed (thread")] {
+            let e = on_device(Device::Wgpu, None, || -> anyhow::Result<()> {
+                let _ = std::thread::spawn(|| panic!("validation error")).join();
+                Err(harness_train::TrainError::DeviceFailed {
+                    step,
+                    detail: "burn's device thread failed".into(),
+                }
+                .into())
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(said), "{e}");
+        }
     }
 }
