@@ -234,7 +234,7 @@ impl Device {
                 device: self.to_string(),
                 what,
                 detail,
-                fix: memory_fix(self, None),
+                fix: memory_fix(self == Device::Wgpu, None),
             };
         }
         let fix = match self {
@@ -265,10 +265,7 @@ impl DeviceError {
                 detail,
                 ..
             } => {
-                let fix = match Device::parse(&device, &ALL_BACKENDS) {
-                    Ok(d) => memory_fix(d, batch_tokens),
-                    Err(_) => memory_fix(Device::Cpu, batch_tokens),
-                };
+                let fix = memory_fix(device == Device::Wgpu.to_string(), batch_tokens);
                 DeviceError::OutOfMemory {
                     device,
                     what,
@@ -281,17 +278,10 @@ impl DeviceError {
     }
 }
 
-/// Every backend, for reading back a device this crate wrote.
-const ALL_BACKENDS: Compiled = Compiled {
-    flex: true,
-    cuda: true,
-    wgpu: true,
-};
-
-/// What to do when `device` ran out of memory: smaller batches (half of `batch_tokens`
-/// where the recipe's are known), a smaller model or a larger device; on wgpu, also the
+/// What to do when a device ran out of memory: smaller batches (half of `batch_tokens`
+/// where the recipe's are known), a smaller model or a larger device; on `wgpu`, also the
 /// largest buffer one binding may hold.
-fn memory_fix(device: Device, batch_tokens: Option<u32>) -> String {
+fn memory_fix(wgpu: bool, batch_tokens: Option<u32>) -> String {
     let batches = match batch_tokens {
         Some(n) => format!(
             "`--set train.batch_tokens={}` (the recipe's is {n})",
@@ -302,7 +292,7 @@ fn memory_fix(device: Device, batch_tokens: Option<u32>) -> String {
     let mut fix = format!(
         "make the batches smaller ({batches}; the `gpu` profiles take 16× the default's) or the model, or use a device with more memory or `--device cpu`"
     );
-    if device == Device::Wgpu {
+    if wgpu {
         fix.push_str("; on wgpu one tensor must also fit the largest buffer a shader may bind (`maxStorageBufferRange` in `vulkaninfo`: 128 MiB on lavapipe)");
     }
     fix
@@ -390,11 +380,13 @@ pub fn watch_device_threads() {
                     .location()
                     .map(|l| format!(" at {}:{}", crate_relative(l.file()), l.line()))
                     .unwrap_or_default();
-                *slot = Some(format!(
-                    "thread `{}` panicked{at}: {}",
-                    here.name().unwrap_or("unnamed"),
-                    without_backtrace(&message)
-                ));
+                if slot.is_none() {
+                    *slot = Some(format!(
+                        "thread `{}` panicked{at}: {}",
+                        here.name().unwrap_or("unnamed"),
+                        without_backtrace(&message)
+                    ));
+                }
             }
             previous(info);
         }));
@@ -463,7 +455,11 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
 
-    const ALL: Compiled = ALL_BACKENDS;
+    const ALL: Compiled = Compiled {
+        flex: true,
+        cuda: true,
+        wgpu: true,
+    };
 
     #[test]
     fn parses_every_device_of_a_full_build() {
@@ -582,10 +578,13 @@ mod tests {
                 .unwrap();
             assert!(t.join().is_err());
         }
+        // Another thread's panic prints as before and does not replace the first either.
+        assert!(std::thread::spawn(|| panic!("other")).join().is_err());
         let failure = device_failure().unwrap();
         assert!(
             failure.contains("validation error")
                 && !failure.contains("CallError")
+                && !failure.contains("other")
                 && failure.ends_with("; 2 later panics on device threads not shown"),
             "{failure}"
         );
