@@ -62,7 +62,7 @@ pub fn on_device<T>(
             thread.unwrap_or_else(|| harness_core::device::panic_message(&*payload))
         }
     };
-    Err(device.failed(detail).with_batch_tokens(batch_tokens).into())
+    Err(device.failed_batching(detail, batch_tokens).into())
 }
 
 /// The training step in which the trainer saw its device fail, where `e` says

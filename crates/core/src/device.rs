@@ -221,6 +221,16 @@ impl Device {
     /// [`DeviceError::OutOfMemory`] where `detail` says an allocation failed
     /// ([`out_of_memory`]).
     pub fn failed(self, detail: impl Into<String>) -> DeviceError {
+        self.failed_batching(detail, None)
+    }
+
+    /// [`Self::failed`] for a run whose recipe batches `batch_tokens` tokens: out of memory,
+    /// the fix names half of them.
+    pub fn failed_batching(
+        self,
+        detail: impl Into<String>,
+        batch_tokens: Option<u32>,
+    ) -> DeviceError {
         let detail = without_backtrace(&detail.into()).to_string();
         if let Some(bytes) = out_of_memory(&detail) {
             let what = match bytes {
@@ -234,7 +244,7 @@ impl Device {
                 device: self.to_string(),
                 what,
                 detail,
-                fix: memory_fix(self == Device::Wgpu, None),
+                fix: memory_fix(self == Device::Wgpu, batch_tokens),
             };
         }
         let fix = match self {
@@ -250,30 +260,6 @@ impl Device {
             device: self.to_string(),
             detail,
             fix: fix.into(),
-        }
-    }
-}
-
-impl DeviceError {
-    /// An out-of-memory error of a run whose recipe batches `batch_tokens` tokens, its fix
-    /// naming half of them; any other error as it is.
-    pub fn with_batch_tokens(self, batch_tokens: Option<u32>) -> DeviceError {
-        match self {
-            DeviceError::OutOfMemory {
-                device,
-                what,
-                detail,
-                ..
-            } => {
-                let fix = memory_fix(device == Device::Wgpu.to_string(), batch_tokens);
-                DeviceError::OutOfMemory {
-                    device,
-                    what,
-                    detail,
-                    fix,
-                }
-            }
-            other => other,
         }
     }
 }
@@ -614,15 +600,14 @@ mod tests {
         assert!(e.contains("128 MiB on lavapipe"), "{e}");
         // With the recipe's batches known, the fix names half of them.
         let e = Device::Wgpu
-            .failed(TOO_BIG)
-            .with_batch_tokens(Some(3000))
+            .failed_batching(TOO_BIG, Some(3000))
             .to_string();
         assert!(
             e.contains("`--set train.batch_tokens=1500` (the recipe's is 3000)")
                 && e.contains("128 MiB on lavapipe"),
             "{e}"
         );
-        let other = Device::Wgpu.failed("lost").with_batch_tokens(Some(3000));
+        let other = Device::Wgpu.failed_batching("lost", Some(3000));
         assert_eq!(other, Device::Wgpu.failed("lost"));
         // Any other failure keeps its kind's fix.
         let e = Device::Cuda(0).failed("validation error").to_string();
