@@ -33,7 +33,10 @@
 #
 # Items: laser, laser-gpu, laser-paper (the 5x512 BiLSTM with LASER's decoder, against
 # PyTorch's nn.LSTM on cuDNN), laser-bf16 and laser-gpu-bf16 (harness alone,
-# train.precision=bf16 against the f32 item), seq2seq, seq2seq-gpu, muse, muse-gpu, xnli,
+# train.precision=bf16 against the f32 item), laser-steps and laser-gpu-whole (harness alone,
+# against laser and laser-gpu: the LSTM recurrence forced step by step, and forced into one
+# launch each way, HARNESS_LSTM_RECURRENCE; by default a small batch takes the one launch and a
+# large one steps, crates/model/src/fused/lstm_whole.rs), seq2seq, seq2seq-gpu, muse, muse-gpu, xnli,
 # xnli-gpu, emu, emu-gpu, minilm, e5, laser-minimal (harness alone, from an empty kernel
 # cache with CUBECL_AUTOTUNE_LEVEL=minimal: what a first run costs with the least tuning),
 # minilm-unrounded (harness alone, from an empty kernel cache with
@@ -366,6 +369,10 @@ run_item() {
       HARNESS_HOME="$work/home-minimal" CUBECL_AUTOTUNE_LEVEL=minimal PREPARED_AS=laser \
         train_item "$item" recipes/laser.yaml - - "$steps" "$warm" ;;
     laser-bf16) train_item "$item" recipes/laser.yaml - - "$steps" "$warm" --set train.precision=bf16 ;;
+    laser-steps)
+      HARNESS_LSTM_RECURRENCE=steps PREPARED_AS=laser train_item "$item" recipes/laser.yaml - - "$steps" "$warm" ;;
+    laser-gpu-whole)
+      HARNESS_LSTM_RECURRENCE=whole PREPARED_AS=laser-gpu train_item "$item" recipes/laser.yaml gpu - "$steps" "$warm" ;;
     laser-gpu-bf16) train_item "$item" recipes/laser.yaml gpu - "$steps" "$warm" --set train.precision=bf16 ;;
     seq2seq) train_item "$item" recipes/seq2seq-similarity.yaml - scripts/bench_torch_laser.py "$steps" "$warm" ;;
     seq2seq-gpu) train_item "$item" recipes/seq2seq-similarity.yaml gpu scripts/bench_torch_laser.py "$steps" "$warm" ;;

@@ -22,6 +22,11 @@
 //! walking time backwards), writing the concatenated `[time, batch, 2·hidden]` output
 //! directly.
 //!
+//! A batch small enough runs the whole recurrence in one launch each way instead
+//! ([`crate::fused::lstm_whole`]: a cube carries a few rows through every time step), with
+//! the same saved tensors and the same `dW_hh` product; `HARNESS_LSTM_RECURRENCE` forces
+//! either path.
+//!
 //! Under burn's `Fusion` a whole recurrence (forward or backward) is one custom operation
 //! registered with the fusion client (as burn-vision registers its own kernels): fusion
 //! hands it the inner `CubeBackend` tensors and takes its outputs back. Training goes
@@ -33,6 +38,7 @@
 
 use crate::fused::device_nodes::cast;
 use crate::fused::lstm::{BiInput, LayerInput};
+use crate::fused::lstm_whole::{lstm_whole_backward, lstm_whole_forward, Recurrence, Tiling};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
@@ -69,6 +75,9 @@ struct Dims {
     dirs: usize,
     hidden: usize,
     rev: [usize; 2],
+    /// The recurrence this layer asked for ([`Recurrence::from_env`], read on the caller's
+    /// thread).
+    kind: Recurrence,
 }
 
 impl Dims {
@@ -270,6 +279,32 @@ fn forward_cube<R: CubeRuntime, BT: BoolElement>(
     let hs = empty(&xw, d.timed(d.hidden));
     let gates = empty(&xw, d.saved(4 * d.hidden));
     let [cs, hps, cps] = [(); 3].map(|_| empty(&xw, d.saved(d.hidden)));
+    if let Some(tiling) = whole_tiling(&xw, d, 1) {
+        let (count, dim) = whole_grid(d, tiling);
+        lstm_whole_forward::launch::<f32, R>(
+            &xw.client,
+            count,
+            dim,
+            arg(&xw),
+            arg(&w),
+            arg(&mask),
+            arg(&h0),
+            arg(&c0),
+            arg(&hs),
+            arg(&gates),
+            arg(&cs),
+            arg(&hps),
+            arg(&cps),
+            d.steps,
+            d.batch,
+            d.dirs,
+            d.rev[0],
+            d.rev[1],
+            d.hidden,
+            tiling.rows,
+        );
+        return [hs, gates, cs, hps, cps];
+    }
     let (count, dim) = grid(&xw, d);
     let (mut h, mut c) = (h0, c0);
     for step in 0..d.steps {
@@ -319,6 +354,34 @@ fn backward_cube<R: CubeRuntime, BT: BoolElement>(
     let w_t = into_contiguous(Inner::<R, BT>::float_swap_dims(w, 1, 2));
     let dgates = empty(&dhs, d.saved(four));
     let dxw = empty(&dhs, d.timed(four));
+    if let Some(tiling) = whole_tiling(&dhs, d, 4) {
+        let (dh0, dc0) = (empty(&dhs, d.state()), empty(&dhs, d.state()));
+        let (count, dim) = whole_grid(d, tiling);
+        lstm_whole_backward::launch::<f32, R>(
+            &dhs.client,
+            count,
+            dim,
+            arg(&dhs),
+            arg(&gates),
+            arg(&cs),
+            arg(&cps),
+            arg(&mask),
+            arg(&w_t),
+            arg(&dgates),
+            arg(&dxw),
+            arg(&dh0),
+            arg(&dc0),
+            d.steps,
+            d.batch,
+            d.dirs,
+            d.rev[0],
+            d.rev[1],
+            d.hidden,
+            tiling.rows,
+        );
+        let dw = dw_hh::<R, BT>(hps, dgates, d);
+        return [dxw, dw, dh0, dc0];
+    }
     let (count, dim) = grid(&dhs, d);
     // The first backward step reads no recurrent gradient: any tensor stands in.
     let (mut dh_mm, mut carry, mut dc) = (hps.clone(), hps.clone(), hps.clone());
@@ -357,13 +420,54 @@ fn backward_cube<R: CubeRuntime, BT: BoolElement>(
         dc = dc_out;
     }
     let dh0 = Inner::<R, BT>::float_add(dh_mm, carry);
-    // dW_hh = Σ_steps h_prevᵀ·dG, per direction: one batched product over every step.
+    let dw = dw_hh::<R, BT>(hps, dgates, d);
+    [dxw, dw, dh0, dc]
+}
+
+/// `dW_hh = Σ_steps h_prevᵀ·dG` per direction: one batched product over every step.
+fn dw_hh<R: CubeRuntime, BT: BoolElement>(
+    hps: CubeTensor<R>,
+    dgates: CubeTensor<R>,
+    d: Dims,
+) -> CubeTensor<R> {
     let rows = d.steps * d.batch;
     let hps = Inner::<R, BT>::float_reshape(hps, Shape::new([d.dirs, rows, d.hidden]));
     let hps_t = Inner::<R, BT>::float_swap_dims(hps, 1, 2);
-    let dgates = Inner::<R, BT>::float_reshape(dgates, Shape::new([d.dirs, rows, four]));
-    let dw = Inner::<R, BT>::float_matmul(hps_t, dgates);
-    [dxw, dw, dh0, dc]
+    let dgates = Inner::<R, BT>::float_reshape(dgates, Shape::new([d.dirs, rows, 4 * d.hidden]));
+    Inner::<R, BT>::float_matmul(hps_t, dgates)
+}
+
+/// The tiling of a whole-recurrence launch whose cubes keep `width · hidden` floats a row in
+/// shared memory (1 forwards, 4 backwards), when the layer's [`Recurrence`] and batch call
+/// for one and it fits this device; `None` sends the caller step by step.
+fn whole_tiling<R: CubeRuntime>(like: &CubeTensor<R>, d: Dims, width: usize) -> Option<Tiling> {
+    if d.kind == Recurrence::Steps || d.steps == 0 {
+        return None;
+    }
+    let hw = &like.client.properties().hardware;
+    let parallel = hw
+        .num_streaming_multiprocessors
+        .or(hw.num_cpu_cores)
+        .unwrap_or(64) as usize;
+    Tiling::plan(
+        d.dirs,
+        d.batch,
+        d.hidden,
+        width,
+        hw.max_shared_memory_size,
+        parallel,
+        hw.max_units_per_cube as usize,
+        d.kind == Recurrence::Whole,
+    )
+}
+
+/// A cube per `rows` batch rows (x) and direction (y).
+fn whole_grid(d: Dims, tiling: Tiling) -> (CubeCount, CubeDim) {
+    let tiles = d.batch.div_ceil(tiling.rows);
+    (
+        CubeCount::Static(tiles as u32, d.dirs as u32, 1),
+        CubeDim::new_1d(tiling.units as u32),
+    )
 }
 
 #[derive(Debug)]
@@ -607,6 +711,7 @@ fn single<C: CubeLstm>(input: LayerInput<C>, reverse: bool) -> Tensor<C, 3> {
         dirs: 1,
         hidden,
         rev: [usize::from(reverse), 0],
+        kind: Recurrence::from_env(),
     };
     C::recurrence(
         xw,
@@ -645,6 +750,7 @@ fn both<C: CubeLstm>(input: BiInput<C>) -> Option<Tensor<C, 3>> {
         dirs: 2,
         hidden,
         rev: [0, 1],
+        kind: Recurrence::from_env(),
     };
     let zeros = Tensor::zeros([2, batch, hidden], &device);
     Some(C::recurrence(

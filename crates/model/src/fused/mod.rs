@@ -18,6 +18,8 @@ pub mod lstm;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod lstm_cube;
 pub mod lstm_stack;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) mod lstm_whole;
 pub mod maxpool;
 pub mod relu;
 pub mod reshape;
