@@ -365,13 +365,20 @@ const LAUNCH_PINS: &[(&str, u64, u64)] = &[
     // Then the gradient norm's additions queued after every shape's sum (f1b7fd0, fresh
     // clone, the same AMD EPYC): 176 / 166, 282 / 259, 274 / 252, 56 / 54, 165 / 170,
     // 600 / 629, 192 / 152; the same margins, the transformer's 5 % over 170 again.
-    ("laser-default", 182, 0),
-    ("bilstm", 291, 0),
-    ("lstm", 283, 0),
+    // 2026-12-06, the LSTM recurrence in one launch each way for a small batch
+    // (fused/lstm_whole.rs; e975c99, fresh clone, empty home, the same AMD EPYC): 93 / 95,
+    // 116 / 117, 108 / 110, 56 / 54, 157 / 162, 568 / 597,
+    // 109 / 112: the LSTM cases' counts no longer grow with the batch's longest sentence,
+    // so a launch more per time step (20 or more) is still caught. The pins of the cases
+    // with an LSTM (words-char-ngrams is a BiLSTM too) 3 % over the larger step; the
+    // others' as they were (transformer and pretrained counted lower: autotune's picks).
+    ("laser-default", 98, 0),
+    ("bilstm", 121, 0),
+    ("lstm", 114, 0),
     ("cbow", 62, 0),
     ("transformer", 179, 0),
     ("pretrained", 661, 0),
-    ("words-char-ngrams", 198, 0),
+    ("words-char-ngrams", 116, 0),
 ];
 
 /// A model whose recurrent weights (a 4,096-unit LSTM: `[4,096, 16,384]`, 256 MiB) exceed

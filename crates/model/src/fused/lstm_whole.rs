@@ -31,9 +31,9 @@
 //! from that arithmetic, not yet timed on a GPU (issue 59). `HARNESS_LSTM_RECURRENCE=whole`
 //! or `steps` ([`Recurrence::from_env`]) forces one path, so that the two can be measured
 //! against each other on one GPU (`scripts/gpu-bench.sh` does). On lavapipe (a CPU) this path
-//! launches far fewer kernels but is slower: LASER's default took 110 s for 20 steps against
-//! 83 s step by step (2-core AMD EPYC), its scalar loads against the autotuned product's
-//! vector ones.
+//! launches far fewer kernels but is slower: LASER's default took 110–130 s for 20 steps
+//! against 83–88 s step by step (2-core AMD EPYC), its scalar loads against the autotuned
+//! product's vector ones.
 
 use cubecl::prelude::*;
 
