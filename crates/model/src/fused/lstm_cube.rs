@@ -38,6 +38,7 @@
 
 use crate::fused::device_nodes::cast;
 use crate::fused::lstm::{BiInput, LayerInput};
+use crate::fused::lstm_cell::{cell_backward, cell_forward, time_of};
 use crate::fused::lstm_whole::{lstm_whole_backward, lstm_whole_forward, Recurrence, Tiling};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
@@ -97,17 +98,6 @@ impl Dims {
     }
 }
 
-#[cube]
-fn sigmoid_of<F: Float>(x: F) -> F {
-    F::new(1.0) / (F::new(1.0) + F::exp(-x))
-}
-
-/// The time index of `step` for a direction (`rev` 1: reversed).
-#[cube]
-fn time_of(step: usize, steps: usize, rev: usize) -> usize {
-    rev * (steps - 1 - step) + (1 - rev) * step
-}
-
 /// One forward step of every direction: a unit per `(direction, row, hidden unit)`.
 /// `hw` is `h·W_hh` `[dirs, batch, 4H]`, `xw` the input projection `[time, batch, dirs·4H]`.
 #[cube(launch)]
@@ -144,31 +134,32 @@ fn lstm_step_forward<F: Float>(
     let rev = rev0 * (1 - d) + rev1 * d;
     let t = time_of(step, steps, rev);
     let four = 4 * hidden;
-    let x0 = (t * batch + b) * dirs * four + d * four + j;
     let g0 = db * four + j;
-    let i = sigmoid_of::<F>(xw[x0] + hw[g0]);
-    let f = sigmoid_of::<F>(xw[x0 + hidden] + hw[g0 + hidden]);
-    let g = F::tanh(xw[x0 + 2 * hidden] + hw[g0 + 2 * hidden]);
-    let o = sigmoid_of::<F>(xw[x0 + 3 * hidden] + hw[g0 + 3 * hidden]);
-    let hp = h_prev[pos];
-    let cp = c_prev[pos];
-    let cn = f * cp + i * g;
-    let hn = o * F::tanh(cn);
-    let m = mask[t * batch + b];
-    let keep = F::new(1.0) - m;
-    let c_out = cn * m + cp * keep;
-    let h_out = hn * m + hp * keep;
-    h_next[pos] = h_out;
-    c_next[pos] = c_out;
-    hs[(t * batch + b) * dirs * hidden + d * hidden + j] = h_out;
+    let h_at = (t * batch + b) * dirs * hidden + d * hidden + j;
     let s = (d * steps + step) * batch + b;
-    gates[s * four + j] = i;
-    gates[s * four + hidden + j] = f;
-    gates[s * four + 2 * hidden + j] = g;
-    gates[s * four + 3 * hidden + j] = o;
-    cs[s * hidden + j] = c_out;
-    hps[s * hidden + j] = hp;
-    cps[s * hidden + j] = cp;
+    cell_forward::<F>(
+        xw,
+        (t * batch + b) * dirs * four + d * four + j,
+        hw[g0],
+        hw[g0 + hidden],
+        hw[g0 + 2 * hidden],
+        hw[g0 + 3 * hidden],
+        h_prev[pos],
+        c_prev[pos],
+        mask[t * batch + b],
+        hs,
+        h_at,
+        gates,
+        cs,
+        hps,
+        cps,
+        s,
+        j,
+        hidden,
+    );
+    // The next step's states: this unit's own writes, read back.
+    h_next[pos] = hs[h_at];
+    c_next[pos] = cs[s * hidden + j];
 }
 
 /// One backward step of every direction. `dh_mm` (`dG·W_hhᵀ` of the step after, in run
@@ -217,39 +208,31 @@ fn lstm_step_backward<F: Float>(
         dh += dh_mm[pos] + carry[pos];
         dc_in = dc[pos];
     }
-    let m = mask[t * batch + b];
-    let keep = F::new(1.0) - m;
     let s = (d * steps + step) * batch + b;
-    let i = gates[s * four + j];
-    let f = gates[s * four + hidden + j];
-    let g = gates[s * four + 2 * hidden + j];
-    let o = gates[s * four + 3 * hidden + j];
-    let tc = F::tanh(cs[s * hidden + j]);
-    let cp = cps[s * hidden + j];
-    // h_out = m·h' + (1−m)·h_prev, c_out likewise: the new state's share is m.
-    let dhn = dh * m;
-    let dcn = dc_in * m + dhn * o * (F::new(1.0) - tc * tc);
-    let di = dcn * g * i * (F::new(1.0) - i);
-    let df = dcn * cp * f * (F::new(1.0) - f);
-    let dgg = dcn * i * (F::new(1.0) - g * g);
-    let d_o = dhn * tc * o * (F::new(1.0) - o);
-    carry_out[pos] = dh * keep;
-    dc_out[pos] = dcn * f + dc_in * keep;
+    cell_backward::<F>(
+        dh,
+        dc_in,
+        mask[t * batch + b],
+        gates,
+        cs,
+        cps,
+        s,
+        j,
+        hidden,
+        dgates,
+        dxw,
+        (t * batch + b) * dirs * four + d * four + j,
+        carry_out,
+        dc_out,
+        pos,
+    );
+    // This step's gate gradients for the next product: this unit's own writes, read back.
     let g0 = db * four + j;
-    dg[g0] = di;
-    dg[g0 + hidden] = df;
-    dg[g0 + 2 * hidden] = dgg;
-    dg[g0 + 3 * hidden] = d_o;
     let s0 = s * four + j;
-    dgates[s0] = di;
-    dgates[s0 + hidden] = df;
-    dgates[s0 + 2 * hidden] = dgg;
-    dgates[s0 + 3 * hidden] = d_o;
-    let x0 = (t * batch + b) * dirs * four + d * four + j;
-    dxw[x0] = di;
-    dxw[x0 + hidden] = df;
-    dxw[x0 + 2 * hidden] = dgg;
-    dxw[x0 + 3 * hidden] = d_o;
+    dg[g0] = dgates[s0];
+    dg[g0 + hidden] = dgates[s0 + hidden];
+    dg[g0 + 2 * hidden] = dgates[s0 + 2 * hidden];
+    dg[g0 + 3 * hidden] = dgates[s0 + 3 * hidden];
 }
 
 fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R> {

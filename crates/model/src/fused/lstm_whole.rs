@@ -11,10 +11,10 @@
 //! `dG·W_hhᵀ`) for the hidden units they own and apply the gates, and meet at a barrier
 //! (`sync_cube`) between steps. Nothing crosses cubes, so no grid-wide barrier is needed.
 //!
-//! The arithmetic of a gate, the cell, the mask blend and their gradients is the step
-//! kernels' (`lstm_cube.rs`) line for line; only the recurrent product's summation order is
-//! its own (over `k` in order, where burn's autotuned matmul tiles it), so the two paths
-//! agree to float rounding. What the backward pass reads is saved in the same layouts, and
+//! The arithmetic of a gate, the cell, the mask blend and their gradients is one function
+//! each way that the step kernels call too (`lstm_cell.rs`); only the recurrent product's
+//! summation order is its own (over `k` in order, where burn's autotuned matmul may tile
+//! it), so the two paths agree to float rounding. What the backward pass reads is saved in the same layouts, and
 //! `dW_hh` is still one batched product over every step after the recurrence.
 //!
 //! A unit owns hidden units `j ≡ unit (mod units)` of every row of its cube, so each value it
@@ -35,6 +35,7 @@
 //! against 83–88 s step by step (2-core AMD EPYC), its scalar loads against the autotuned
 //! product's vector ones.
 
+use crate::fused::lstm_cell::{cell_backward, cell_forward, time_of};
 use cubecl::prelude::*;
 
 /// Which kernels run an LSTM recurrence on a GPU backend.
@@ -140,17 +141,6 @@ impl Tiling {
     }
 }
 
-#[cube]
-fn sigmoid_of<F: Float>(x: F) -> F {
-    F::new(1.0) / (F::new(1.0) + F::exp(-x))
-}
-
-/// The time index of `step` for a direction (`rev` 1: reversed).
-#[cube]
-fn time_of(step: usize, steps: usize, rev: usize) -> usize {
-    rev * (steps - 1 - step) + (1 - rev) * step
-}
-
 /// Every forward step of `rows` batch rows of one direction (`CUBE_POS_Y`): the tensors and
 /// their layouts are `lstm_step_forward`'s (`lstm_cube.rs`), `w` is `W_hh` `[dirs, H, 4H]`.
 #[cube(launch)]
@@ -226,12 +216,6 @@ pub(crate) fn lstm_whole_forward<F: Float>(
             for r in 0..rows {
                 let b = r0 + r;
                 if b < batch {
-                    let x0 = (t * batch + b) * dirs * four + d * four + j;
-                    let i = sigmoid_of::<F>(xw[x0] + acc[4 * r]);
-                    let f = sigmoid_of::<F>(xw[x0 + hidden] + acc[4 * r + 1]);
-                    let g = F::tanh(xw[x0 + 2 * hidden] + acc[4 * r + 2]);
-                    let o = sigmoid_of::<F>(xw[x0 + 3 * hidden] + acc[4 * r + 3]);
-                    let hp = h_prev[r * hidden + j];
                     let s = (d * steps + step) * batch + b;
                     // The previous cell: this unit's own write of the step before.
                     let cp = if step == 0 {
@@ -239,20 +223,26 @@ pub(crate) fn lstm_whole_forward<F: Float>(
                     } else {
                         cs[(s - batch) * hidden + j]
                     };
-                    let cn = f * cp + i * g;
-                    let hn = o * F::tanh(cn);
-                    let m = mask[t * batch + b];
-                    let keep = F::new(1.0) - m;
-                    let c_out = cn * m + cp * keep;
-                    let h_out = hn * m + hp * keep;
-                    hs[(t * batch + b) * dirs * hidden + d * hidden + j] = h_out;
-                    gates[s * four + j] = i;
-                    gates[s * four + hidden + j] = f;
-                    gates[s * four + 2 * hidden + j] = g;
-                    gates[s * four + 3 * hidden + j] = o;
-                    cs[s * hidden + j] = c_out;
-                    hps[s * hidden + j] = hp;
-                    cps[s * hidden + j] = cp;
+                    cell_forward::<F>(
+                        xw,
+                        (t * batch + b) * dirs * four + d * four + j,
+                        acc[4 * r],
+                        acc[4 * r + 1],
+                        acc[4 * r + 2],
+                        acc[4 * r + 3],
+                        h_prev[r * hidden + j],
+                        cp,
+                        mask[t * batch + b],
+                        hs,
+                        (t * batch + b) * dirs * hidden + d * hidden + j,
+                        gates,
+                        cs,
+                        hps,
+                        cps,
+                        s,
+                        j,
+                        hidden,
+                    );
                 }
             }
             j += units;
@@ -344,33 +334,23 @@ pub(crate) fn lstm_whole_backward<F: Float>(
                         dh += acc[r] + dh0[pos];
                         dc_in = dc0[pos];
                     }
-                    let m = mask[t * batch + b];
-                    let keep = F::new(1.0) - m;
-                    let s = (d * steps + step) * batch + b;
-                    let i = gates[s * four + j];
-                    let f = gates[s * four + hidden + j];
-                    let g = gates[s * four + 2 * hidden + j];
-                    let o = gates[s * four + 3 * hidden + j];
-                    let tc = F::tanh(cs[s * hidden + j]);
-                    let cp = cps[s * hidden + j];
-                    let dhn = dh * m;
-                    let dcn = dc_in * m + dhn * o * (F::new(1.0) - tc * tc);
-                    let di = dcn * g * i * (F::new(1.0) - i);
-                    let df = dcn * cp * f * (F::new(1.0) - f);
-                    let dgg = dcn * i * (F::new(1.0) - g * g);
-                    let d_o = dhn * tc * o * (F::new(1.0) - o);
-                    dh0[pos] = dh * keep;
-                    dc0[pos] = dcn * f + dc_in * keep;
-                    let s0 = s * four + j;
-                    dgates[s0] = di;
-                    dgates[s0 + hidden] = df;
-                    dgates[s0 + 2 * hidden] = dgg;
-                    dgates[s0 + 3 * hidden] = d_o;
-                    let x0 = (t * batch + b) * dirs * four + d * four + j;
-                    dxw[x0] = di;
-                    dxw[x0 + hidden] = df;
-                    dxw[x0 + 2 * hidden] = dgg;
-                    dxw[x0 + 3 * hidden] = d_o;
+                    cell_backward::<F>(
+                        dh,
+                        dc_in,
+                        mask[t * batch + b],
+                        gates,
+                        cs,
+                        cps,
+                        (d * steps + step) * batch + b,
+                        j,
+                        hidden,
+                        dgates,
+                        dxw,
+                        (t * batch + b) * dirs * four + d * four + j,
+                        dh0,
+                        dc0,
+                        pos,
+                    );
                 }
             }
             j += units;

@@ -16,6 +16,8 @@ pub mod layer_norm;
 pub mod linear;
 pub mod lstm;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) mod lstm_cell;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod lstm_cube;
 pub mod lstm_stack;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
