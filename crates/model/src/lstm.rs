@@ -517,6 +517,38 @@ mod cube_tests {
         }
     }
 
+    /// What the BiLSTM tests compare, in this order.
+    const BI_NAMES: [&str; 8] = [
+        "outputs",
+        "dx",
+        "dW_hh fwd",
+        "dW_ih fwd",
+        "dbias fwd",
+        "dW_hh rev",
+        "dW_ih rev",
+        "dbias rev",
+    ];
+
+    /// A BiLSTM layer's outputs `out` and the gradients of `Σ out · weights` ([`BI_NAMES`]).
+    fn bi_results(
+        fwd: &MaskedLstm<G>,
+        rev: &MaskedLstm<G>,
+        x: &Tensor<G, 3>,
+        out: Tensor<G, 3>,
+        weights: &Tensor<G, 3>,
+    ) -> Vec<Vec<f32>> {
+        let loss = (out.clone() * weights.clone()).sum();
+        let grads = loss.backward();
+        let mut got = vec![host(out.inner()), host(x.grad(&grads).expect("dx"))];
+        for l in [fwd, rev] {
+            got.push(host(l.hidden.weight.val().grad(&grads).expect("dW_hh")));
+            got.push(host(l.input.weight.val().grad(&grads).expect("dW_ih")));
+            let bias = l.input.bias.as_ref().expect("a bias").val();
+            got.push(host(bias.grad(&grads).expect("dbias")));
+        }
+        got
+    }
+
     /// Both directions of a BiLSTM layer in one recurrence against the two generic layers
     /// run one after the other and concatenated: outputs and every weight's gradient.
     #[test]
@@ -549,31 +581,12 @@ mod cube_tests {
                     2,
                 )
             };
-            let loss = (out.clone() * weights.clone()).sum();
-            let grads = loss.backward();
-            let mut got = vec![host(out.inner()), host(x.grad(&grads).expect("dx"))];
-            for l in [&fwd, &rev] {
-                got.push(host(l.hidden.weight.val().grad(&grads).expect("dW_hh")));
-                got.push(host(l.input.weight.val().grad(&grads).expect("dW_ih")));
-                let bias = l.input.bias.as_ref().expect("a bias").val();
-                got.push(host(bias.grad(&grads).expect("dbias")));
-            }
-            got
+            bi_results(&fwd, &rev, &x, out, &weights)
         };
         let b = run(None);
-        let names = [
-            "outputs",
-            "dx",
-            "dW_hh fwd",
-            "dW_ih fwd",
-            "dbias fwd",
-            "dW_hh rev",
-            "dW_ih rev",
-            "dbias rev",
-        ];
         for kind in [Recurrence::Whole, Recurrence::Steps] {
             let a = run(Some(kind));
-            for ((a, b), name) in a.into_iter().zip(b.clone()).zip(names) {
+            for ((a, b), name) in a.into_iter().zip(b.clone()).zip(BI_NAMES) {
                 close(a, b, 1e-5, &format!("{name} ({kind:?})"));
             }
         }
@@ -597,26 +610,11 @@ mod cube_tests {
         let run = |kind: Recurrence| {
             let out = forcing(kind, || fwd.forward_bi_tm(&rev, x.clone(), mask.clone()))
                 .expect("wgpu takes the cube path");
-            let loss = (out.clone() * weights.clone()).sum();
-            let grads = loss.backward();
-            let mut got = vec![host(out.inner()), host(x.grad(&grads).expect("dx"))];
-            for l in [&fwd, &rev] {
-                got.push(host(l.hidden.weight.val().grad(&grads).expect("dW_hh")));
-                got.push(host(l.input.weight.val().grad(&grads).expect("dW_ih")));
-            }
-            got
+            bi_results(&fwd, &rev, &x, out, &weights)
         };
         let a = run(Recurrence::Whole);
         let b = run(Recurrence::Steps);
-        let names = [
-            "outputs",
-            "dx",
-            "dW_hh fwd",
-            "dW_ih fwd",
-            "dW_hh rev",
-            "dW_ih rev",
-        ];
-        for ((a, b), name) in a.into_iter().zip(b).zip(names) {
+        for ((a, b), name) in a.into_iter().zip(b).zip(BI_NAMES) {
             close(a, b, 1e-4, name);
         }
     }

@@ -264,6 +264,34 @@ pub(crate) fn lstm_whole_forward<F: Float>(
     }
 }
 
+/// `dG·W_hhᵀ` for hidden unit `j` of every row of a cube: the gate gradients `dg`
+/// (`[rows, 4H]`) against column `j` of direction `d`'s `W_hhᵀ`, every row at once (each
+/// weight read serves every row).
+#[cube]
+fn recurrent_gradient<F: Float>(
+    dg: &SharedMemory<F>,
+    w_t: &Array<F>,
+    d: usize,
+    j: usize,
+    #[comptime] hidden: usize,
+    #[comptime] rows: usize,
+) -> Array<F> {
+    let four = 4 * hidden;
+    let mut acc = Array::<F>::new(rows);
+    #[unroll]
+    for r in 0..rows {
+        acc[r] = F::new(0.0);
+    }
+    for n in 0..four {
+        let wv = w_t[(d * four + n) * hidden + j];
+        #[unroll]
+        for r in 0..rows {
+            acc[r] += dg[r * four + n] * wv;
+        }
+    }
+    acc
+}
+
 /// Back-propagation through every step of `rows` batch rows of one direction: the tensors
 /// and layouts are `lstm_step_backward`'s, `w_t` is `W_hhᵀ` `[dirs, 4H, H]`. `dh0` carries
 /// the hidden gradient a padded step passes straight through and `dc0` the cell's, each
@@ -308,21 +336,8 @@ pub(crate) fn lstm_whole_backward<F: Float>(
         let t = time_of(step, steps, rev);
         let mut j = unit;
         while j < hidden {
-            // dG·W_hhᵀ of the step after, for this unit's hidden unit, every row at once.
-            let mut acc = Array::<F>::new(rows);
-            #[unroll]
-            for r in 0..rows {
-                acc[r] = F::new(0.0);
-            }
-            if k > 0 {
-                for n in 0..four {
-                    let wv = w_t[(d * four + n) * hidden + j];
-                    #[unroll]
-                    for r in 0..rows {
-                        acc[r] += dg_next[r * four + n] * wv;
-                    }
-                }
-            }
+            // The step after's dG·W_hhᵀ (zeros before the first step: added only from k 1).
+            let acc = recurrent_gradient::<F>(&dg_next, w_t, d, j, hidden, rows);
             #[unroll]
             for r in 0..rows {
                 let b = r0 + r;
@@ -377,20 +392,7 @@ pub(crate) fn lstm_whole_backward<F: Float>(
     // The initial hidden state's gradient: the first step's dG·W_hhᵀ plus what padding carried.
     let mut j = unit;
     while j < hidden {
-        let mut acc = Array::<F>::new(rows);
-        #[unroll]
-        for r in 0..rows {
-            acc[r] = F::new(0.0);
-        }
-        if steps > 0 {
-            for n in 0..four {
-                let wv = w_t[(d * four + n) * hidden + j];
-                #[unroll]
-                for r in 0..rows {
-                    acc[r] += dg_next[r * four + n] * wv;
-                }
-            }
-        }
+        let acc = recurrent_gradient::<F>(&dg_next, w_t, d, j, hidden, rows);
         #[unroll]
         for r in 0..rows {
             let b = r0 + r;
