@@ -146,6 +146,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // A typo in HARNESS_ISA would otherwise silently mean the widest instruction set.
     harness_kernels::isa::requested().map_err(anyhow::Error::msg)?;
     harness_model::encoder::bert::requested_width_multiple().map_err(anyhow::Error::msg)?;
+    harness_model::gpu::check_variables().map_err(anyhow::Error::msg)?;
     for s in &cli.global.specs {
         if !s.exists() {
             anyhow::bail!(

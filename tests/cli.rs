@@ -83,8 +83,9 @@ fn every_shipped_recipe_validates_or_names_what_cannot_train() {
     assert!(t.contains("reads its own tokenizer's ids"), "{t}");
 }
 
-/// A mistyped instruction set or BERT width multiple stops every command before any work,
-/// naming the variable and the fix, instead of meaning the default.
+/// A mistyped instruction set, BERT width multiple, LSTM recurrence or trace switch stops
+/// every command before any work, naming the variable and the fix, instead of meaning the
+/// default.
 #[test]
 fn a_bad_harness_variable_stops_the_command_with_the_fix() {
     let home = tempfile::tempdir().unwrap();
@@ -99,6 +100,12 @@ fn a_bad_harness_variable_stops_the_command_with_the_fix() {
             "0",
             "not a whole number of at least 1",
         ),
+        (
+            "HARNESS_LSTM_RECURRENCE",
+            "step",
+            "is not one of `auto`, `whole`, `steps`",
+        ),
+        ("HARNESS_GPU_TRACE", "true", "is not one of `0`, `1`"),
     ] {
         let out = binary::command(home.path(), &["validate", "recipes/laser.yaml"])
             .env(var, value)
@@ -111,12 +118,17 @@ fn a_bad_harness_variable_stops_the_command_with_the_fix() {
             "{var}={value}: {msg}"
         );
     }
-    // A valid multiple is accepted (and changes nothing on the CPU).
-    let out = binary::command(home.path(), &["validate", "recipes/laser.yaml"])
-        .env("HARNESS_DEVICE_WIDTH_MULTIPLE", "8")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    // Valid values are accepted (and change nothing on the CPU).
+    for (var, value) in [
+        ("HARNESS_DEVICE_WIDTH_MULTIPLE", "8"),
+        ("HARNESS_LSTM_RECURRENCE", "steps"),
+    ] {
+        let out = binary::command(home.path(), &["validate", "recipes/laser.yaml"])
+            .env(var, value)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{var}={value}: {}", text(&out));
+    }
 }
 
 #[test]

@@ -61,6 +61,59 @@ pub const TRACE_VAR: &str = "HARNESS_GPU_TRACE";
 /// autotune key tuned is appended to, one line each.
 pub const TRACE_LOG_VAR: &str = "HARNESS_GPU_TRACE_LOG";
 
+/// The environment variable that picks the kernels of an LSTM recurrence on a GPU backend:
+/// `auto` (the default), `whole` (every time step in one launch each way) or `steps` (two
+/// launches a time step each way); `fused/lstm_whole.rs` says when each is used.
+pub const LSTM_RECURRENCE_VAR: &str = "HARNESS_LSTM_RECURRENCE";
+
+/// The values [`LSTM_RECURRENCE_VAR`] takes.
+pub const LSTM_RECURRENCES: [&str; 3] = ["auto", "whole", "steps"];
+
+/// What [`LSTM_RECURRENCE_VAR`] asks for: `None` when unset or empty, an error naming the
+/// fix for any other value than [`LSTM_RECURRENCES`].
+pub fn requested_lstm_recurrence() -> Result<Option<&'static str>, String> {
+    one_of(LSTM_RECURRENCE_VAR, &LSTM_RECURRENCES)
+}
+
+/// The command layer's check, before any work, of the variables this module's settings come
+/// from: a typo (`HARNESS_GPU_TRACE=true`, `HARNESS_LSTM_RECURRENCE=step`) would otherwise
+/// silently mean the default.
+pub fn check_variables() -> Result<(), String> {
+    one_of(TRACE_VAR, &["0", "1"])?;
+    requested_lstm_recurrence()?;
+    Ok(())
+}
+
+/// The value of `var`, which must be one of `allowed` (surrounding blanks ignored); `None`
+/// when unset or empty.
+fn one_of(var: &str, allowed: &[&'static str]) -> Result<Option<&'static str>, String> {
+    pick(var, std::env::var(var), allowed)
+}
+
+fn pick(
+    var: &str,
+    value: Result<String, std::env::VarError>,
+    allowed: &[&'static str],
+) -> Result<Option<&'static str>, String> {
+    let choices = allowed
+        .iter()
+        .map(|a| format!("`{a}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match value {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => allowed
+            .iter()
+            .find(|a| **a == v.trim())
+            .map(|a| Some(*a))
+            .ok_or_else(|| format!("{var}={v:?} is not one of {choices}: use one, or unset it")),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!(
+            "{var} is not UTF-8: use one of {choices}, or unset it"
+        )),
+    }
+}
+
 /// Applies harness's cubecl settings (cache under `cache`, launch tracing) once per
 /// process; later calls return the first call's result. A build without a GPU backend only
 /// records the folder.
@@ -395,6 +448,26 @@ mod tests {
         assert!(on_device::<
             burn::backend::Autodiff<burn::backend::Wgpu<f32, i32>>,
         >());
+    }
+
+    #[test]
+    fn a_variable_takes_one_of_its_values_or_says_which() {
+        let var = LSTM_RECURRENCE_VAR;
+        let set = |v: &str| Ok(v.to_string());
+        assert_eq!(
+            pick(var, set(" whole "), &LSTM_RECURRENCES),
+            Ok(Some("whole"))
+        );
+        assert_eq!(pick(var, set(""), &LSTM_RECURRENCES), Ok(None));
+        let unset = Err(std::env::VarError::NotPresent);
+        assert_eq!(pick(var, unset, &LSTM_RECURRENCES), Ok(None));
+        let said = pick(var, set("Whole"), &LSTM_RECURRENCES).unwrap_err();
+        assert!(
+            said.contains("HARNESS_LSTM_RECURRENCE=\"Whole\"")
+                && said.contains("`auto`, `whole`, `steps`")
+                && said.contains("unset it"),
+            "{said}"
+        );
     }
 
     #[test]

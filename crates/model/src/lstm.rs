@@ -376,11 +376,7 @@ mod tests {
             1,
             0.3,
         );
-        let x = Tensor::<B, 3>::random(
-            [1, 5, 3],
-            burn::tensor::Distribution::Uniform(-1.0, 1.0),
-            &dev,
-        );
+        let x = crate::random::uniform_tensor::<B, 3>([1, 5, 3], 1.0, 101, &dev);
         let short = x.clone().slice([0..1, 0..3, 0..3]);
         let mask =
             Tensor::<B, 2>::from_data(TensorData::new(vec![1f32, 1., 1., 0., 0.], [1, 5]), &dev);
@@ -406,7 +402,7 @@ mod cube_tests {
     use crate::fused::lstm_cube::cube_layer;
     use crate::fused::lstm_whole::{forcing, Recurrence};
     use burn::backend::Autodiff;
-    use burn::tensor::{Distribution, TensorData};
+    use burn::tensor::TensorData;
 
     type G = Autodiff<burn::backend::Wgpu<f32, i32>>;
 
@@ -440,8 +436,8 @@ mod cube_tests {
         worst
     }
 
-    fn uniform<const D: usize>(shape: [usize; D], r: f64) -> Tensor<G, D> {
-        Tensor::random(shape, Distribution::Uniform(-r, r), &Default::default())
+    fn uniform<const D: usize>(shape: [usize; D], r: f64, seed: u64) -> Tensor<G, D> {
+        crate::random::uniform_tensor(shape, r, seed, &Default::default())
     }
 
     fn layer(d_in: usize, h: usize, reverse: bool, seed: u64) -> MaskedLstm<G> {
@@ -468,11 +464,11 @@ mod cube_tests {
             .flat_map(|r| [(r, Recurrence::Whole), (r, Recurrence::Steps)])
         {
             let layer = layer(d_in, h, reverse, 7);
-            let x = uniform([time, batch, d_in], 1.0).require_grad();
-            let ctx = uniform([batch, 4 * h], 0.5).require_grad();
-            let h0 = uniform([batch, h], 0.5).require_grad();
-            let c0 = uniform([batch, h], 0.5).require_grad();
-            let weights = uniform([time, batch, h], 1.0);
+            let x = uniform([time, batch, d_in], 1.0, 11).require_grad();
+            let ctx = uniform([batch, 4 * h], 0.5, 12).require_grad();
+            let h0 = uniform([batch, h], 0.5, 13).require_grad();
+            let c0 = uniform([batch, h], 0.5, 14).require_grad();
+            let weights = uniform([time, batch, h], 1.0, 15);
             let mask = mask_of(&lens, time);
             let run = |cube: bool| {
                 let input = LayerInput {
@@ -558,8 +554,8 @@ mod cube_tests {
         let lens = [7, 3, 1, 5];
         let fwd = layer(d_in, h, false, 11);
         let rev = layer(d_in, h, true, 12);
-        let x = uniform([time, batch, d_in], 1.0).require_grad();
-        let weights = uniform([time, batch, 2 * h], 1.0);
+        let x = uniform([time, batch, d_in], 1.0, 16).require_grad();
+        let weights = uniform([time, batch, 2 * h], 1.0, 17);
         let mask = mask_of(&lens, time);
         let run = |cube: Option<Recurrence>| {
             let out = if let Some(kind) = cube {
@@ -604,8 +600,8 @@ mod cube_tests {
         let lens: Vec<usize> = (0..batch).map(|b| 1 + (b * 7) % time).collect();
         let fwd = layer(d_in, h, false, 21);
         let rev = layer(d_in, h, true, 22);
-        let x = uniform([time, batch, d_in], 1.0).require_grad();
-        let weights = uniform([time, batch, 2 * h], 1.0);
+        let x = uniform([time, batch, d_in], 1.0, 18).require_grad();
+        let weights = uniform([time, batch, 2 * h], 1.0, 19);
         let mask = mask_of(&lens, time);
         let run = |kind: Recurrence| {
             let out = forcing(kind, || fwd.forward_bi_tm(&rev, x.clone(), mask.clone()))
@@ -632,7 +628,7 @@ mod cube_tests {
             3,
             0.5,
         );
-        let x = Tensor::<P, 3>::random([7, 3, 3], Distribution::Uniform(-1.0, 1.0), &dev);
+        let x = crate::random::uniform_tensor::<P, 3>([7, 3, 3], 1.0, 102, &dev);
         let v: Vec<f32> = (0..7)
             .flat_map(|t| [7, 3, 5].map(|l| if t < l { 1.0 } else { 0.0 }))
             .collect();

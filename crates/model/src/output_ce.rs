@@ -245,7 +245,6 @@ mod tests {
     use super::*;
     use burn::nn::LinearConfig;
     use burn::tensor::activation::log_softmax;
-    use burn::tensor::Distribution;
 
     /// `seq2seq_ce` as the objective computes it with burn's ops (the reference).
     fn reference(
@@ -284,8 +283,7 @@ mod tests {
                 0.5,
             );
             let hidden =
-                Tensor::<CpuAd, 3>::random([b, t, h], Distribution::Uniform(-1.0, 1.0), &dev)
-                    .require_grad();
+                crate::random::uniform_tensor::<CpuAd, 3>([b, t, h], 1.0, 101, &dev).require_grad();
             let targets = Tensor::<CpuAd, 2, Int>::from_data(
                 TensorData::new(
                     (0..b * t)

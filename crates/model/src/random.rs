@@ -301,20 +301,43 @@ pub fn init_uniform<B: Backend, M: Module<B>>(module: M, seed: u64, scale: f64) 
     module.map(&mut mapper)
 }
 
+/// A tensor of `shape` drawn from U(−scale, scale) by one ChaCha stream of `seed`: the same
+/// values on every backend and in every process (tests' and benchmarks' inputs, so that a
+/// failure reproduces).
+pub fn uniform_tensor<B: Backend, const D: usize>(
+    shape: [usize; D],
+    scale: f64,
+    seed: u64,
+    device: &B::Device,
+) -> Tensor<B, D> {
+    let mut draw = Uniform {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        scale: scale as f32,
+    };
+    draw.tensor(shape.into(), device)
+}
+
 struct Uniform {
     rng: ChaCha8Rng,
     scale: f32,
 }
 
+impl Uniform {
+    fn tensor<B: Backend, const D: usize>(
+        &mut self,
+        shape: burn::tensor::Shape,
+        device: &B::Device,
+    ) -> Tensor<B, D> {
+        let values: Vec<f32> = (0..shape.num_elements())
+            .map(|_| self.rng.random_range(-self.scale..self.scale))
+            .collect();
+        Tensor::from_data(TensorData::new(values, shape), device)
+    }
+}
+
 impl<B: Backend> ModuleMapper<B> for Uniform {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        replace_value(param, |t| {
-            let shape = t.shape();
-            let values: Vec<f32> = (0..shape.num_elements())
-                .map(|_| self.rng.random_range(-self.scale..self.scale))
-                .collect();
-            Tensor::from_data(TensorData::new(values, shape), &t.device())
-        })
+        replace_value(param, |t| self.tensor(t.shape(), &t.device()))
     }
 }
 

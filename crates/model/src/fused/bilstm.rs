@@ -282,7 +282,7 @@ impl Backward<Cpu, 7> for BiBackward {
 mod tests {
     use crate::lstm::{MaskedLstm, MaskedLstmConfig};
     use burn::backend::{Autodiff, NdArray};
-    use burn::tensor::{Distribution, Tensor, TensorData};
+    use burn::tensor::{Tensor, TensorData};
 
     type CpuAd = Autodiff<NdArray<f32>>;
 
@@ -323,20 +323,14 @@ mod tests {
             )
         };
         let (fwd, rev) = (make(false, 3), make(true, 4));
-        let x0 = Tensor::<NdArray<f32>, 3>::random(
-            [time, batch, d_in],
-            Distribution::Uniform(-1.0, 1.0),
-            &dev,
-        );
+        let x0 =
+            crate::random::uniform_tensor::<NdArray<f32>, 3>([time, batch, d_in], 1.0, 100, &dev);
         let mask: Vec<f32> = (0..time)
             .flat_map(|t| lens.iter().map(move |&l| if t < l { 1.0 } else { 0.0 }))
             .collect();
         let mask = Tensor::<CpuAd, 2>::from_data(TensorData::new(mask, [time, batch]), &dev);
-        let weights = Tensor::<CpuAd, 3>::random(
-            [time, batch, 2 * h],
-            Distribution::Uniform(-1.0, 1.0),
-            &dev,
-        );
+        let weights =
+            crate::random::uniform_tensor::<CpuAd, 3>([time, batch, 2 * h], 1.0, 101, &dev);
         let run = |together: bool| {
             let x = Tensor::<CpuAd, 3>::from_inner(x0.clone()).require_grad();
             let out = if together {

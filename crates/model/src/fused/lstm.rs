@@ -876,7 +876,6 @@ pub(crate) fn merge_grads(parts: Vec<Grads>, blocks: &[(usize, usize)], d: Dims)
 mod tests {
     use super::*;
     use crate::lstm::MaskedLstmConfig;
-    use burn::tensor::Distribution;
 
     fn mask_of<B: Backend>(lens: &[usize], time: usize) -> Tensor<B, 2> {
         let v: Vec<f32> = (0..time)
@@ -890,7 +889,7 @@ mod tests {
     #[test]
     fn tensor_data_is_into_data() {
         let dev = Default::default();
-        let plain = Tensor::<Cpu, 3>::random([3, 4, 5], Distribution::Default, &dev);
+        let plain = crate::random::uniform_tensor::<Cpu, 3>([3, 4, 5], 1.0, 100, &dev);
         let shared = Tensor::<CpuAd, 3>::from_inner(plain.clone()).require_grad();
         let _keep = shared.clone();
         assert_eq!(tensor_data(shared.clone()), shared.into_data());
@@ -926,24 +925,16 @@ mod tests {
                 7,
                 0.5,
             );
-            let x = Tensor::<CpuAd, 3>::random(
-                [time, batch, d_in],
-                Distribution::Uniform(-1.0, 1.0),
-                &dev,
-            )
-            .require_grad();
-            let ctx =
-                Tensor::<CpuAd, 2>::random([batch, 4 * h], Distribution::Uniform(-0.5, 0.5), &dev)
-                    .require_grad();
-            let h0 = Tensor::<CpuAd, 2>::random([batch, h], Distribution::Uniform(-0.5, 0.5), &dev)
+            let x = crate::random::uniform_tensor::<CpuAd, 3>([time, batch, d_in], 1.0, 101, &dev)
                 .require_grad();
-            let c0 = Tensor::<CpuAd, 2>::random([batch, h], Distribution::Uniform(-0.5, 0.5), &dev)
+            let ctx = crate::random::uniform_tensor::<CpuAd, 2>([batch, 4 * h], 0.5, 102, &dev)
                 .require_grad();
-            let weights = Tensor::<CpuAd, 3>::random(
-                [time, batch, h],
-                Distribution::Uniform(-1.0, 1.0),
-                &dev,
-            );
+            let h0 = crate::random::uniform_tensor::<CpuAd, 2>([batch, h], 0.5, 103, &dev)
+                .require_grad();
+            let c0 = crate::random::uniform_tensor::<CpuAd, 2>([batch, h], 0.5, 104, &dev)
+                .require_grad();
+            let weights =
+                crate::random::uniform_tensor::<CpuAd, 3>([time, batch, h], 1.0, 105, &dev);
             let mask = mask_of::<CpuAd>(&lens, time);
             let run = |fused: bool| {
                 let input = LayerInput {
@@ -1005,7 +996,7 @@ mod tests {
         let dev = Default::default();
         let layer =
             crate::random::init_uniform(MaskedLstmConfig::new(3, 4).init::<Cpu>(&dev), 3, 0.5);
-        let x = Tensor::<Cpu, 3>::random([7, 3, 3], Distribution::Uniform(-1.0, 1.0), &dev);
+        let x = crate::random::uniform_tensor::<Cpu, 3>([7, 3, 3], 1.0, 106, &dev);
         let mask = mask_of::<Cpu>(&[7, 3, 5], 7);
         let fused = layer.forward_tm(x.clone(), mask.clone(), None, None);
         let generic = layer.steps_tm(LayerInput {

@@ -51,19 +51,15 @@ pub(crate) enum Recurrence {
     Steps,
 }
 
-/// The environment variable that picks [`Recurrence`]: `auto` (the default), `whole` or
-/// `steps`.
-pub const RECURRENCE_VAR: &str = "HARNESS_LSTM_RECURRENCE";
-
 impl Recurrence {
-    /// The recurrence `HARNESS_LSTM_RECURRENCE` asks for (read once per process); `Auto`
-    /// when unset. Any other value is ignored (the default), as a tuning variable's typo
-    /// should not stop a run.
+    /// The recurrence [`crate::gpu::LSTM_RECURRENCE_VAR`] asks for (read once per process);
+    /// `Auto` when unset. The command layer refuses any other value before a run starts
+    /// ([`crate::gpu::check_variables`]).
     pub(crate) fn from_env() -> Recurrence {
         static CHOSEN: std::sync::OnceLock<Recurrence> = std::sync::OnceLock::new();
-        let chosen = *CHOSEN.get_or_init(|| match std::env::var(RECURRENCE_VAR).as_deref() {
-            Ok("whole") => Recurrence::Whole,
-            Ok("steps") => Recurrence::Steps,
+        let chosen = *CHOSEN.get_or_init(|| match crate::gpu::requested_lstm_recurrence() {
+            Ok(Some("whole")) => Recurrence::Whole,
+            Ok(Some("steps")) => Recurrence::Steps,
             _ => Recurrence::Auto,
         });
         #[cfg(test)]
